@@ -1,0 +1,264 @@
+// File: controller/agentplatform/client.cc
+//
+// The callSlurmRestApi client: validation, the 1 MB limit, rate limiting,
+// authentication, retries and error mapping (see client.h for the contract).
+
+#include "controller/agentplatform/client.h"
+
+#include <exception>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "controller/agentplatform/backoff.h"
+#include "controller/agentplatform/envelope.h"
+#include "controller/agentplatform/google_error.h"
+#include "controller/agentplatform/rate_limiter.h"
+#include "controller/agentplatform/token_endpoint.h"
+#include "glog/logging.h"
+
+namespace slurmop::agentplatform {
+namespace {
+
+// A copy of `status` with another message and the same payloads (so
+// http::MayHaveBeenDelivered() and RetryDelay() still answer).
+absl::Status WithMessage(const absl::Status& status, std::string message) {
+  absl::Status out(status.code(), std::move(message));
+  status.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
+// Marks a failure that happened before anything was sent, so that
+// http::MayHaveBeenDelivered() answers false (a POST may then be repeated).
+absl::Status NotSent(const absl::Status& status) {
+  absl::Status out = http::TransportError(status.code(), std::string(status.message()),
+                                          /*request_sent=*/false);
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    if (!out.GetPayload(url).has_value()) out.SetPayload(url, payload);
+  });
+  return out;
+}
+
+bool ValidNamePart(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status ValidateCluster(const ClusterName& cluster) {
+  for (const auto& [name, value] :
+       {std::pair{"project_id", &cluster.project_id}, std::pair{"region", &cluster.region},
+        std::pair{"cluster_id", &cluster.cluster_id}}) {
+    if (!ValidNamePart(*value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Agent Platform: the cluster's ", name, " \"", *value,
+          "\" is empty or holds characters other than letters, digits, '-', '_' and '.'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool IsTransientHttpStatus(int s) { return s == 408 || s == 502 || s == 503 || s == 504; }
+
+class SlurmApiClient final : public SlurmApi {
+ public:
+  explicit SlurmApiClient(const ClientOptions& options)
+      : opts_(options),
+        clock_(options.clock != nullptr ? options.clock : &RealClock::Get()),
+        limiter_(clock_, options.requests_per_second_per_cluster, options.rate_limit_burst) {
+    if (!opts_.sleep) {
+      opts_.sleep = [](std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); };
+    }
+    if (!opts_.jitter) opts_.jitter = DefaultJitter;
+    if (opts_.max_attempts < 1) opts_.max_attempts = 1;
+  }
+
+  absl::StatusOr<SlurmResponse> Call(const ClusterName& cluster, TokenSource& credentials,
+                                     HttpMethod method, std::string_view path,
+                                     const nlohmann::json* body) override {
+    try {
+      bool sent = false;
+      absl::StatusOr<SlurmResponse> result =
+          CallImpl(cluster, credentials, method, path, body, &sent);
+      if (!result.ok() && !sent) return NotSent(result.status());
+      return result;
+    } catch (const std::exception& e) {
+      return absl::InternalError(absl::StrCat("Agent Platform: unexpected error: ", e.what()));
+    } catch (...) {
+      return absl::InternalError("Agent Platform: unexpected error");
+    }
+  }
+
+ private:
+  void Sleep(std::chrono::nanoseconds d) {
+    if (d > std::chrono::nanoseconds::zero()) opts_.sleep(d);
+  }
+
+  absl::StatusOr<SlurmResponse> CallImpl(const ClusterName& cluster, TokenSource& credentials,
+                                         HttpMethod method, std::string_view path_view,
+                                         const nlohmann::json* body, bool* sent) {
+    const std::string path(path_view);
+    if (opts_.transport == nullptr) {
+      return absl::FailedPreconditionError("Agent Platform: ClientOptions.transport is not set");
+    }
+    if (absl::Status s = ValidateCluster(cluster); !s.ok()) return s;
+    if (path.empty() || path.front() != '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Agent Platform: the Slurm path \"", path,
+                       "\" must start with '/' (e.g. /slurm/v0.0.42/job/submit)"));
+    }
+    if (method == HttpMethod::kPost && body == nullptr) {
+      return absl::InvalidArgumentError("Agent Platform: a POST to Slurm needs a body");
+    }
+    absl::StatusOr<std::string> request_body = EncodeRequest(method, path, body);
+    if (!request_body.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Agent Platform: ", request_body.status().message()));
+    }
+    if (request_body->size() > opts_.max_request_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Agent Platform: the request is ", request_body->size(),
+          " bytes, over the 1 MB limit of callSlurmRestApi (", opts_.max_request_bytes,
+          " bytes); put large scripts on the cluster's shared storage and call them from a "
+          "short wrapper script"));
+    }
+
+    const std::string url = cluster.CallUrl();
+    const std::string limiter_key = cluster.ResourceName();
+    const std::string method_name(HttpMethodName(method));
+    Backoff backoff(opts_.initial_backoff, opts_.max_backoff, opts_.jitter);
+    bool auth_retried = false;
+    for (int attempt = 1;; ++attempt) {
+      const bool attempts_left = attempt < opts_.max_attempts;
+      Sleep(limiter_.Reserve(limiter_key));
+
+      absl::StatusOr<std::string> token = credentials.Token();
+      if (!token.ok()) {
+        absl::Status s = WithMessage(
+            token.status(), absl::StrCat("Agent Platform: no access token from ",
+                                         credentials.Describe(), ": ", token.status().message()));
+        if (s.code() == absl::StatusCode::kUnavailable && attempts_left) {
+          Sleep(backoff.Next());
+          continue;
+        }
+        return s;
+      }
+      const std::vector<std::string> secrets = {*token};
+
+      http::Request request;
+      request.method = "POST";
+      request.url = url;
+      request.headers["Authorization"] = "Bearer " + *token;
+      request.headers["Content-Type"] = "application/json";
+      request.headers["Accept"] = "application/json";
+      if (std::string quota = credentials.QuotaProject(); !quota.empty()) {
+        request.headers["x-goog-user-project"] = quota;
+      }
+      request.body = *request_body;
+      request.timeout = opts_.timeout;
+
+      *sent = true;
+      absl::StatusOr<http::Response> response = opts_.transport->Send(request);
+      if (!response.ok()) {
+        const absl::Status& t = response.status();
+        const bool delivered = http::MayHaveBeenDelivered(t);
+        absl::Status s =
+            WithMessage(t, Redact(absl::StrCat("Agent Platform: ", method_name, " ", path, " via ",
+                                               url, " failed: ", t.message()),
+                                  secrets));
+        const bool transport_retryable = t.code() == absl::StatusCode::kUnavailable ||
+                                         t.code() == absl::StatusCode::kDeadlineExceeded;
+        const bool safe = method != HttpMethod::kPost || !delivered;
+        if (transport_retryable && safe && attempts_left) {
+          VLOG(1) << s.message() << "; retrying (attempt " << attempt << ")";
+          Sleep(backoff.Next());
+          continue;
+        }
+        if (attempt > 1) {
+          s = WithMessage(s, absl::StrCat(s.message(), " (after ", attempt, " attempts)"));
+        }
+        return s;
+      }
+
+      if (response->status >= 200 && response->status < 300) {
+        absl::StatusOr<SlurmResponse> decoded = DecodeResponse(response->body);
+        if (!decoded.ok()) return RedactStatus(decoded.status(), secrets);
+        return decoded;
+      }
+
+      absl::Status s = RedactStatus(GoogleErrorToStatus(*response, clock_->Now()), secrets);
+      if (s.code() == absl::StatusCode::kUnauthenticated || response->status == 401) {
+        if (!auth_retried) {
+          auth_retried = true;
+          credentials.Invalidate();
+          --attempt;  // the retry after a refresh does not count
+          continue;
+        }
+      }
+      if (s.code() == absl::StatusCode::kUnauthenticated ||
+          s.code() == absl::StatusCode::kPermissionDenied) {
+        return WithMessage(s, absl::StrCat(s.message(), "; caller: ", credentials.Describe()));
+      }
+      const bool transient =
+          s.code() == absl::StatusCode::kUnavailable || IsTransientHttpStatus(response->status);
+      if (transient && method != HttpMethod::kPost && attempts_left) {
+        const std::optional<std::chrono::milliseconds> hint = RetryDelay(s);
+        if (!hint.has_value() || *hint <= opts_.max_backoff) {
+          VLOG(1) << s.message() << "; retrying (attempt " << attempt << ")";
+          Sleep(backoff.Next(hint));
+          continue;
+        }
+      }
+      if (attempt > 1) {
+        s = WithMessage(s, absl::StrCat(s.message(), " (after ", attempt, " attempts)"));
+      }
+      return s;
+    }
+  }
+
+  ClientOptions opts_;
+  const Clock* const clock_;
+  RateLimiter limiter_;
+};
+
+}  // namespace
+
+std::string_view HttpMethodName(HttpMethod method) {
+  switch (method) {
+    case HttpMethod::kGet:
+      return "GET";
+    case HttpMethod::kPost:
+      return "POST";
+    case HttpMethod::kDelete:
+      return "DELETE";
+  }
+  return "UNKNOWN";
+}
+
+std::string ClusterName::ResourceName() const {
+  return absl::StrCat("projects/", project_id, "/locations/", region, "/modelDevelopmentClusters/",
+                      cluster_id);
+}
+
+std::string ClusterName::CallUrl() const {
+  absl::string_view base = endpoint;
+  while (absl::ConsumeSuffix(&base, "/")) {
+  }
+  const std::string root = base.empty()
+                               ? absl::StrCat("https://", region, "-aiplatform.googleapis.com")
+                               : std::string(base);
+  return absl::StrCat(root, "/v1beta1/", ResourceName(), ":callSlurmRestApi");
+}
+
+std::unique_ptr<SlurmApi> NewSlurmApiClient(const ClientOptions& options) {
+  return std::make_unique<SlurmApiClient>(options);
+}
+
+}  // namespace slurmop::agentplatform

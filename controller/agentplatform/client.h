@@ -1,0 +1,121 @@
+// File: controller/agentplatform/client.h
+//
+// The callSlurmRestApi client: SlurmApi is the seam the executor uses (tests
+// swap a fake); NewSlurmApiClient() is the real one.
+//
+// Contract of Call():
+//  * Sends {"method": "HTTP_METHOD_*", "path": path, "body": body} (body
+//    omitted when null) to cluster.CallUrl() with "Authorization: Bearer
+//    <token>", "Content-Type: application/json" and, when the credentials
+//    name a quota project, "x-goog-user-project".
+//  * OK: the envelope arrived, whatever Slurm's own status.
+//  * Errors (absl canonical codes = google.rpc codes):
+//    - Google errors: code from error.status (else from the HTTP status),
+//      message "Agent Platform: <message>" plus " (retry after <delay>)";
+//      for UNAUTHENTICATED and PERMISSION_DENIED also "; caller: <identity>".
+//    - transport failures: kUnavailable / kDeadlineExceeded, with
+//      http::MayHaveBeenDelivered() telling whether the request may have
+//      arrived.
+//    - a request over max_request_bytes: kInvalidArgument (nothing sent).
+//    - bad arguments (empty cluster fields, a path not starting with "/",
+//      POST without a body, integers beyond 2^53 in the body):
+//      kInvalidArgument (nothing sent).
+//    - a 2xx answer that is not an envelope: kInternal.
+//    - token errors: the TokenSource's status, prefixed with the identity.
+//    Delivery: a failure before anything was sent (bad arguments, the 1 MB
+//    limit, token errors) is marked so that http::MayHaveBeenDelivered() is
+//    false; a Google error answer carries no mark, so MayHaveBeenDelivered()
+//    is (conservatively) true for it; a transport failure keeps the
+//    transport's mark.
+//  * Retries, with exponential backoff and full jitter, never waiting less
+//    than the server's RetryInfo / Retry-After delay: GET and DELETE on
+//    UNAVAILABLE, HTTP 408/502/503/504 and transport errors; POST only when
+//    the transport proves the request never left (!MayHaveBeenDelivered).
+//    Token fetches failing with kUnavailable are retried for every method
+//    (nothing was sent). A server delay longer than max_backoff is not
+//    waited out here: the error is returned with RetryDelay() set.
+//    UNAUTHENTICATED/401: Invalidate() the credentials and retry once (any
+//    method; the request was rejected before reaching Slurm).
+//    RESOURCE_EXHAUSTED is returned at once, with the delay in the message
+//    and in RetryDelay().
+//  * Each attempt first takes a token from the cluster's rate limiter
+//    (requests_per_second_per_cluster, burst rate_limit_burst), waiting
+//    through options.sleep if the bucket is empty.
+//  * Thread-safe; exceptions never escape.
+
+#ifndef SLURMOP_CONTROLLER_AGENTPLATFORM_CLIENT_H_
+#define SLURMOP_CONTROLLER_AGENTPLATFORM_CLIENT_H_
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controller/agentplatform/credentials.h"
+#include "controller/common/clock.h"
+#include "controller/http/http_transport.h"
+#include "nlohmann/json.hpp"
+
+namespace slurmop::agentplatform {
+
+enum class HttpMethod { kGet, kPost, kDelete };
+
+// "GET", "POST", "DELETE".
+std::string_view HttpMethodName(HttpMethod method);
+
+struct ClusterName {
+  // "" -> https://REGION-aiplatform.googleapis.com ; else scheme://host[:port]
+  // (trailing slash ok).
+  std::string endpoint;
+  std::string project_id, region, cluster_id;
+  // projects/P/locations/R/modelDevelopmentClusters/C
+  std::string ResourceName() const;
+  // <endpoint>/v1beta1/<ResourceName()>:callSlurmRestApi
+  std::string CallUrl() const;
+};
+
+struct SlurmResponse {
+  int status = 0;  // Slurm's own HTTP status, from the envelope
+  nlohmann::json
+      body;  // Slurm's JSON answer (structuredBody, else body parsed/taken); null when none
+};
+
+struct ClientOptions {
+  http::Transport* transport = nullptr;
+  const Clock* clock = nullptr;  // nullptr: RealClock
+  std::chrono::milliseconds timeout{30000};
+  size_t max_request_bytes = 1000 * 1000;      // the documented 1 MB limit, checked before sending
+  double requests_per_second_per_cluster = 5;  // client-side token bucket per cluster (<= 0: off)
+  double rate_limit_burst = 10;
+  int max_attempts = 5;  // for retryable calls
+  std::chrono::milliseconds initial_backoff{500}, max_backoff{30000};
+  // Waits between attempts and for the rate limiter. Default:
+  // std::this_thread::sleep_for. Tests advance a FakeClock instead.
+  std::function<void(std::chrono::nanoseconds)> sleep;
+  // Uniform in [0, 1) for full jitter. Default: a per-thread PRNG.
+  std::function<double()> jitter;
+};
+
+class SlurmApi {  // the seam the executor uses; tests swap a fake
+ public:
+  virtual ~SlurmApi() = default;
+  // See the file comment.
+  virtual absl::StatusOr<SlurmResponse> Call(const ClusterName& cluster, TokenSource& credentials,
+                                             HttpMethod method, std::string_view path,
+                                             const nlohmann::json* body) = 0;
+};
+
+std::unique_ptr<SlurmApi> NewSlurmApiClient(const ClientOptions& options);
+
+// The server-suggested delay attached to a RESOURCE_EXHAUSTED / UNAVAILABLE
+// status, if any (defined in google_error.cc).
+std::optional<std::chrono::milliseconds> RetryDelay(const absl::Status& status);
+
+}  // namespace slurmop::agentplatform
+
+#endif  // SLURMOP_CONTROLLER_AGENTPLATFORM_CLIENT_H_

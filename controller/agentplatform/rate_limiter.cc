@@ -1,0 +1,33 @@
+// File: controller/agentplatform/rate_limiter.cc
+//
+// Per-key token buckets.
+
+#include "controller/agentplatform/rate_limiter.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace slurmop::agentplatform {
+
+RateLimiter::RateLimiter(const Clock* clock, double rate_per_second, double burst)
+    : clock_(clock != nullptr ? clock : &RealClock::Get()),
+      rate_(rate_per_second),
+      burst_(std::max(burst, 1.0)) {}
+
+std::chrono::nanoseconds RateLimiter::Reserve(const std::string& key) {
+  if (!(rate_ > 0)) return std::chrono::nanoseconds(0);
+  std::lock_guard<std::mutex> lock(mu_);
+  const Time now = clock_->Now();
+  auto [it, inserted] = buckets_.try_emplace(key, Bucket{burst_, now});
+  Bucket& b = it->second;
+  if (now > b.updated) {
+    const double elapsed = std::chrono::duration<double>(now - b.updated).count();
+    b.tokens = std::min(burst_, b.tokens + elapsed * rate_);
+    b.updated = now;
+  }
+  b.tokens -= 1.0;
+  if (b.tokens >= 0) return std::chrono::nanoseconds(0);
+  return std::chrono::nanoseconds(static_cast<int64_t>(std::ceil(-b.tokens * 1e9 / rate_)));
+}
+
+}  // namespace slurmop::agentplatform

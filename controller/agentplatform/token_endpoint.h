@@ -1,0 +1,79 @@
+// File: controller/agentplatform/token_endpoint.h
+//
+// Shared plumbing for talking to token endpoints (OAuth2 token endpoint,
+// STS, IAM Credentials, metadata server): form encoding, sending through the
+// transport, parsing token responses, and turning failures into statuses
+// that tell the user what to check.
+//
+// Contract:
+//  * SendTokenRequest() returns the response for any HTTP status; a
+//    transport failure becomes kUnavailable ("could not reach <what>").
+//  * TokenEndpointError() maps an error response: 5xx, 408, 429 and the
+//    OAuth errors internal_failure/server_error/temporarily_unavailable ->
+//    kUnavailable; 403, access_denied, unauthorized_client, PERMISSION_DENIED
+//    -> kPermissionDenied; other 4xx -> kUnauthenticated. The message names
+//    the endpoint, the server's error text and `hint`.
+//  * Every message is passed through Redact() with the request's secrets
+//    before it leaves this file, so no token, assertion, refresh token or
+//    client secret can appear in it even if a server echoes one.
+
+#ifndef SLURMOP_CONTROLLER_AGENTPLATFORM_TOKEN_ENDPOINT_H_
+#define SLURMOP_CONTROLLER_AGENTPLATFORM_TOKEN_ENDPOINT_H_
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controller/agentplatform/cached_token_source.h"
+#include "controller/common/clock.h"
+#include "controller/http/http_transport.h"
+#include "nlohmann/json.hpp"
+
+namespace slurmop::agentplatform {
+
+inline constexpr char kGoogleTokenUri[] = "https://oauth2.googleapis.com/token";
+
+// Percent-encodes everything except unreserved characters (RFC 3986).
+std::string UrlEncode(std::string_view s);
+// application/x-www-form-urlencoded body, fields in the given order.
+std::string FormEncode(const std::vector<std::pair<std::string, std::string>>& fields);
+// Joins scopes with `sep`.
+std::string JoinScopes(const std::vector<std::string>& scopes, std::string_view sep);
+
+// Replaces every occurrence of each non-empty secret by "[REDACTED]".
+std::string Redact(std::string text, const std::vector<std::string>& secrets);
+absl::Status RedactStatus(const absl::Status& status, const std::vector<std::string>& secrets);
+
+// Describes one exchange for error messages, e.g. what = "the OAuth2 token
+// endpoint https://oauth2.googleapis.com/token", hint = "check that ...".
+struct TokenExchange {
+  std::string what;
+  std::string hint;
+  std::vector<std::string> secrets;  // redacted from every message
+};
+
+absl::StatusOr<http::Response> SendTokenRequest(http::Transport& transport,
+                                                const http::Request& request,
+                                                const TokenExchange& exchange);
+
+absl::Status TokenEndpointError(const http::Response& response, const TokenExchange& exchange);
+
+// Parses a 2xx JSON body; kUnavailable when it is not a JSON object.
+absl::StatusOr<nlohmann::json> ParseJsonObject(const http::Response& response,
+                                               const TokenExchange& exchange);
+
+// Reads {"access_token","expires_in","token_type"} (RFC 6749 §5.1); token_type
+// must be Bearer (case-insensitive) when `require_token_type`.
+absl::StatusOr<AccessToken> ParseOAuthTokenResponse(const http::Response& response, Time now,
+                                                    const TokenExchange& exchange,
+                                                    bool require_token_type = true);
+
+// An HTTP request with a form body to `url`.
+http::Request FormPost(std::string url, std::string body, std::chrono::milliseconds timeout);
+
+}  // namespace slurmop::agentplatform
+
+#endif  // SLURMOP_CONTROLLER_AGENTPLATFORM_TOKEN_ENDPOINT_H_

@@ -1,0 +1,306 @@
+// File: controller/http/cpprest_transport.cc
+//
+// CpprestTransport: see cpprest_transport.h for the contract. cpprestsdk and
+// Boost exceptions are caught in this file and turned into Status values.
+
+#include "controller/http/cpprest_transport.h"
+
+#include <cpprest/http_client.h>
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "controller/http/line_splitter.h"
+#include "controller/http/pplx_wait.h"
+#include "controller/http/tls_material.h"
+
+namespace slurmop::http {
+namespace {
+
+using web::http::client::http_client;
+using web::http::client::http_client_config;
+
+constexpr std::chrono::milliseconds kDefaultTimeout{30000};
+constexpr size_t kReadBufferSize = 64 * 1024;
+
+struct SplitUrl {
+  std::string base;      // scheme://authority
+  std::string resource;  // /path?query
+  bool https = false;
+};
+
+absl::StatusOr<SplitUrl> Split(const std::string& url) {
+  const size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("URL without scheme: ", url));
+  }
+  const std::string scheme = absl::AsciiStrToLower(url.substr(0, scheme_end));
+  if (scheme != "http" && scheme != "https") {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported URL scheme: ", scheme));
+  }
+  const size_t authority_start = scheme_end + 3;
+  const size_t path_start = url.find_first_of("/?#", authority_start);
+  SplitUrl split;
+  split.https = scheme == "https";
+  split.base = url.substr(0, path_start);
+  if (split.base.size() <= authority_start) {
+    return absl::InvalidArgumentError(absl::StrCat("URL without host: ", url));
+  }
+  split.resource = path_start == std::string::npos ? "/" : url.substr(path_start);
+  if (split.resource.front() != '/') split.resource.insert(0, "/");
+  const size_t fragment = split.resource.find('#');
+  if (fragment != std::string::npos) split.resource.resize(fragment);
+  return split;
+}
+
+// cpprest reports the phase that failed only in the message. Failures before
+// the request was written cannot have reached the server.
+bool RequestMayHaveBeenSent(const std::string& what) {
+  static constexpr const char* kBeforeSending[] = {"resolv",        "Failed to connect",
+                                                   "SSL handshake", "Request canceled by user",
+                                                   "proxy",         "The method string is invalid"};
+  for (const char* marker : kBeforeSending) {
+    if (what.find(marker) != std::string::npos) return false;
+  }
+  return true;
+}
+
+absl::Status StatusFromException(std::exception_ptr error, StopReason reason) {
+  std::string what = "unknown error";
+  int code = 0;
+  bool task_cancelled = false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const web::http::http_exception& e) {
+    what = e.what();
+    code = e.error_code().value();
+  } catch (const web::uri_exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid URL: ", e.what()));
+  } catch (const pplx::task_canceled&) {
+    what = "request cancelled";
+    task_cancelled = true;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  const bool sent = RequestMayHaveBeenSent(what);
+  switch (reason) {
+    case StopReason::kCancelled:
+      return TransportError(absl::StatusCode::kCancelled, "request cancelled", sent);
+    case StopReason::kDeadline:
+      return TransportError(absl::StatusCode::kDeadlineExceeded, "request timed out", sent);
+    case StopReason::kNone:
+      break;
+  }
+  if (code == static_cast<int>(std::errc::timed_out)) {
+    return TransportError(absl::StatusCode::kDeadlineExceeded, absl::StrCat("timed out: ", what),
+                          sent);
+  }
+  if (task_cancelled) return TransportError(absl::StatusCode::kCancelled, what, sent);
+  return TransportError(absl::StatusCode::kUnavailable, what, sent);
+}
+
+absl::Status NotWoundDown(StopReason reason) {
+  return reason == StopReason::kCancelled
+             ? TransportError(absl::StatusCode::kCancelled, "request cancelled", true)
+             : TransportError(absl::StatusCode::kDeadlineExceeded, "request timed out", true);
+}
+
+Headers LowerCaseHeaders(const web::http::http_headers& headers) {
+  Headers out;
+  for (const auto& [name, value] : headers) out[absl::AsciiStrToLower(name)] = value;
+  return out;
+}
+
+}  // namespace
+
+class CpprestTransport::Impl {
+ public:
+  explicit Impl(TlsMaterial tls) : tls_(std::make_shared<const TlsMaterial>(std::move(tls))) {}
+
+  absl::StatusOr<Response> Send(const Request& request);
+  absl::StatusOr<Response> Stream(const Request& request, const LineCallback& on_line,
+                                  const std::shared_ptr<StreamHandle>& handle);
+
+ private:
+  std::shared_ptr<http_client> ClientFor(const std::string& base,
+                                         std::chrono::milliseconds timeout);
+  web::http::http_request BuildMessage(const Request& request, const SplitUrl& url) const;
+
+  const std::shared_ptr<const TlsMaterial> tls_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<http_client>> clients_;  // guarded by mu_
+};
+
+std::shared_ptr<http_client> CpprestTransport::Impl::ClientFor(const std::string& base,
+                                                               std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) timeout = kDefaultTimeout;
+  const std::string key = absl::StrCat(base, "#", timeout.count());
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = clients_.find(key);
+  if (it != clients_.end()) return it->second;
+
+  http_client_config config;
+  config.set_timeout(timeout);
+  config.set_validate_certificates(!tls_->insecure_skip_tls_verify);
+  config.set_max_redirects(0);
+  std::shared_ptr<const TlsMaterial> tls = tls_;
+  config.set_ssl_context_callback([tls](boost::asio::ssl::context& context) {
+    absl::Status configured = ConfigureSslContext(*tls, context);
+    if (!configured.ok()) LOG(ERROR) << "TLS context setup failed: " << configured.message();
+  });
+  auto client = std::make_shared<http_client>(web::uri(base), config);
+  clients_.emplace(key, client);
+  return client;
+}
+
+web::http::http_request CpprestTransport::Impl::BuildMessage(const Request& request,
+                                                             const SplitUrl& url) const {
+  web::http::http_request message(request.method);
+  message.set_request_uri(web::uri(url.resource));
+  std::string content_type;
+  for (const auto& [name, value] : request.headers) {
+    if (absl::EqualsIgnoreCase(name, "content-type")) {
+      content_type = value;
+    } else if (!absl::EqualsIgnoreCase(name, "content-length")) {
+      message.headers().add(name, value);
+    }
+  }
+  if (url.https && !tls_->server_name.empty() && !message.headers().has("Host")) {
+    // cpprest takes the SNI and verification name from the Host header.
+    message.headers().add("Host", tls_->server_name);
+  }
+  if (!request.body.empty()) {
+    message.set_body(request.body,
+                     content_type.empty() ? std::string("application/octet-stream") : content_type);
+  } else if (!content_type.empty()) {
+    message.headers().set_content_type(content_type);
+  }
+  return message;
+}
+
+absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request) {
+  absl::StatusOr<SplitUrl> url = Split(request.url);
+  if (!url.ok()) return url.status();
+  const auto timeout = request.timeout.count() > 0 ? request.timeout : kDefaultTimeout;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  pplx::cancellation_token_source cts;
+  try {
+    std::shared_ptr<http_client> client = ClientFor(url->base, timeout);
+    TaskOutcome<web::http::http_response> head(
+        client->request(BuildMessage(request, *url), cts.get_token()));
+    AwaitResult waited = AwaitTask(head, cts, nullptr, deadline);
+    if (!waited.finished) return NotWoundDown(waited.reason);
+    if (head.error()) return StatusFromException(head.error(), waited.reason);
+    web::http::http_response http_response = head.value();
+
+    TaskOutcome<std::vector<unsigned char>> body(http_response.extract_vector());
+    waited = AwaitTask(body, cts, nullptr, deadline);
+    if (!waited.finished) return NotWoundDown(waited.reason);
+    if (body.error()) return StatusFromException(body.error(), waited.reason);
+
+    Response response;
+    response.status = http_response.status_code();
+    response.headers = LowerCaseHeaders(http_response.headers());
+    response.body.assign(body.value().begin(), body.value().end());
+    return response;
+  } catch (...) {
+    return StatusFromException(std::current_exception(), StopReason::kNone);
+  }
+}
+
+absl::StatusOr<Response> CpprestTransport::Impl::Stream(
+    const Request& request, const LineCallback& on_line,
+    const std::shared_ptr<StreamHandle>& handle) {
+  absl::StatusOr<SplitUrl> url = Split(request.url);
+  if (!url.ok()) return url.status();
+  const auto timeout = request.timeout.count() > 0 ? request.timeout : kDefaultTimeout;
+  pplx::cancellation_token_source cts;
+  try {
+    std::shared_ptr<http_client> client = ClientFor(url->base, timeout);
+    TaskOutcome<web::http::http_response> head(
+        client->request(BuildMessage(request, *url), cts.get_token()));
+    AwaitResult waited = AwaitTask(head, cts, handle.get(), std::nullopt);
+    if (!waited.finished) return NotWoundDown(waited.reason);
+    if (head.error()) return StatusFromException(head.error(), waited.reason);
+    web::http::http_response http_response = head.value();
+
+    Response response;
+    response.status = http_response.status_code();
+    response.headers = LowerCaseHeaders(http_response.headers());
+    if (response.status < 200 || response.status >= 300) {
+      // Error responses are small and returned whole, as from Send().
+      TaskOutcome<std::vector<unsigned char>> body(http_response.extract_vector());
+      waited = AwaitTask(body, cts, handle.get(), std::chrono::steady_clock::now() + timeout);
+      if (!waited.finished) return NotWoundDown(waited.reason);
+      if (body.error()) return StatusFromException(body.error(), waited.reason);
+      response.body.assign(body.value().begin(), body.value().end());
+      return response;
+    }
+
+    concurrency::streams::streambuf<uint8_t> source = http_response.body().streambuf();
+    LineSplitter splitter(on_line);
+    auto buffer = std::make_shared<std::vector<uint8_t>>(kReadBufferSize);
+    for (;;) {
+      if (handle != nullptr && handle->cancelled()) {
+        cts.cancel();
+        return TransportError(absl::StatusCode::kCancelled, "stream cancelled", true);
+      }
+      // Take whatever is buffered; with nothing buffered, wait for one byte.
+      const size_t want = std::clamp<size_t>(source.in_avail(), 1, buffer->size());
+      TaskOutcome<size_t> read(source.getn(buffer->data(), want), buffer);
+      waited = AwaitTask(read, cts, handle.get(), std::nullopt);
+      if (!waited.finished) return NotWoundDown(waited.reason);
+      if (read.error()) return StatusFromException(read.error(), waited.reason);
+      if (waited.reason == StopReason::kCancelled) {
+        return TransportError(absl::StatusCode::kCancelled, "stream cancelled", true);
+      }
+      const size_t length = read.value();
+      if (length == 0) {  // the server ended the body
+        splitter.Finish();
+        return response;
+      }
+      const std::string_view bytes(reinterpret_cast<const char*>(buffer->data()), length);
+      if (!splitter.Feed(bytes)) {
+        cts.cancel();  // the caller stopped; do not return the connection to the pool
+        return response;
+      }
+    }
+  } catch (...) {
+    cts.cancel();
+    return StatusFromException(std::current_exception(), StopReason::kNone);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<CpprestTransport>> CpprestTransport::Create(
+    const CpprestTransportOptions& options) {
+  absl::StatusOr<TlsMaterial> tls = LoadTlsMaterial(options.tls);
+  if (!tls.ok()) return tls.status();
+  return std::unique_ptr<CpprestTransport>(
+      new CpprestTransport(std::make_unique<Impl>(*std::move(tls))));
+}
+
+CpprestTransport::CpprestTransport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CpprestTransport::~CpprestTransport() = default;
+
+absl::StatusOr<Response> CpprestTransport::Send(const Request& request) {
+  return impl_->Send(request);
+}
+
+absl::StatusOr<Response> CpprestTransport::Stream(const Request& request,
+                                                  const LineCallback& on_line,
+                                                  std::shared_ptr<StreamHandle> handle) {
+  return impl_->Stream(request, on_line, handle);
+}
+
+}  // namespace slurmop::http

@@ -1,0 +1,88 @@
+// File: controller/http/http_transport.h
+//
+// The HTTP seam. The Kubernetes client and the Agent Platform client speak
+// HTTP only through HttpTransport, so tests swap in a fake and the real
+// implementation (cpprestsdk) stays at the edge, where its exceptions are
+// caught and turned into absl::Status values.
+//
+// Contract:
+//  * Send() returns the response for any HTTP status (4xx/5xx are responses,
+//    not errors). A non-OK Status means no complete response arrived:
+//      kUnavailable       connection refused/reset, DNS, TLS failure, or the
+//                         connection broke before the response was complete;
+//      kDeadlineExceeded  the request timed out.
+//    In both cases `request_sent` in the detail payload says whether the
+//    request may have reached the server (see MayHaveBeenDelivered()).
+//  * Stream() delivers the body of a 2xx response line by line ('\n'
+//    separated, partial lines held back across chunks) until the server ends
+//    it, the callback returns false, or Cancel() is called on the handle.
+//    A non-2xx response is returned whole, as from Send().
+
+#ifndef SLURMOP_CONTROLLER_HTTP_HTTP_TRANSPORT_H_
+#define SLURMOP_CONTROLLER_HTTP_HTTP_TRANSPORT_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace slurmop::http {
+
+// Header names are compared case-insensitively by the transport; store them
+// in lower case for lookups in responses.
+using Headers = std::map<std::string, std::string>;
+
+struct Request {
+  std::string method = "GET";  // GET, POST, PUT, PATCH, DELETE
+  std::string url;             // absolute: scheme://host:port/path?query
+  Headers headers;
+  std::string body;
+  // Whole-request timeout; for Stream() the time allowed without any byte.
+  std::chrono::milliseconds timeout{30000};
+};
+
+struct Response {
+  int status = 0;
+  Headers headers;  // keys lower-cased
+  std::string body;
+};
+
+// Cancels a running Stream() from another thread.
+class StreamHandle {
+ public:
+  void Cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+};
+
+// Called once per complete line of a streamed body; return false to stop.
+using LineCallback = std::function<bool(const std::string& line)>;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual absl::StatusOr<Response> Send(const Request& request) = 0;
+  // Returns the final response (its body empty when it was streamed) once the
+  // stream ends; see the file comment.
+  virtual absl::StatusOr<Response> Stream(const Request& request, const LineCallback& on_line,
+                                          std::shared_ptr<StreamHandle> handle) = 0;
+};
+
+// True when a failed Send() may have delivered the request to the server
+// (the connection broke or timed out after the request was written). A
+// caller must not blindly repeat a non-idempotent request in that case.
+bool MayHaveBeenDelivered(const absl::Status& status);
+
+// Builds the transport-failure Status used by implementations.
+absl::Status TransportError(absl::StatusCode code, std::string message, bool request_sent);
+
+}  // namespace slurmop::http
+
+#endif  // SLURMOP_CONTROLLER_HTTP_HTTP_TRANSPORT_H_

@@ -1,0 +1,45 @@
+// File: controller/http/tls_material.h
+//
+// TLS material for CpprestTransport: loads the PEM files named in TlsOptions
+// once, and applies the result to a boost::asio::ssl::context.
+//
+// Contract:
+//  * LoadTlsMaterial() reads the files, concatenates file and inline PEM of
+//    the same kind, and checks that everything parses by configuring a
+//    throw-away context. A key without a certificate (or the reverse) is
+//    kInvalidArgument. Error messages name files, never their contents.
+//  * ConfigureSslContext() never throws. With CA PEM present it replaces the
+//    context's trust store, so only those CAs are trusted (client-go
+//    semantics); TLS 1.2 is the minimum protocol version.
+
+#ifndef SLURMOP_CONTROLLER_HTTP_TLS_MATERIAL_H_
+#define SLURMOP_CONTROLLER_HTTP_TLS_MATERIAL_H_
+
+#include <boost/asio/ssl/context.hpp>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controller/http/cpprest_transport.h"
+
+namespace slurmop::http {
+
+struct TlsMaterial {
+  std::string ca_pem;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+  bool insecure_skip_tls_verify = false;
+  std::string server_name;
+};
+
+absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsOptions& options);
+
+absl::Status ConfigureSslContext(const TlsMaterial& material, boost::asio::ssl::context& context);
+
+// Reads a whole file. kNotFound if it does not exist, kInvalidArgument if it
+// cannot be read.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+}  // namespace slurmop::http
+
+#endif  // SLURMOP_CONTROLLER_HTTP_TLS_MATERIAL_H_

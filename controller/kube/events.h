@@ -1,0 +1,114 @@
+// File: controller/kube/events.h
+//
+// EventRecorder: Kubernetes Events about the operator's objects, best effort
+// and asynchronous, with repeats aggregated into one Event.
+//
+// Contract:
+//  * Record() never blocks on the network: it snapshots the object reference
+//    and the current Clock time, queues the event (at most `max_queue`;
+//    beyond that events are dropped with a warning) and returns. One worker
+//    thread writes them in order. Failures are logged, never returned; an
+//    Event must never fail a reconcile.
+//  * Writes events.k8s.io/v1 Events: metadata.name "<object>.<hex nanos>",
+//    namespace of the object ("default" for cluster-scoped objects), eventTime
+//    (MicroTime), reportingController/-Instance, action, reason, note, type,
+//    regarding {apiVersion, kind, namespace, name, uid, resourceVersion}.
+//  * If events.k8s.io answers 404 (API not served), the recorder switches to
+//    core/v1 Events for good: involvedObject, reason, message, type,
+//    source.component, firstTimestamp/lastTimestamp (seconds), count,
+//    reportingComponent/-Instance.
+//  * Aggregation: an event with the same (object, type, reason, note) as one
+//    written less than `aggregation_window` (10 min) before updates that
+//    Event with a merge PATCH instead of creating a new one: series
+//    {count, lastObservedTime} (count 2 on the first repeat) for
+//    events.k8s.io, count/lastTimestamp for core/v1. If the Event is gone
+//    (404) a new one is created.
+//  * Limits: reason and action are cut to 128 bytes, note to 1024 bytes (at a
+//    UTF-8 boundary).
+//  * Flush() returns once every event recorded before it was written (or
+//    failed). The destructor flushes and stops the worker. Thread-safe.
+
+#ifndef SLURMOP_CONTROLLER_KUBE_EVENTS_H_
+#define SLURMOP_CONTROLLER_KUBE_EVENTS_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "controller/common/clock.h"
+#include "controller/kube/client.h"
+
+namespace slurmop::kube {
+
+struct EventRecorderOptions {
+  Duration aggregation_window = std::chrono::minutes(10);
+  size_t max_queue = 1000;
+};
+
+class EventRecorder {
+ public:
+  EventRecorder(Client& client, const Clock& clock, std::string reporting_controller,
+                std::string reporting_instance, EventRecorderOptions opts = {});
+  ~EventRecorder();
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
+
+  void Record(const nlohmann::json& regarding_object, std::string_view type /*Normal|Warning*/,
+              std::string_view reason, std::string_view action, std::string_view note);
+  void Flush();
+
+ private:
+  struct Pending {
+    nlohmann::json regarding;  // ObjectReference
+    std::string ns;
+    std::string type;
+    std::string reason;
+    std::string action;
+    std::string note;
+    Time observed;
+  };
+  struct Series {
+    std::string name;
+    std::string ns;
+    bool core = false;
+    int count = 1;
+    Time last_observed;
+  };
+
+  void Loop();
+  void Write(const Pending& event);
+  absl::Status CreateEvent(const Pending& event, Series* series);
+  absl::Status PatchSeries(const Pending& event, const Series& series);
+  std::string NewEventName(const Pending& event);
+
+  Client& client_;
+  const Clock& clock_;
+  const std::string controller_;
+  const std::string instance_;
+  const EventRecorderOptions opts_;
+
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<Pending> queue_;  // guarded by mu_
+  bool writing_ = false;       // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+  bool warned_full_ = false;   // guarded by mu_
+
+  // Worker thread only.
+  std::map<std::string, Series> series_;
+  bool use_core_events_ = false;
+  long long last_name_nanos_ = 0;
+
+  std::thread worker_;
+};
+
+}  // namespace slurmop::kube
+
+#endif  // SLURMOP_CONTROLLER_KUBE_EVENTS_H_

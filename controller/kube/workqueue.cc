@@ -1,0 +1,146 @@
+// File: controller/kube/workqueue.cc
+//
+// See workqueue.h for the contract.
+
+#include "controller/kube/workqueue.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace slurmop::kube {
+namespace {
+
+// Upper bound of one sleep in Get(), so a wall-clock jump cannot park a
+// worker for long past a deadline.
+constexpr std::chrono::seconds kMaxSleep{10};
+
+}  // namespace
+
+WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions opts)
+    : clock_(clock), limiter_(clock, opts) {}
+
+WorkQueue::~WorkQueue() { ShutDown(); }
+
+void WorkQueue::AddLocked(const std::string& key) {
+  if (shutting_down_) return;
+  if (!dirty_.insert(key).second) return;   // already queued (or dirty while processing)
+  if (processing_.count(key) != 0) return;  // Done() re-queues it
+  queue_.push_back(key);
+  ready_.notify_one();
+}
+
+void WorkQueue::Add(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AddLocked(key);
+}
+
+void WorkQueue::AddAfter(const std::string& key, Duration d) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shutting_down_) return;
+  if (d <= Duration::zero()) {
+    AddLocked(key);
+    return;
+  }
+  const Time deadline = clock_.Now() + std::chrono::duration_cast<Time::duration>(d);
+  auto [it, inserted] = waiting_.emplace(key, deadline);
+  if (!inserted && deadline < it->second) it->second = deadline;
+  ready_.notify_all();  // sleepers recompute their wake-up time
+}
+
+void WorkQueue::AddRateLimited(const std::string& key) { AddAfter(key, limiter_.When(key)); }
+
+void WorkQueue::Forget(const std::string& key) { limiter_.Forget(key); }
+
+int WorkQueue::NumRequeues(const std::string& key) const { return limiter_.NumRequeues(key); }
+
+size_t WorkQueue::MoveDueLocked() {
+  if (waiting_.empty()) return 0;
+  const Time now = clock_.Now();
+  std::vector<std::pair<Time, std::string>> due;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->second <= now) {
+      due.emplace_back(it->second, it->first);
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::sort(due.begin(), due.end());  // earliest deadline first
+  for (const auto& [deadline, key] : due) AddLocked(key);
+  return due.size();
+}
+
+size_t WorkQueue::ProcessDue() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return MoveDueLocked();
+}
+
+void WorkQueue::Poke() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ready_.notify_all();
+}
+
+std::optional<std::string> WorkQueue::Get() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    if (!shutting_down_) MoveDueLocked();
+    if (!queue_.empty()) break;
+    if (shutting_down_) return std::nullopt;
+    if (waiting_.empty()) {
+      ready_.wait(lock);
+      continue;
+    }
+    Time earliest = waiting_.begin()->second;
+    for (const auto& [key, deadline] : waiting_) earliest = std::min(earliest, deadline);
+    Duration left = earliest - clock_.Now();
+    left = std::clamp<Duration>(left, std::chrono::milliseconds(1), kMaxSleep);
+    ready_.wait_for(lock, left);
+  }
+  std::string key = std::move(queue_.front());
+  queue_.pop_front();
+  processing_.insert(key);
+  dirty_.erase(key);
+  return key;
+}
+
+void WorkQueue::Done(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  processing_.erase(key);
+  if (dirty_.count(key) != 0) {
+    queue_.push_back(key);
+    ready_.notify_one();
+  }
+  drained_.notify_all();
+}
+
+void WorkQueue::ShutDown() {
+  std::lock_guard<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  waiting_.clear();
+  ready_.notify_all();
+}
+
+void WorkQueue::ShutDownWithDrain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  shutting_down_ = true;
+  waiting_.clear();
+  ready_.notify_all();
+  drained_.wait(lock, [this] { return processing_.empty(); });
+}
+
+bool WorkQueue::ShuttingDown() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return shutting_down_;
+}
+
+size_t WorkQueue::Len() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size();
+}
+
+size_t WorkQueue::NumWaiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return waiting_.size();
+}
+
+}  // namespace slurmop::kube

@@ -1,0 +1,92 @@
+// File: controller/kube/workqueue.h
+//
+// WorkQueue: client-go's rate-limited delaying work queue
+// (util/workqueue: queue.go, delaying_queue.go, rate_limiting_queue.go).
+//
+// Contract:
+//  * Add(key): no-op if the key is already queued (dedup). If a worker is
+//    processing it, the key is only marked dirty and re-queued by Done(), so
+//    one key is never processed by two workers at once.
+//  * Get() blocks until a key is ready and marks it processing; every Get()
+//    must be followed by Done(key). After ShutDown() it still hands out the
+//    keys already queued, then returns nullopt (client-go semantics); delayed
+//    keys not yet due are dropped.
+//  * AddAfter(key, d): adds the key once d has passed; d <= 0 adds now. For a
+//    key already waiting the earlier deadline wins.
+//  * AddRateLimited(key) = AddAfter(key, limiter.When(key)) (rate_limiter.h:
+//    5 ms * 2^n capped at 1000 s, max'ed with a 10 qps / 100 burst bucket).
+//    Forget(key) resets the key's failure count; NumRequeues() reads it.
+//  * Delays are measured with the injected Clock. Get() sleeps (condition
+//    variable, real time) until the earliest deadline; with a FakeClock a test
+//    advances the clock and calls Poke() (wake sleeping Get()s to re-check)
+//    or ProcessDue() (move due keys into the queue now), so tests never sleep.
+//  * Thread-safe.
+
+#ifndef SLURMOP_CONTROLLER_KUBE_WORKQUEUE_H_
+#define SLURMOP_CONTROLLER_KUBE_WORKQUEUE_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "controller/common/clock.h"
+#include "controller/kube/rate_limiter.h"
+
+namespace slurmop::kube {
+
+class WorkQueue {
+ public:
+  explicit WorkQueue(const Clock& clock, RateLimiterOptions opts = {});
+  ~WorkQueue();
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  void Add(const std::string& key);
+  void AddAfter(const std::string& key, Duration d);
+  void AddRateLimited(const std::string& key);
+  void Forget(const std::string& key);
+  int NumRequeues(const std::string& key) const;
+
+  std::optional<std::string> Get();
+  void Done(const std::string& key);
+
+  void ShutDown();
+  // ShutDown(), then waits until every key handed out by Get() is Done().
+  void ShutDownWithDrain();
+  bool ShuttingDown() const;
+
+  // Keys ready for Get() (delayed keys not yet due are not counted).
+  size_t Len() const;
+  // Keys waiting for an AddAfter() deadline.
+  size_t NumWaiting() const;
+
+  // Moves every waiting key whose deadline has passed into the queue; returns
+  // how many were due.
+  size_t ProcessDue();
+  // Wakes blocked Get() calls so they re-read the clock.
+  void Poke();
+
+ private:
+  void AddLocked(const std::string& key);  // requires mu_
+  size_t MoveDueLocked();                  // requires mu_
+
+  const Clock& clock_;
+  RateLimiter limiter_;
+  mutable std::mutex mu_;
+  std::condition_variable ready_;        // queue_ changed, waiting_ changed, or shutdown
+  std::condition_variable drained_;      // processing_ shrank
+  std::deque<std::string> queue_;        // guarded by mu_
+  std::set<std::string> dirty_;          // guarded by mu_
+  std::set<std::string> processing_;     // guarded by mu_
+  std::map<std::string, Time> waiting_;  // guarded by mu_
+  bool shutting_down_ = false;           // guarded by mu_
+};
+
+}  // namespace slurmop::kube
+
+#endif  // SLURMOP_CONTROLLER_KUBE_WORKQUEUE_H_

@@ -1,0 +1,219 @@
+// File: controller/main.cc
+//
+// slurmjob-operator: runs SlurmJobs on Agent Platform Slurm clusters.
+//
+// Wiring only: flags -> Kubernetes client (kubeconfig or in-cluster) ->
+// Agent Platform client and credentials -> controller manager -> gRPC health.
+// SIGTERM/SIGINT stop it cleanly: readiness goes NOT_SERVING, the informers
+// and workers stop (a reconcile in flight finishes), Events are flushed.
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "controller/agentplatform/client.h"
+#include "controller/agentplatform/credentials.h"
+#include "controller/common/clock.h"
+#include "controller/http/cpprest_transport.h"
+#include "controller/kube/client.h"
+#include "controller/kube/config.h"
+#include "controller/kube/events.h"
+#include "controller/reconcile/credentials_resolver.h"
+#include "controller/reconcile/manager.h"
+#include "controller/server/health_server.h"
+#include "glog/logging.h"
+
+ABSL_FLAG(std::string, kubeconfig, "",
+          "Path to a kubeconfig file. Default: $KUBECONFIG, then the in-cluster service account, "
+          "then ~/.kube/config.");
+ABSL_FLAG(std::string, context, "", "kubeconfig context to use (default: its current-context).");
+ABSL_FLAG(std::string, namespace, "",
+          "Watch only this namespace (default: all namespaces).");
+ABSL_FLAG(std::string, health_address, "0.0.0.0", "Address for the gRPC health endpoint.");
+ABSL_FLAG(int, health_port, 9090, "Port for the gRPC health endpoint (0 picks a free one).");
+ABSL_FLAG(std::string, health_port_file, "",
+          "If set, the bound health port is written to this file once listening.");
+ABSL_FLAG(int, workers, 4, "Number of SlurmJobs reconciled concurrently.");
+ABSL_FLAG(std::string, default_cluster, "",
+          "SlurmCluster (in the SlurmJob's namespace) used when spec.clusterRef.name is empty.");
+ABSL_FLAG(double, min_poll_seconds, 1.0, "Poll interval right after a job is submitted.");
+ABSL_FLAG(double, max_poll_seconds, 30.0, "Longest poll interval for long-running jobs.");
+ABSL_FLAG(double, agent_platform_qps, 5.0,
+          "Client-side limit on callSlurmRestApi requests per second per cluster (Agent "
+          "Platform allows about 600 per minute per project and region).");
+ABSL_FLAG(int, verbosity, 0, "Verbose logging level (glog VLOG).");
+
+namespace {
+
+using slurmop::Duration;
+
+Duration Seconds(double s) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s));
+}
+
+// Adapts the Kubernetes EventRecorder to the executor's EventSink.
+class RecorderSink final : public slurmop::reconcile::EventSink {
+ public:
+  explicit RecorderSink(slurmop::kube::EventRecorder& recorder) : recorder_(recorder) {}
+  void Record(const nlohmann::json& regarding,
+              const slurmop::reconcile::EventSpec& e) override {
+    recorder_.Record(regarding, e.type, e.reason, e.action, e.note);
+  }
+
+ private:
+  slurmop::kube::EventRecorder& recorder_;
+};
+
+std::string Hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+int Run() {
+  const slurmop::Clock& clock = slurmop::RealClock::Get();
+
+  // Signals are taken by a dedicated thread; block them everywhere else.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  absl::StatusOr<slurmop::kube::ClientConfig> kube_config =
+      slurmop::kube::ResolveConfig(absl::GetFlag(FLAGS_kubeconfig), absl::GetFlag(FLAGS_context));
+  if (!kube_config.ok()) {
+    LOG(ERROR) << "cannot configure the Kubernetes client: " << kube_config.status();
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> kube =
+      slurmop::kube::NewClientFromConfig(*kube_config);
+  if (!kube.ok()) {
+    LOG(ERROR) << "cannot create the Kubernetes client: " << kube.status();
+    return 2;
+  }
+
+  // Agent Platform: TLS verified against the system's CA bundle.
+  absl::StatusOr<std::unique_ptr<slurmop::http::CpprestTransport>> google_transport =
+      slurmop::http::CpprestTransport::Create({});
+  if (!google_transport.ok()) {
+    LOG(ERROR) << "cannot create the HTTP transport: " << google_transport.status();
+    return 2;
+  }
+  slurmop::agentplatform::ClientOptions api_options;
+  api_options.transport = google_transport->get();
+  api_options.clock = &clock;
+  api_options.requests_per_second_per_cluster = absl::GetFlag(FLAGS_agent_platform_qps);
+  std::unique_ptr<slurmop::agentplatform::SlurmApi> slurm_api =
+      slurmop::agentplatform::NewSlurmApiClient(api_options);
+
+  slurmop::agentplatform::CredentialsOptions cred_options;
+  cred_options.transport = google_transport->get();
+  cred_options.clock = &clock;
+  slurmop::reconcile::SecretCredentialsResolver credentials(**kube, cred_options);
+
+  slurmop::kube::EventRecorder recorder(**kube, clock, "slurmjob-operator",
+                                        "slurmjob-operator-" + Hostname());
+  RecorderSink events(recorder);
+
+  slurmop::reconcile::ManagerOptions options;
+  options.watch_namespace = absl::GetFlag(FLAGS_namespace);
+  options.workers = absl::GetFlag(FLAGS_workers);
+  options.executor.default_cluster = absl::GetFlag(FLAGS_default_cluster);
+  options.executor.decide.min_poll = Seconds(absl::GetFlag(FLAGS_min_poll_seconds));
+  options.executor.decide.max_poll = Seconds(absl::GetFlag(FLAGS_max_poll_seconds));
+  slurmop::reconcile::Manager manager(**kube, *slurm_api, credentials, events, clock, options);
+
+  slurmop::server::HealthServer health;
+  if (absl::Status s =
+          health.Start(absl::GetFlag(FLAGS_health_address), absl::GetFlag(FLAGS_health_port));
+      !s.ok()) {
+    LOG(ERROR) << s;
+    return 2;
+  }
+  LOG(INFO) << "gRPC health on port " << health.port();
+  if (const std::string f = absl::GetFlag(FLAGS_health_port_file); !f.empty()) {
+    FILE* out = std::fopen(f.c_str(), "w");
+    if (out) {
+      std::fprintf(out, "%d\n", health.port());
+      std::fclose(out);
+    }
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    LOG(INFO) << "received signal " << sig << "; shutting down";
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    cv.notify_all();
+  });
+
+  manager.Start();
+  bool ready = false;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stop) {
+      bool synced = manager.Synced();
+      if (synced != ready) {
+        ready = synced;
+        health.SetReady(ready);
+        LOG(INFO) << (ready ? "informers synced; ready" : "informers not synced; not ready");
+      }
+      cv.wait_for(lock, std::chrono::milliseconds(200));
+    }
+  }
+  health.SetReady(false);
+  manager.Stop();
+  recorder.Flush();
+  health.Shutdown();
+  signal_thread.join();
+  LOG(INFO) << "stopped";
+  return 0;
+}
+
+}  // namespace
+
+// Kubernetes tools spell flags with dashes (--health-port); Abseil with
+// underscores. Accept both by rewriting the name part of each "--flag[=v]".
+void NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage) {
+  storage->reserve(argc);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
+      size_t end = arg.find('=');
+      if (end == std::string::npos) end = arg.size();
+      for (size_t j = 2; j < end; ++j) {
+        if (arg[j] == '-') arg[j] = '_';
+      }
+    }
+    storage->push_back(std::move(arg));
+    argv[i] = storage->back().data();
+  }
+}
+
+int main(int argc, char** argv) {
+  std::vector<std::string> normalized;
+  NormalizeFlagNames(argc, argv, &normalized);
+  absl::SetProgramUsageMessage(
+      "Kubernetes operator that runs SlurmJobs on Agent Platform Slurm clusters.\n"
+      "Usage: slurmjob-operator [--kubeconfig=PATH] [--namespace=NS] [--health-port=9090]");
+  absl::ParseCommandLine(argc, argv);
+  FLAGS_logtostderr = true;
+  FLAGS_v = absl::GetFlag(FLAGS_verbosity);
+  google::InitGoogleLogging(argv[0]);
+  return Run();
+}

@@ -1,0 +1,152 @@
+// File: controller/reconcile/decide.h
+//
+// The SlurmJob reconciler's decisions, as a pure function.
+//
+// Decide() looks at everything known about one SlurmJob (the object, its
+// cluster, its script, what the operator did and learned so far in this
+// reconcile, and a small memo carried between reconciles) and returns the ONE
+// next step. The executor performs that step, records its outcome in
+// `Outcomes`, and asks again, until a step says to stop. No I/O and no clock
+// reads happen here: `now` is an input. This keeps every branch testable
+// with plain values.
+//
+// Promises the decisions keep:
+//  * A job is submitted at most once per SlurmJob: once a submit returned an
+//    id it is kept in the memo until the status records it, and a submit whose
+//    outcome is unknown is followed by a search for the job's tag, never by a
+//    blind second submit.
+//  * Nothing is cancelled, failed or deleted because a job briefly cannot be
+//    found: it is Unknown until Slurm says otherwise.
+//  * The finalizer is added before the submit and removed only once the
+//    Slurm job is final (or never existed, or deletionPolicy is Orphan).
+//  * A status is written only when it would change.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_DECIDE_H_
+#define SLURMOP_CONTROLLER_RECONCILE_DECIDE_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controller/common/clock.h"
+#include "controller/reconcile/job_descriptor.h"
+#include "controller/reconcile/job_status.h"
+#include "controller/slurm/job_model.h"
+#include "slurmoperator/v1alpha1/slurmcluster.pb.h"
+#include "slurmoperator/v1alpha1/slurmjob.pb.h"
+
+namespace slurmop::reconcile {
+
+namespace v1alpha1 = ::slurmoperator::v1alpha1;
+
+// The SlurmJob as last read (informer cache or the response of our last write).
+struct JobFacts {
+  JobIdentity id;
+  int64_t generation = 0;
+  bool deleting = false;       // metadata.deletionTimestamp is set
+  bool has_finalizer = false;  // our finalizer is in metadata.finalizers
+  v1alpha1::SlurmJobSpec spec;
+  v1alpha1::SlurmJobStatus status;
+};
+
+// The SlurmCluster the job names (or the operator's default cluster).
+struct ClusterFacts {
+  enum class Kind { kUnspecified, kNotFound, kFound };
+  Kind kind = Kind::kUnspecified;
+  std::string name;
+  v1alpha1::SlurmClusterSpec spec;
+};
+
+// The script text, when it comes from a ConfigMap.
+struct ScriptFacts {
+  enum class Kind { kNotLoaded, kLoaded, kMissing };
+  Kind kind = Kind::kNotLoaded;
+  std::string text;   // kLoaded
+  std::string error;  // kMissing: what is missing, for the user
+};
+
+// What Slurm said about the job: found (live queue or accounting) or unknown to both.
+struct SlurmView {
+  std::optional<slurm::JobInfo> job;
+};
+
+// Results of the steps taken during this reconcile (start empty).
+struct Outcomes {
+  std::optional<absl::StatusOr<int64_t>> submit;                // job id
+  bool submit_may_have_been_delivered = false;                  // with a failed submit
+  std::optional<absl::StatusOr<std::optional<int64_t>>> tag_lookup;  // id of a job with our tag
+  std::optional<absl::StatusOr<SlurmView>> query;
+  std::optional<absl::StatusOr<slurm::CancelResponse>> cancel;
+  bool added_finalizer = false;  // this reconcile added our finalizer
+};
+
+// Carried between reconciles of one SlurmJob, in the executor's memory only
+// (issue #5 makes the tag search cover a restart, where this memo is empty).
+struct Memo {
+  std::string uid;                        // the memo belongs to this incarnation
+  std::optional<int64_t> submitted_job_id;  // submitted, status not yet written
+  bool submit_outcome_unknown = false;    // look for the tag before submitting again
+  // This process knows that no earlier submit happened for this SlurmJob (it
+  // added the finalizer itself, or searched for the tag and found nothing).
+  // Without it, a finalizer with no jobId means an earlier process may have
+  // submitted and died before recording the id: search before submitting.
+  bool no_earlier_submit = false;
+  std::optional<Time> cancel_requested_at;
+  std::optional<Time> last_query_at;
+  std::optional<Time> not_found_since;
+};
+
+// Tunables, with the defaults used in production.
+struct DecideOptions {
+  Duration min_poll = std::chrono::seconds(1);     // right after submit
+  Duration max_poll = std::chrono::seconds(30);    // long-running jobs
+  Duration cancel_resend = std::chrono::seconds(30);
+  Duration cancel_wait_poll = std::chrono::seconds(1);
+  Duration missing_script_retry = std::chrono::seconds(30);
+  Duration permission_retry = std::chrono::minutes(5);
+};
+
+enum class Action {
+  kNone,             // stop: see requeue_after / retry_with_backoff
+  kAddFinalizer,
+  kRemoveFinalizer,
+  kLoadScript,       // read spec.scriptFrom's ConfigMap key into ScriptFacts
+  kSubmit,           // descriptor + dialect version
+  kFindByTag,        // look for a live job carrying SubmissionTag(id)
+  kQuery,            // job_id: live queue, then accounting
+  kCancel,           // job_id
+  kWriteStatus,      // status
+};
+
+struct Decision {
+  Action action = Action::kNone;
+  slurm::JobDescriptor descriptor;  // kSubmit
+  std::string api_version;          // kSubmit, kQuery, kCancel, kFindByTag
+  int64_t job_id = 0;               // kQuery, kCancel
+  v1alpha1::SlurmJobStatus status;  // kWriteStatus
+  // Recorded once the action succeeded (for kNone: right away).
+  std::vector<EventSpec> events;
+  // kNone: when to look again (nullopt: only when something changes).
+  std::optional<Duration> requeue_after;
+  // kNone: something transient failed; requeue with the per-key backoff.
+  bool retry_with_backoff = false;
+  // Why, for the log.
+  std::string why;
+};
+
+Decision Decide(const JobFacts& job, const ClusterFacts& cluster, const ScriptFacts& script,
+                const Outcomes& outcomes, const Memo& memo, Time now,
+                const DecideOptions& options = {});
+
+// Folds this reconcile's outcomes into the memo (after each step).
+void UpdateMemo(Memo* memo, const Outcomes& outcomes, const JobFacts& job, Time now);
+
+// How long to wait before asking Slurm again about an active job.
+Duration PollInterval(const v1alpha1::SlurmJobStatus& status, Time now,
+                      const DecideOptions& options);
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_DECIDE_H_

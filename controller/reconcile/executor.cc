@@ -1,0 +1,413 @@
+// File: controller/reconcile/executor.cc
+
+#include "controller/reconcile/executor.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "controller/api/json_codec.h"
+#include "controller/api/resources.h"
+#include "controller/api/types.h"
+#include "controller/http/http_transport.h"
+#include "controller/kube/resource_types.h"
+#include "controller/reconcile/resource_types.h"
+#include "controller/slurm/dialects.h"
+#include "glog/logging.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+const char* ActionName(Action a) {
+  switch (a) {
+    case Action::kNone:
+      return "stop";
+    case Action::kAddFinalizer:
+      return "add-finalizer";
+    case Action::kRemoveFinalizer:
+      return "remove-finalizer";
+    case Action::kLoadScript:
+      return "load-script";
+    case Action::kSubmit:
+      return "submit";
+    case Action::kFindByTag:
+      return "find-by-tag";
+    case Action::kQuery:
+      return "query";
+    case Action::kCancel:
+      return "cancel";
+    case Action::kWriteStatus:
+      return "write-status";
+  }
+  return "?";
+}
+
+std::vector<std::string> Finalizers(const nlohmann::json& obj) {
+  std::vector<std::string> out;
+  const auto& meta = obj.value("metadata", nlohmann::json::object());
+  if (auto it = meta.find("finalizers"); it != meta.end() && it->is_array()) {
+    for (const auto& f : *it) {
+      if (f.is_string()) out.push_back(f.get<std::string>());
+    }
+  }
+  return out;
+}
+
+std::string MetaString(const nlohmann::json& obj, const char* field) {
+  const auto& meta = obj.value("metadata", nlohmann::json::object());
+  auto it = meta.find(field);
+  return it != meta.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// JobFacts from a SlurmJob object. A spec the codec cannot read (wrong types
+// that an older CRD let through) is reported as an error for the user.
+absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj) {
+  absl::StatusOr<v1alpha1::SlurmJob> job = api::SlurmJobFromObject(obj);
+  if (!job.ok()) return job.status();
+  JobFacts f;
+  f.id.ns = MetaString(obj, "namespace");
+  f.id.name = MetaString(obj, "name");
+  f.id.uid = MetaString(obj, "uid");
+  const auto& meta = obj.value("metadata", nlohmann::json::object());
+  f.generation = meta.value("generation", int64_t{0});
+  f.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  std::vector<std::string> fins = Finalizers(obj);
+  f.has_finalizer = std::find(fins.begin(), fins.end(), api::kSlurmJobFinalizer) != fins.end();
+  f.spec = job->spec();
+  f.status = job->status();
+  return f;
+}
+
+ClusterFacts ResolveCluster(const ObjectCache& clusters, const std::string& ns,
+                            const v1alpha1::SlurmJobSpec& spec,
+                            const std::string& default_cluster) {
+  ClusterFacts c;
+  c.name = spec.cluster_ref().name().empty() ? default_cluster : spec.cluster_ref().name();
+  if (c.name.empty()) {
+    c.kind = ClusterFacts::Kind::kUnspecified;
+    return c;
+  }
+  std::shared_ptr<const nlohmann::json> obj = clusters.Get(ns, c.name);
+  if (!obj) {
+    c.kind = ClusterFacts::Kind::kNotFound;
+    return c;
+  }
+  absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*obj);
+  if (!cluster.ok()) {
+    // Unreadable: treat as found with an empty spec so that validation
+    // explains what is missing.
+    LOG(WARNING) << "SlurmCluster " << ns << "/" << c.name
+                 << " cannot be read: " << cluster.status();
+    c.kind = ClusterFacts::Kind::kFound;
+    return c;
+  }
+  c.kind = ClusterFacts::Kind::kFound;
+  c.spec = cluster->spec();
+  return c;
+}
+
+agentplatform::ClusterName ClusterNameOf(const v1alpha1::SlurmClusterSpec& spec) {
+  agentplatform::ClusterName n;
+  n.endpoint = spec.endpoint();
+  n.project_id = spec.project_id();
+  n.region = spec.region();
+  n.cluster_id = spec.cluster_id();
+  return n;
+}
+
+}  // namespace
+
+Executor::Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCache& clusters,
+                   agentplatform::SlurmApi& slurm_api, CredentialsResolver& credentials,
+                   EventSink& events, const Clock& clock, ExecutorOptions options)
+    : kube_(kube),
+      jobs_(jobs),
+      clusters_(clusters),
+      slurm_api_(slurm_api),
+      credentials_(credentials),
+      events_(events),
+      clock_(clock),
+      options_(std::move(options)) {}
+
+size_t Executor::MemoCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return memos_.size();
+}
+
+Memo Executor::TakeMemo(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = memos_.find(key);
+  if (it == memos_.end()) return Memo{};
+  return it->second;
+}
+
+void Executor::PutMemo(const std::string& key, Memo memo) {
+  std::lock_guard<std::mutex> lock(mu_);
+  memos_[key] = std::move(memo);
+}
+
+ReconcileResult Executor::Reconcile(const std::string& key) {
+  size_t slash = key.find('/');
+  if (slash == std::string::npos) {
+    LOG(ERROR) << "malformed key " << key;
+    return {};
+  }
+  return Run(key.substr(0, slash), key.substr(slash + 1));
+}
+
+ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
+  const std::string key = absl::StrCat(ns, "/", name);
+  const kube::ResourceType& jobs_rt = SlurmJobsResource();
+
+  std::shared_ptr<const nlohmann::json> cached = jobs_.Get(ns, name);
+  if (!cached) {
+    // Gone: nothing to do (the finalizer guaranteed the cancel happened first).
+    std::lock_guard<std::mutex> lock(mu_);
+    memos_.erase(key);
+    return {};
+  }
+  nlohmann::json object = *cached;
+  absl::StatusOr<JobFacts> facts = FactsFromObject(object);
+  if (!facts.ok()) {
+    LOG(WARNING) << key << ": unreadable SlurmJob: " << facts.status();
+    events_.Record(object, {"Warning", "InvalidSpec", "Validate",
+                            absl::StrCat("The SlurmJob cannot be read: ", facts.status().message(),
+                                         ". Fix the field named above.")});
+    return {};
+  }
+
+  Memo memo = TakeMemo(key);
+  Outcomes out;
+  ScriptFacts script;
+  ClusterFacts cluster = ResolveCluster(clusters_, ns, facts->spec, options_.default_cluster);
+
+  // Re-reads the object after a conflict, keeping what this reconcile learned.
+  auto refresh = [&]() -> bool {
+    absl::StatusOr<nlohmann::json> fresh = kube_.Get(jobs_rt, ns, name);
+    if (!fresh.ok()) {
+      LOG(INFO) << key << ": re-read failed: " << fresh.status();
+      return false;
+    }
+    absl::StatusOr<JobFacts> f = FactsFromObject(*fresh);
+    if (!f.ok()) return false;
+    object = std::move(*fresh);
+    facts = std::move(f);
+    cluster = ResolveCluster(clusters_, ns, facts->spec, options_.default_cluster);
+    return true;
+  };
+  auto adopt_response = [&](nlohmann::json response) {
+    absl::StatusOr<JobFacts> f = FactsFromObject(response);
+    if (f.ok()) {
+      object = std::move(response);
+      facts = std::move(f);
+    }
+  };
+  auto record = [&](const std::vector<EventSpec>& events) {
+    for (const EventSpec& e : events) events_.Record(object, e);
+  };
+  auto finish = [&](ReconcileResult r) {
+    PutMemo(key, memo);
+    return r;
+  };
+
+  for (int step = 0; step < options_.max_steps; ++step) {
+    Time now = clock_.Now();
+    UpdateMemo(&memo, out, *facts, now);
+    Decision d = Decide(*facts, cluster, script, out, memo, now, options_.decide);
+    VLOG(1) << key << ": " << ActionName(d.action) << " (" << d.why << ")";
+
+    switch (d.action) {
+      case Action::kNone:
+        record(d.events);
+        return finish({d.requeue_after, d.retry_with_backoff});
+
+      case Action::kAddFinalizer:
+      case Action::kRemoveFinalizer: {
+        std::vector<std::string> fins = Finalizers(object);
+        fins.erase(std::remove(fins.begin(), fins.end(), api::kSlurmJobFinalizer), fins.end());
+        if (d.action == Action::kAddFinalizer) fins.emplace_back(api::kSlurmJobFinalizer);
+        // The resourceVersion makes the patch conditional: it fails with a
+        // conflict instead of dropping someone else's finalizer.
+        nlohmann::json patch = {
+            {"metadata",
+             {{"finalizers", fins}, {"resourceVersion", MetaString(object, "resourceVersion")}}}};
+        absl::StatusOr<nlohmann::json> r =
+            kube_.Patch(jobs_rt, ns, name, kube::PatchType::kMerge, patch);
+        if (r.ok()) {
+          record(d.events);
+          if (d.action == Action::kRemoveFinalizer && facts->deleting) {
+            LOG(INFO) << key << ": finalizer removed; " << d.why;
+            std::lock_guard<std::mutex> lock(mu_);
+            memos_.erase(key);
+            return {};
+          }
+          if (d.action == Action::kAddFinalizer) out.added_finalizer = true;
+          adopt_response(std::move(*r));
+          continue;
+        }
+        if (kube::IsNotFound(r.status())) return finish({});
+        if (kube::IsConflict(r.status()) && refresh()) continue;
+        LOG(WARNING) << key << ": " << ActionName(d.action) << " failed: " << r.status();
+        return finish({std::nullopt, true});
+      }
+
+      case Action::kLoadScript: {
+        const auto& ref = facts->spec.script_from().config_map_key_ref();
+        absl::StatusOr<nlohmann::json> cm = kube_.Get(kube::ConfigMaps(), ns, ref.name());
+        if (!cm.ok()) {
+          if (!kube::IsNotFound(cm.status())) {
+            LOG(WARNING) << key << ": reading ConfigMap " << ref.name() << ": " << cm.status();
+            return finish({std::nullopt, true});
+          }
+          script.kind = ScriptFacts::Kind::kMissing;
+          script.error = absl::StrCat("ConfigMap \"", ref.name(), "\" (spec.scriptFrom) does not exist in namespace \"", ns, "\"");
+          continue;
+        }
+        const nlohmann::json data = cm->value("data", nlohmann::json::object());
+        if (auto it = data.find(ref.key()); it != data.end() && it->is_string()) {
+          script.kind = ScriptFacts::Kind::kLoaded;
+          script.text = it->get<std::string>();
+        } else {
+          script.kind = ScriptFacts::Kind::kMissing;
+          script.error = absl::StrCat("ConfigMap \"", ref.name(), "\" has no key \"", ref.key(),
+                                      "\" (spec.scriptFrom.configMapKeyRef.key)");
+        }
+        continue;
+      }
+
+      case Action::kSubmit:
+      case Action::kFindByTag:
+      case Action::kQuery:
+      case Action::kCancel: {
+        absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(d.api_version);
+        absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
+            dialect.ok() ? credentials_.For(ns, cluster.spec)
+                         : absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>>(
+                               dialect.status());
+        const agentplatform::ClusterName where = ClusterNameOf(cluster.spec);
+        auto call = [&](agentplatform::HttpMethod m, const std::string& path,
+                        const nlohmann::json* body) -> absl::StatusOr<agentplatform::SlurmResponse> {
+          if (!creds.ok()) return creds.status();
+          return slurm_api_.Call(where, **creds, m, path, body);
+        };
+        auto warn = [&](const std::vector<slurm::SlurmMessage>& warnings, const char* action) {
+          for (const auto& w : warnings) {
+            events_.Record(object, {"Warning", "SlurmWarning", action, w.ToString()});
+          }
+        };
+
+        if (d.action == Action::kSubmit) {
+          absl::StatusOr<nlohmann::json> body = (*dialect)->RenderSubmit(d.descriptor);
+          if (!body.ok()) {
+            out.submit = body.status();
+            continue;
+          }
+          absl::StatusOr<agentplatform::SlurmResponse> r =
+              call(agentplatform::HttpMethod::kPost, (*dialect)->SubmitPath(), &*body);
+          if (!r.ok()) {
+            out.submit = r.status();
+            out.submit_may_have_been_delivered = creds.ok() && http::MayHaveBeenDelivered(r.status());
+            LOG(WARNING) << key << ": submit failed: " << r.status()
+                         << (out.submit_may_have_been_delivered ? " (outcome unknown)" : "");
+            continue;
+          }
+          absl::StatusOr<slurm::SubmitResponse> parsed = (*dialect)->ParseSubmit(r->status, r->body);
+          if (parsed.ok()) {
+            out.submit = parsed->job_id;
+            LOG(INFO) << key << ": submitted as Slurm job " << parsed->job_id;
+            warn(parsed->warnings, "Submit");
+          } else {
+            out.submit = parsed.status();
+            LOG(INFO) << key << ": Slurm rejected the submit: " << parsed.status();
+          }
+          continue;
+        }
+        if (d.action == Action::kFindByTag) {
+          absl::StatusOr<agentplatform::SlurmResponse> r =
+              call(agentplatform::HttpMethod::kGet, (*dialect)->JobsPath(std::nullopt), nullptr);
+          if (!r.ok()) {
+            out.tag_lookup = r.status();
+            continue;
+          }
+          absl::StatusOr<slurm::JobList> list = (*dialect)->ParseJobs(r->status, r->body);
+          if (!list.ok()) {
+            out.tag_lookup = list.status();
+            continue;
+          }
+          const std::string tag = SubmissionTag(facts->id);
+          std::optional<int64_t> found;
+          for (const slurm::JobInfo& j : list->jobs) {
+            if (j.comment == tag && (!found || j.job_id > *found)) found = j.job_id;
+          }
+          LOG(INFO) << key << ": tag search " << (found ? absl::StrCat("found job ", *found) : "found nothing");
+          out.tag_lookup = found;
+          continue;
+        }
+        if (d.action == Action::kQuery) {
+          absl::StatusOr<agentplatform::SlurmResponse> r =
+              call(agentplatform::HttpMethod::kGet, (*dialect)->JobPath(d.job_id), nullptr);
+          if (!r.ok()) {
+            out.query = r.status();
+            continue;
+          }
+          absl::StatusOr<slurm::JobLookup> live = (*dialect)->ParseJob(r->status, r->body, d.job_id);
+          if (!live.ok()) {
+            out.query = live.status();
+            continue;
+          }
+          if (live->job) {
+            out.query = SlurmView{live->job};
+            continue;
+          }
+          // Not in the live queue any more: accounting has finished jobs.
+          r = call(agentplatform::HttpMethod::kGet, (*dialect)->DbJobPath(d.job_id), nullptr);
+          if (!r.ok()) {
+            out.query = r.status();
+            continue;
+          }
+          absl::StatusOr<slurm::JobLookup> db = (*dialect)->ParseDbJob(r->status, r->body, d.job_id);
+          if (!db.ok()) {
+            out.query = db.status();
+            continue;
+          }
+          out.query = SlurmView{db->job};
+          continue;
+        }
+        // kCancel
+        absl::StatusOr<agentplatform::SlurmResponse> r =
+            call(agentplatform::HttpMethod::kDelete, (*dialect)->CancelPath(d.job_id), nullptr);
+        if (!r.ok()) {
+          out.cancel = r.status();
+        } else {
+          out.cancel = (*dialect)->ParseCancel(r->status, r->body, d.job_id);
+        }
+        if (out.cancel->ok()) {
+          record(d.events);
+          LOG(INFO) << key << ": cancel of Slurm job " << d.job_id << " accepted";
+        }
+        // Whatever the cancel said, look again before deciding.
+        out.query.reset();
+        continue;
+      }
+
+      case Action::kWriteStatus: {
+        nlohmann::json updated = object;
+        updated["status"] = api::StatusToJson(d.status);
+        absl::StatusOr<nlohmann::json> r = kube_.UpdateStatus(jobs_rt, updated);
+        if (r.ok()) {
+          record(d.events);
+          adopt_response(std::move(*r));
+          continue;
+        }
+        if (kube::IsNotFound(r.status())) return finish({});
+        if (kube::IsConflict(r.status()) && refresh()) continue;
+        LOG(WARNING) << key << ": status write failed: " << r.status();
+        return finish({std::nullopt, true});
+      }
+    }
+  }
+  LOG(ERROR) << key << ": no decision to stop after " << options_.max_steps
+             << " steps; retrying with backoff";
+  return finish({std::nullopt, true});
+}
+
+}  // namespace slurmop::reconcile

@@ -1,0 +1,76 @@
+// File: controller/reconcile/executor.h
+//
+// Carries out the decisions of Decide() for one SlurmJob key: reads the
+// cached object, asks Decide() for the next step, performs it (a Kubernetes
+// write, a Slurm call through Agent Platform, an Event), records the outcome
+// and asks again, until the decision is to stop. Conflicts (409) on writes
+// re-read the object and decide again with the outcomes kept, so a job that
+// was submitted is never submitted again because a status write lost a race.
+//
+// Thread-safety: Reconcile() may run concurrently for different keys; the
+// work queue guarantees one key is never reconciled twice at once.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_EXECUTOR_H_
+#define SLURMOP_CONTROLLER_RECONCILE_EXECUTOR_H_
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "controller/agentplatform/client.h"
+#include "controller/common/clock.h"
+#include "controller/kube/client.h"
+#include "controller/reconcile/decide.h"
+#include "controller/reconcile/ports.h"
+
+namespace slurmop::reconcile {
+
+struct ExecutorOptions {
+  // SlurmCluster used by SlurmJobs without spec.clusterRef.name ("" = none).
+  std::string default_cluster;
+  DecideOptions decide;
+  // Bound on steps per reconcile (a safety net against a decision loop).
+  int max_steps = 16;
+};
+
+// What the work queue should do with the key afterwards.
+struct ReconcileResult {
+  std::optional<Duration> requeue_after;
+  bool retry_with_backoff = false;
+};
+
+class Executor {
+ public:
+  Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCache& clusters,
+           agentplatform::SlurmApi& slurm_api, CredentialsResolver& credentials,
+           EventSink& events, const Clock& clock, ExecutorOptions options);
+
+  // Reconciles the SlurmJob "namespace/name".
+  ReconcileResult Reconcile(const std::string& key);
+
+  // Number of keys with a memo (for tests and metrics).
+  size_t MemoCount() const;
+
+ private:
+  struct Step;
+  ReconcileResult Run(const std::string& ns, const std::string& name);
+  Memo TakeMemo(const std::string& key);
+  void PutMemo(const std::string& key, Memo memo);
+
+  kube::Client& kube_;
+  const ObjectCache& jobs_;
+  const ObjectCache& clusters_;
+  agentplatform::SlurmApi& slurm_api_;
+  CredentialsResolver& credentials_;
+  EventSink& events_;
+  const Clock& clock_;
+  const ExecutorOptions options_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, Memo> memos_;
+};
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_EXECUTOR_H_

@@ -1,0 +1,181 @@
+// File: controller/reconcile/job_descriptor.cc
+
+#include "controller/reconcile/job_descriptor.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "controller/api/json_codec.h"
+#include "controller/slurm/dialects.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+bool IsValidEnvName(const std::string& name) {
+  if (name.empty()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+              (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+absl::Status CheckEnvironment(const google::protobuf::RepeatedPtrField<v1alpha1::EnvVar>& env,
+                              const std::string& field) {
+  std::set<std::string> seen;
+  for (int i = 0; i < env.size(); ++i) {
+    const auto& e = env.Get(i);
+    if (!IsValidEnvName(e.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, "[", i, "].name: \"", e.name(),
+          "\" is not a valid environment variable name (letters, digits and '_', not starting "
+          "with a digit)"));
+    }
+    if (!seen.insert(e.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": variable \"", e.name(), "\" is listed twice; keep one entry"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string SubmissionTag(const JobIdentity& id) {
+  return absl::StrCat("slurmjob-operator:", id.uid);
+}
+
+absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec) {
+  const bool has_inline = !spec.script().empty();
+  const bool has_ref = spec.has_script_from();
+  if (has_inline && has_ref) {
+    return absl::InvalidArgumentError(
+        "spec.script and spec.scriptFrom are both set; keep exactly one of them");
+  }
+  if (!has_inline && !has_ref) {
+    return absl::InvalidArgumentError(
+        "spec.script is empty and spec.scriptFrom is not set; give the batch script's text in "
+        "spec.script (starting with a #! line) or point spec.scriptFrom.configMapKeyRef at it");
+  }
+  if (has_ref && (spec.script_from().config_map_key_ref().name().empty() ||
+                  spec.script_from().config_map_key_ref().key().empty())) {
+    return absl::InvalidArgumentError(
+        "spec.scriptFrom.configMapKeyRef needs both name and key");
+  }
+  if (spec.nodes() < 0 || spec.minimum_nodes() < 0 || spec.maximum_nodes() < 0 ||
+      spec.tasks() < 0 || spec.tasks_per_node() < 0 || spec.cpus_per_task() < 0 ||
+      spec.gpus_per_node() < 0 || spec.memory_per_node_mb() < 0 ||
+      spec.time_limit_minutes() < 0) {
+    return absl::InvalidArgumentError(
+        "counts and limits in spec (nodes, minimumNodes, maximumNodes, tasks, tasksPerNode, "
+        "cpusPerTask, gpusPerNode, memoryPerNodeMB, timeLimitMinutes) must be positive");
+  }
+  if (spec.nodes() > 0 && (spec.minimum_nodes() > 0 || spec.maximum_nodes() > 0)) {
+    return absl::InvalidArgumentError(
+        "spec.nodes cannot be combined with spec.minimumNodes or spec.maximumNodes; use nodes "
+        "for an exact count or minimumNodes/maximumNodes for a range");
+  }
+  if (spec.minimum_nodes() > 0 && spec.maximum_nodes() > 0 &&
+      spec.minimum_nodes() > spec.maximum_nodes()) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.minimumNodes (", spec.minimum_nodes(),
+                                                   ") is greater than spec.maximumNodes (",
+                                                   spec.maximum_nodes(), ")"));
+  }
+  if (!spec.deletion_policy().empty() && spec.deletion_policy() != "Cancel" &&
+      spec.deletion_policy() != "Orphan") {
+    return absl::InvalidArgumentError(absl::StrCat("spec.deletionPolicy \"",
+                                                   spec.deletion_policy(),
+                                                   "\" is not one of Cancel, Orphan"));
+  }
+  return CheckEnvironment(spec.environment(), "spec.environment");
+}
+
+absl::Status ValidateClusterSpec(const v1alpha1::SlurmClusterSpec& spec) {
+  if (spec.project_id().empty() || spec.region().empty() || spec.cluster_id().empty()) {
+    return absl::InvalidArgumentError(
+        "SlurmCluster spec.projectId, spec.region and spec.clusterId are all required");
+  }
+  if (!spec.slurm_api_version().empty()) {
+    absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(spec.slurm_api_version());
+    if (!dialect.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SlurmCluster spec.slurmApiVersion: ", dialect.status().message()));
+    }
+  }
+  return CheckEnvironment(spec.default_environment(), "SlurmCluster spec.defaultEnvironment");
+}
+
+absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
+                                                        const v1alpha1::SlurmJobSpec& spec,
+                                                        const v1alpha1::SlurmClusterSpec& cluster,
+                                                        const std::string& script) {
+  if (absl::Status s = ValidateJobSpec(spec); !s.ok()) return s;
+  absl::string_view trimmed = absl::StripLeadingAsciiWhitespace(script);
+  if (trimmed.empty()) {
+    return absl::InvalidArgumentError(
+        "the batch script is empty; give its text in spec.script or spec.scriptFrom");
+  }
+  if (!absl::StartsWith(script, "#!")) {
+    return absl::InvalidArgumentError(
+        "the batch script must start with a #! line naming its interpreter, e.g. "
+        "\"#!/bin/bash\" (Slurm refuses scripts without one)");
+  }
+
+  slurm::JobDescriptor d;
+  d.script = script;
+  d.name = spec.name().empty() ? id.name : spec.name();
+  d.partition = spec.partition().empty() ? cluster.default_partition() : spec.partition();
+  d.current_working_directory = spec.current_working_directory().empty()
+                                    ? kDefaultWorkingDirectory
+                                    : spec.current_working_directory();
+  auto positive = [](auto v) -> std::optional<decltype(v)> {
+    if (v > 0) return v;
+    return std::nullopt;
+  };
+  d.nodes = positive(spec.nodes());
+  d.minimum_nodes = positive(spec.minimum_nodes());
+  d.maximum_nodes = positive(spec.maximum_nodes());
+  d.tasks = positive(spec.tasks());
+  d.tasks_per_node = positive(spec.tasks_per_node());
+  d.cpus_per_task = positive(spec.cpus_per_task());
+  d.gpus_per_node = positive(spec.gpus_per_node());
+  d.memory_per_node_mb = positive(spec.memory_per_node_mb());
+  d.time_limit_minutes = positive(spec.time_limit_minutes());
+  d.account = spec.account();
+  d.qos = spec.qos();
+  d.standard_output = spec.standard_output();
+  d.standard_error = spec.standard_error();
+  d.constraints = spec.constraints();
+  d.reservation = spec.reservation();
+  d.comment = SubmissionTag(id);
+
+  // Environment: the cluster's defaults, overridden by the job's own
+  // variables, in a stable order (cluster's first, then the job's new ones).
+  std::vector<std::pair<std::string, std::string>> env;
+  auto upsert = [&env](const std::string& name, const std::string& value) {
+    for (auto& [n, v] : env) {
+      if (n == name) {
+        v = value;
+        return;
+      }
+    }
+    env.emplace_back(name, value);
+  };
+  for (const auto& e : cluster.default_environment()) upsert(e.name(), e.value());
+  for (const auto& e : spec.environment()) upsert(e.name(), e.value());
+  bool has_path = false;
+  for (const auto& [n, v] : env) has_path |= (n == "PATH");
+  if (!has_path) env.insert(env.begin(), {"PATH", kDefaultPath});
+  d.environment = std::move(env);
+
+  if (spec.has_extra()) {
+    d.extra = api::ToJson(spec.extra());
+    if (!d.extra.is_object()) d.extra = nlohmann::json::object();
+  }
+  return d;
+}
+
+}  // namespace slurmop::reconcile

@@ -1,0 +1,56 @@
+// File: controller/reconcile/job_descriptor.h
+//
+// From a SlurmJob's spec (plus its SlurmCluster's defaults and the resolved
+// script text) to the version-neutral slurm::JobDescriptor, and the checks
+// that the CRD schema cannot make on its own (or that an older CRD in a
+// cluster did not make). Pure: no I/O.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_JOB_DESCRIPTOR_H_
+#define SLURMOP_CONTROLLER_RECONCILE_JOB_DESCRIPTOR_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "controller/slurm/job_model.h"
+#include "slurmoperator/v1alpha1/slurmcluster.pb.h"
+#include "slurmoperator/v1alpha1/slurmjob.pb.h"
+
+namespace slurmop::reconcile {
+
+namespace v1alpha1 = ::slurmoperator::v1alpha1;
+
+// Who a Slurm job belongs to.
+struct JobIdentity {
+  std::string ns;
+  std::string name;
+  std::string uid;
+};
+
+// The tag every Slurm job submitted for a SlurmJob carries in its `comment`,
+// so that the job can be found again when a submit's outcome is unknown.
+std::string SubmissionTag(const JobIdentity& id);
+
+// The PATH given to jobs whose environment does not set one: Slurm batch jobs
+// run with exactly the environment they are submitted with.
+inline constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
+// The working directory of jobs that do not set one (Slurm 23.11+ requires one).
+inline constexpr char kDefaultWorkingDirectory[] = "/tmp";
+
+// Checks a spec for mistakes the user must fix. InvalidArgument with a
+// message that names the field and says what to do.
+absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec);
+
+// Checks a SlurmCluster's spec (version supported, names present).
+absl::Status ValidateClusterSpec(const v1alpha1::SlurmClusterSpec& spec);
+
+// Builds the descriptor; `script` is the resolved script text (from
+// spec.script or the ConfigMap named by spec.scriptFrom).
+absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
+                                                        const v1alpha1::SlurmJobSpec& spec,
+                                                        const v1alpha1::SlurmClusterSpec& cluster,
+                                                        const std::string& script);
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_JOB_DESCRIPTOR_H_

@@ -1,0 +1,115 @@
+// File: controller/reconcile/manager.cc
+
+#include "controller/reconcile/manager.h"
+
+#include "absl/strings/str_cat.h"
+#include "controller/api/resources.h"
+#include "controller/reconcile/resource_types.h"
+#include "glog/logging.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+std::string MetaField(const nlohmann::json& obj, const char* field) {
+  auto meta = obj.find("metadata");
+  if (meta == obj.end() || !meta->is_object()) return "";
+  auto it = meta->find(field);
+  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+}  // namespace
+
+std::shared_ptr<const nlohmann::json> Manager::CacheView::Get(std::string_view ns,
+                                                              std::string_view name) const {
+  return informer_ ? informer_->Get(ns, name) : nullptr;
+}
+
+Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
+                 CredentialsResolver& credentials, EventSink& events, const Clock& clock,
+                 ManagerOptions options)
+    : clock_(clock),
+      options_(std::move(options)),
+      queue_(clock),
+      jobs_view_(jobs_),
+      clusters_view_(clusters_),
+      executor_(kube, jobs_view_, clusters_view_, slurm_api, credentials, events, clock,
+                options_.executor) {
+  jobs_ = std::make_unique<kube::Informer>(
+      kube, SlurmJobsResource(), options_.watch_namespace,
+      [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+        OnJobEvent(type, obj);
+      },
+      clock);
+  clusters_ = std::make_unique<kube::Informer>(
+      kube, SlurmClustersResource(), options_.watch_namespace,
+      [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+        OnClusterEvent(type, obj);
+      },
+      clock);
+}
+
+Manager::~Manager() { Stop(); }
+
+void Manager::OnJobEvent(const std::string& type,
+                         const std::shared_ptr<const nlohmann::json>& obj) {
+  if (!obj) return;
+  queue_.Add(absl::StrCat(MetaField(*obj, "namespace"), "/", MetaField(*obj, "name")));
+}
+
+void Manager::OnClusterEvent(const std::string& type,
+                             const std::shared_ptr<const nlohmann::json>& obj) {
+  if (!obj || !jobs_) return;
+  const std::string ns = MetaField(*obj, "namespace");
+  const std::string name = MetaField(*obj, "name");
+  for (const auto& job : jobs_->List()) {
+    if (MetaField(*job, "namespace") != ns) continue;
+    std::string ref;
+    if (auto spec = job->find("spec"); spec != job->end() && spec->is_object()) {
+      if (auto cr = spec->find("clusterRef"); cr != spec->end() && cr->is_object()) {
+        ref = cr->value("name", "");
+      }
+    }
+    if (ref.empty()) ref = options_.executor.default_cluster;
+    if (ref == name) queue_.Add(absl::StrCat(ns, "/", MetaField(*job, "name")));
+  }
+}
+
+void Manager::Start() {
+  if (started_.exchange(true)) return;
+  clusters_->Start();
+  jobs_->Start();
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
+    workers_.emplace_back([this] { Work(); });
+  }
+  LOG(INFO) << "controller started with " << workers_.size() << " workers, watching "
+            << (options_.watch_namespace.empty() ? std::string("all namespaces")
+                                                 : "namespace " + options_.watch_namespace);
+}
+
+bool Manager::Synced() const { return jobs_->HasSynced() && clusters_->HasSynced(); }
+
+void Manager::Stop() {
+  if (!started_.exchange(false)) return;
+  jobs_->Stop();
+  clusters_->Stop();
+  queue_.ShutDown();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+}
+
+void Manager::Work() {
+  while (true) {
+    std::optional<std::string> key = queue_.Get();
+    if (!key) return;
+    ReconcileResult r = executor_.Reconcile(*key);
+    if (r.retry_with_backoff) {
+      queue_.AddRateLimited(*key);
+    } else {
+      queue_.Forget(*key);
+      if (r.requeue_after) queue_.AddAfter(*key, *r.requeue_after);
+    }
+    queue_.Done(*key);
+  }
+}
+
+}  // namespace slurmop::reconcile

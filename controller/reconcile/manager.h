@@ -1,0 +1,78 @@
+// File: controller/reconcile/manager.h
+//
+// Wires the SlurmJob controller together: an informer per watched kind
+// (SlurmJob, SlurmCluster), the rate-limited work queue they feed, N worker
+// threads that hand keys to the Executor, and the controller-runtime result
+// contract:
+//   retry_with_backoff  -> AddRateLimited (per-key exponential backoff)
+//   requeue_after = d   -> Forget, then AddAfter(d)
+//   otherwise           -> Forget
+// A SlurmCluster change enqueues every SlurmJob that names it.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_MANAGER_H_
+#define SLURMOP_CONTROLLER_RECONCILE_MANAGER_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "controller/kube/informer.h"
+#include "controller/kube/workqueue.h"
+#include "controller/reconcile/executor.h"
+
+namespace slurmop::reconcile {
+
+struct ManagerOptions {
+  std::string watch_namespace;  // "" = all namespaces
+  int workers = 4;
+  ExecutorOptions executor;
+};
+
+class Manager {
+ public:
+  Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
+          CredentialsResolver& credentials, EventSink& events, const Clock& clock,
+          ManagerOptions options);
+  ~Manager();
+
+  // Starts the informers and the workers; returns at once.
+  void Start();
+  // True once both informers delivered their first complete list.
+  bool Synced() const;
+  // Stops the informers, drains the queue and joins the workers.
+  void Stop();
+
+  size_t QueueLength() const { return queue_.Len(); }
+
+ private:
+  class CacheView : public ObjectCache {
+   public:
+    explicit CacheView(const std::unique_ptr<kube::Informer>& informer) : informer_(informer) {}
+    std::shared_ptr<const nlohmann::json> Get(std::string_view ns,
+                                              std::string_view name) const override;
+
+   private:
+    const std::unique_ptr<kube::Informer>& informer_;
+  };
+
+  void OnJobEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
+  void OnClusterEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
+  void Work();
+
+  const Clock& clock_;
+  const ManagerOptions options_;
+  kube::WorkQueue queue_;
+  std::unique_ptr<kube::Informer> jobs_;
+  std::unique_ptr<kube::Informer> clusters_;
+  CacheView jobs_view_;
+  CacheView clusters_view_;
+  Executor executor_;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> started_{false};
+};
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_MANAGER_H_

@@ -1,0 +1,50 @@
+// File: controller/reconcile/ports.h
+//
+// The small interfaces the executor needs from the outside world, so that
+// tests can hand it in-memory fakes: a read-only view of the informer caches,
+// a sink for Kubernetes Events, and the credentials for a cluster.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_PORTS_H_
+#define SLURMOP_CONTROLLER_RECONCILE_PORTS_H_
+
+#include <memory>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "controller/agentplatform/credentials.h"
+#include "controller/reconcile/job_status.h"
+#include "nlohmann/json.hpp"
+#include "slurmoperator/v1alpha1/slurmcluster.pb.h"
+
+namespace slurmop::reconcile {
+
+namespace v1alpha1 = ::slurmoperator::v1alpha1;
+
+// Objects of one kind as the informer last saw them. Thread-safe.
+class ObjectCache {
+ public:
+  virtual ~ObjectCache() = default;
+  // nullptr when absent.
+  virtual std::shared_ptr<const nlohmann::json> Get(std::string_view ns,
+                                                    std::string_view name) const = 0;
+};
+
+// Where Events go (best effort: never fails a reconcile).
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void Record(const nlohmann::json& regarding, const EventSpec& event) = 0;
+};
+
+// The credentials to call a SlurmCluster with: its credentialsSecretRef's
+// Secret, or the operator's own Application Default Credentials.
+class CredentialsResolver {
+ public:
+  virtual ~CredentialsResolver() = default;
+  virtual absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> For(
+      std::string_view ns, const v1alpha1::SlurmClusterSpec& cluster) = 0;
+};
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_PORTS_H_

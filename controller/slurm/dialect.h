@@ -1,0 +1,99 @@
+// File: controller/slurm/dialect.h
+//
+// One Slurm REST API version's wire format behind one interface: the paths
+// to send through callSlurmRestApi, the submit body to render, and the
+// parsers that turn (HTTP status, JSON body) into the neutral job model
+// (controller/slurm/job_model.h). Get an instance from DialectFor()
+// (controller/slurm/dialects.h); instances are immutable and thread-safe.
+//
+// Error contract of every Parse*() method (Slurm-level rejection: HTTP >= 400,
+// or errors[] without the expected result; exception: a submit answer that
+// carries a job id is a success, see ParseSubmit): a non-OK Status whose message is
+// the Slurm error text (all errors joined with "; "), ready to show a user,
+// and whose code is
+//   kUnauthenticated     HTTP 401 or 511, or error 1007 (authentication);
+//   kUnavailable         HTTP 502/503/504, or errors 1001-1004, 1800-1804,
+//                        7000 (controller or database unreachable);
+//   kInvalidArgument     HTTP 400 or 422, or a request error (9000-9002,
+//                        9200-9299, 2009 script missing, 2063 working
+//                        directory missing, 2127 environment missing);
+//   kFailedPrecondition  any other rejection (bad partition, permission, an
+//                        unsupported path, ...);
+//   kInternal            a 2xx body Slurm would never send (not an object, no
+//                        job id, a job record without job_id).
+// The first matching row wins. No method throws.
+
+#ifndef SLURMOP_CONTROLLER_SLURM_DIALECT_H_
+#define SLURMOP_CONTROLLER_SLURM_DIALECT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "controller/slurm/job_model.h"
+#include "nlohmann/json.hpp"
+
+namespace slurmop::slurm {
+
+class Dialect {
+ public:
+  virtual ~Dialect() = default;
+  virtual std::string_view version() const = 0;  // "v0.0.42"
+
+  // Paths (with the version), for callSlurmRestApi's `path`.
+  virtual std::string SubmitPath() const = 0;             // /slurm/v0.0.42/job/submit
+  virtual std::string JobPath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42
+  // /slurm/v0.0.42/jobs/ or /slurm/v0.0.42/jobs/?update_time=N
+  virtual std::string JobsPath(std::optional<int64_t> update_time) const = 0;
+  virtual std::string CancelPath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42 (DELETE)
+  virtual std::string DbJobPath(int64_t job_id) const = 0;   // /slurmdb/v0.0.42/job/42
+  virtual std::string PingPath() const = 0;                  // /slurm/v0.0.42/ping/
+
+  // Renders the submit body {"job": {...}, "script": "..."} for this version.
+  // InvalidArgument when the descriptor cannot be expressed: empty script,
+  // empty current_working_directory, empty environment (Slurm requires one),
+  // an environment name that is empty or contains '=', a count < 1 (nodes,
+  // minimum/maximum_nodes, tasks, tasks_per_node, cpus_per_task,
+  // gpus_per_node, time_limit_minutes), memory_per_node_mb < 0, `nodes`
+  // together with minimum/maximum_nodes, minimum > maximum, or `extra` that
+  // is neither an object nor null. `extra` is merged into the job object last
+  // (top-level keys replace rendered ones), unchecked.
+  virtual absl::StatusOr<nlohmann::json> RenderSubmit(const JobDescriptor& job) const = 0;
+
+  // Parsers take Slurm's HTTP status and body (a JSON object, or null when
+  // Slurm sent no body, e.g. 304; a JSON string holds a text/plain body).
+  // On success, `warnings` holds Slurm's warnings[] and any errors[] that did
+  // not make the call fail, except the messages that are the answer itself
+  // (2017 "unknown job", 9003 / "found nothing", 2021 / "already ...").
+
+  // A positive job_id (top level, or result.job_id) means the job was queued:
+  // OK, with errors[] (e.g. v0.0.38's 200 + 2015) appended to the warnings,
+  // even on HTTP >= 400 (v0.0.39 on 23.02 answered some queued submits with
+  // 500), so that the caller never submits the job twice.
+  virtual absl::StatusOr<SubmitResponse> ParseSubmit(int http_status,
+                                                     const nlohmann::json& body) const = 0;
+  // "Unknown job" forms (404, any status + error 2017, 200 with empty jobs)
+  // -> OK with job == nullopt. A 404 whose text body is slurmrestd's
+  // "Unable find requested URL" (the version is not served) is a rejection.
+  // Several records (array job) -> the one whose job_id matches, else the
+  // first.
+  virtual absl::StatusOr<JobLookup> ParseJob(int http_status, const nlohmann::json& body,
+                                             int64_t job_id) const = 0;
+  // 304, or a "No job changes since update_time" message -> unchanged.
+  virtual absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body) const = 0;
+  // Several records -> the latest submission (of those whose job_id matches,
+  // if any does); "Nothing found" (9003) / warning "found nothing" / empty /
+  // 404 -> job == nullopt.
+  virtual absl::StatusOr<JobLookup> ParseDbJob(int http_status, const nlohmann::json& body,
+                                               int64_t job_id) const = 0;
+  // 2017 (404, 500 or inside a 200 status[]) -> unknown_job; 2021 or a
+  // message containing "already" -> already_finished.
+  virtual absl::StatusOr<CancelResponse> ParseCancel(int http_status, const nlohmann::json& body,
+                                                     int64_t job_id) const = 0;
+};
+
+}  // namespace slurmop::slurm
+
+#endif  // SLURMOP_CONTROLLER_SLURM_DIALECT_H_

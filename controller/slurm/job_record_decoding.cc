@@ -1,0 +1,83 @@
+// File: controller/slurm/job_record_decoding.cc
+//
+// slurmctld / slurmdb job record -> JobInfo.
+
+#include "controller/slurm/job_record_decoding.h"
+
+#include "controller/slurm/exit_code_decoding.h"
+#include "controller/slurm/job_state_decoding.h"
+#include "controller/slurm/json_fields.h"
+#include "controller/slurm/slurm_errors.h"
+
+namespace slurmop::slurm {
+namespace {
+
+absl::StatusOr<JobInfo> StartRecord(const nlohmann::json& record) {
+  if (!record.is_object()) return MalformedResponse("a job record is not a JSON object");
+  std::optional<int64_t> id = IntegerMember(record, "job_id");
+  if (!id.has_value()) return MalformedResponse("a job record has no integer job_id");
+  JobInfo info;
+  info.job_id = *id;
+  info.name = StringMember(record, "name");
+  info.partition = StringMember(record, "partition");
+  return info;
+}
+
+void ApplyState(const nlohmann::json* state, JobInfo* info) {
+  if (state == nullptr) return;
+  DecodedJobState decoded = DecodeJobState(*state);
+  info->state = decoded.state;
+  info->flags = std::move(decoded.flags);
+}
+
+void ApplyExit(const ProcessExit& exit, JobInfo* info) {
+  if (!info->IsFinal()) return;
+  info->exit_code = exit.exit_code;
+  info->signal = exit.signal;
+}
+
+}  // namespace
+
+absl::StatusOr<JobInfo> DecodeSlurmctldJob(const nlohmann::json& record) {
+  absl::StatusOr<JobInfo> info = StartRecord(record);
+  if (!info.ok()) return info;
+  info->comment = StringMember(record, "comment");
+  ApplyState(FindMember(record, "job_state"), &*info);
+  info->state_reason = StringMember(record, "state_reason");
+  info->state_description = StringMember(record, "state_description");
+  info->submit_time = EpochMember(record, "submit_time");
+  info->start_time = EpochMember(record, "start_time");
+  info->end_time = EpochMember(record, "end_time");
+  if (const nlohmann::json* exit = FindMember(record, "exit_code"); exit != nullptr) {
+    ApplyExit(DecodeSlurmctldExitCode(*exit), &*info);
+  }
+  return info;
+}
+
+absl::StatusOr<JobInfo> DecodeSlurmdbJob(const nlohmann::json& record,
+                                         SlurmdbExitCodes exit_codes) {
+  absl::StatusOr<JobInfo> info = StartRecord(record);
+  if (!info.ok()) return info;
+  if (const nlohmann::json* comment = FindMember(record, "comment"); comment != nullptr) {
+    info->comment =
+        comment->is_string() ? comment->get<std::string>() : StringMember(*comment, "job");
+  }
+  if (const nlohmann::json* state = FindMember(record, "state"); state != nullptr) {
+    ApplyState(state->is_object() ? FindMember(*state, "current") : state, &*info);
+    info->state_reason = StringMember(*state, "reason");
+  }
+  if (const nlohmann::json* time = FindMember(record, "time"); time != nullptr) {
+    info->submit_time = EpochMember(*time, "submission");
+    info->start_time = EpochMember(*time, "start");
+    info->end_time = EpochMember(*time, "end");
+  }
+  if (const nlohmann::json* exit = FindMember(record, "exit_code"); exit != nullptr) {
+    ApplyExit(exit_codes == SlurmdbExitCodes::kReliable
+                  ? DecodeProcessExitCode(*exit)
+                  : DecodeUnreliableSlurmdbExitCode(*exit, info->state),
+              &*info);
+  }
+  return info;
+}
+
+}  // namespace slurmop::slurm

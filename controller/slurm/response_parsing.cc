@@ -1,0 +1,236 @@
+// File: controller/slurm/response_parsing.cc
+//
+// Response classification (success / unknown job / unchanged / rejection)
+// and record selection for the job endpoints.
+
+#include "controller/slurm/response_parsing.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "controller/slurm/job_record_decoding.h"
+#include "controller/slurm/json_fields.h"
+#include "controller/slurm/slurm_errors.h"
+#include "controller/slurm/text_compat.h"
+
+namespace slurmop::slurm {
+namespace {
+
+using nlohmann::json;
+
+// errors[] and warnings[] of a body, read once.
+struct Messages {
+  std::vector<SlurmMessage> errors;
+  std::vector<SlurmMessage> warnings;
+};
+
+Messages ReadMessages(const json& body) {
+  return {MessagesMember(body, "errors"), MessagesMember(body, "warnings")};
+}
+
+// warnings followed by errors: what a caller should surface on success.
+std::vector<SlurmMessage> Surfaced(Messages m) {
+  std::vector<SlurmMessage> out = std::move(m.warnings);
+  for (SlurmMessage& e : m.errors) out.push_back(std::move(e));
+  return out;
+}
+
+// `messages` without those numbered `error_number` (the ones that are the
+// answer itself, e.g. 2017 for an unknown job, are not repeated as warnings).
+std::vector<SlurmMessage> Without(std::vector<SlurmMessage> messages, int error_number) {
+  std::vector<SlurmMessage> out;
+  for (SlurmMessage& m : messages) {
+    if (m.error_number != error_number) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// slurmrestd's text/plain 404 for a path it does not serve (unknown version).
+bool IsUnknownPath(int http_status, const json& body) {
+  return http_status == 404 && body.is_string() &&
+         ContainsIgnoreCase(body.get<std::string>(), "Unable find requested URL");
+}
+
+// The jobs[] array; nullptr when missing or not an array.
+const json* JobsArray(const json& body) {
+  const json* jobs = FindMember(body, "jobs");
+  if (jobs == nullptr || !jobs->is_array()) return nullptr;
+  return jobs;
+}
+
+}  // namespace
+
+absl::StatusOr<SubmitResponse> ParseSubmitResponse(int http_status, const json& body) {
+  Messages m = ReadMessages(body);
+  std::optional<int64_t> job_id = IntegerMember(body, "job_id");
+  if (!job_id.has_value()) {
+    // v0.0.40/41 also carry it in result{}; v0.0.42 removed result.
+    if (const json* result = FindMember(body, "result"); result != nullptr) {
+      job_id = IntegerMember(*result, "job_id");
+    }
+  }
+  if (!job_id.has_value() || *job_id <= 0) {
+    if (http_status < 400 && m.errors.empty()) {
+      return MalformedResponse("submit succeeded without a job_id");
+    }
+    return RejectionStatus(http_status, body, m.errors);
+  }
+  // A job id means slurmctld queued the job, whatever else was said: v0.0.38
+  // answers 200 + job_id + errors[] for a queued job with a non-zero code
+  // (e.g. 2015), and v0.0.39 on 23.02 answered such submits with 500.
+  // Reporting failure here would make the caller submit a duplicate, so the
+  // errors become warnings.
+  return SubmitResponse{*job_id, Surfaced(std::move(m))};
+}
+
+absl::StatusOr<JobLookup> ParseJobResponse(int http_status, const json& body, int64_t job_id) {
+  Messages m = ReadMessages(body);
+  if (IsUnknownPath(http_status, body)) return RejectionStatus(http_status, body, m.errors);
+  // 22.05 / 23.02.0-3: 500 + 2017; 23.02.4+: 404 + 2017.
+  if (http_status == 404 || ContainsErrorNumber(m.errors, kErrorInvalidJobId)) {
+    m.errors = Without(std::move(m.errors), kErrorInvalidJobId);
+    return JobLookup{std::nullopt, Surfaced(std::move(m))};
+  }
+  const json* jobs = JobsArray(body);
+  const bool has_jobs = jobs != nullptr && !jobs->empty();
+  if (http_status >= 400 || (!m.errors.empty() && !has_jobs)) {
+    return RejectionStatus(http_status, body, m.errors);
+  }
+  if (jobs == nullptr) return MalformedResponse("job query answered without a jobs array");
+  if (!has_jobs) return JobLookup{std::nullopt, Surfaced(std::move(m))};
+  // An array job answers with one record per task: prefer the exact id.
+  const json* chosen = &jobs->front();
+  for (const json& record : *jobs) {
+    if (IntegerMember(record, "job_id") == job_id) {
+      chosen = &record;
+      break;
+    }
+  }
+  absl::StatusOr<JobInfo> info = DecodeSlurmctldJob(*chosen);
+  if (!info.ok()) return info.status();
+  return JobLookup{*std::move(info), Surfaced(std::move(m))};
+}
+
+absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body) {
+  // 22.05 answers an unchanged update_time with 304 and no body.
+  if (http_status == 304) return JobList{true, {}, {}};
+  Messages m = ReadMessages(body);
+  if (http_status >= 400) return RejectionStatus(http_status, body, m.errors);
+  // 23.02+: 200 + "No job changes since update_time" and jobs: [].
+  constexpr std::string_view kNoChanges = "No job changes since update_time";
+  if (ContainsText(m.warnings, kNoChanges) || ContainsText(m.errors, kNoChanges)) {
+    return JobList{true, {}, Surfaced(std::move(m))};
+  }
+  const json* jobs = JobsArray(body);
+  if (!m.errors.empty() && (jobs == nullptr || jobs->empty())) {
+    return RejectionStatus(http_status, body, m.errors);
+  }
+  if (jobs == nullptr) return MalformedResponse("jobs query answered without a jobs array");
+  JobList list;
+  list.jobs.reserve(jobs->size());
+  for (const json& record : *jobs) {
+    absl::StatusOr<JobInfo> info = DecodeSlurmctldJob(record);
+    if (!info.ok()) return info.status();
+    list.jobs.push_back(*std::move(info));
+  }
+  list.warnings = Surfaced(std::move(m));
+  return list;
+}
+
+absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const json& body, int64_t job_id,
+                                                  SlurmdbExitCodes exit_codes) {
+  Messages m = ReadMessages(body);
+  if (IsUnknownPath(http_status, body)) return RejectionStatus(http_status, body, m.errors);
+  // dbv0.0.38: 200 + error 9003 "Nothing found"; v0.0.40+: 200 + warning
+  // "slurmdb_jobs_get(0x...) found nothing".
+  if (http_status == 404 || ContainsErrorNumber(m.errors, kErrorNothingFound) ||
+      ContainsText(m.warnings, "found nothing") || ContainsText(m.warnings, "nothing found")) {
+    std::vector<SlurmMessage> warnings;
+    for (SlurmMessage& w : m.warnings) {
+      if (!MentionsText(w, "found nothing") && !MentionsText(w, "nothing found")) {
+        warnings.push_back(std::move(w));
+      }
+    }
+    m.warnings = std::move(warnings);
+    m.errors = Without(std::move(m.errors), kErrorNothingFound);
+    return JobLookup{std::nullopt, Surfaced(std::move(m))};
+  }
+  const json* jobs = JobsArray(body);
+  const bool has_jobs = jobs != nullptr && !jobs->empty();
+  if (http_status >= 400 || (!m.errors.empty() && !has_jobs)) {
+    return RejectionStatus(http_status, body, m.errors);
+  }
+  if (jobs == nullptr) return MalformedResponse("slurmdb job query answered without a jobs array");
+  if (!has_jobs) return JobLookup{std::nullopt, Surfaced(std::move(m))};
+
+  // Requeues and het components give several records: keep those of this
+  // job id (all of them if none matches) and take the latest submission;
+  // on a tie, the later record.
+  bool any_matches = false;
+  for (const json& record : *jobs) any_matches |= IntegerMember(record, "job_id") == job_id;
+  std::optional<JobInfo> latest;
+  for (const json& record : *jobs) {
+    if (any_matches && IntegerMember(record, "job_id") != job_id) continue;
+    absl::StatusOr<JobInfo> info = DecodeSlurmdbJob(record, exit_codes);
+    if (!info.ok()) return info.status();
+    if (!latest.has_value() ||
+        info->submit_time.value_or(Time()) >= latest->submit_time.value_or(Time())) {
+      latest = *std::move(info);
+    }
+  }
+  return JobLookup{std::move(latest), Surfaced(std::move(m))};
+}
+
+absl::StatusOr<CancelResponse> ParseCancelResponse(int http_status, const json& body,
+                                                   int64_t job_id) {
+  Messages m = ReadMessages(body);
+  if (IsUnknownPath(http_status, body)) return RejectionStatus(http_status, body, m.errors);
+  CancelResponse out;
+  // 24.11+ (v0.0.40+): 200 + status[] with one element per job whose signal
+  // failed; 2021 = already finished, 2017 = unknown/purged.
+  std::vector<SlurmMessage> failures;
+  if (const json* status = FindMember(body, "status"); status != nullptr && status->is_array()) {
+    for (const json& element : *status) {
+      SlurmMessage msg = ParseSlurmMessage(element);
+      if (!msg.error_number.has_value() || *msg.error_number == 0) continue;
+      if (*msg.error_number == kErrorInvalidJobId) {
+        out.unknown_job = true;
+      } else if (*msg.error_number == kErrorAlreadyDone) {
+        out.already_finished = true;
+      } else {
+        failures.push_back(std::move(msg));
+      }
+    }
+  }
+  if (!failures.empty()) return RejectionStatus(http_status, body, failures);
+  // 22.05: 500 + 2017; 23.02.4-24.05: 404 + 2017; 23.02-24.05 finished job:
+  // 200 + warning "Job was already sent signal Killed". The messages that
+  // say so are the answer, not warnings.
+  std::vector<SlurmMessage> other_errors;
+  for (SlurmMessage& e : m.errors) {
+    if (e.error_number == kErrorInvalidJobId) {
+      out.unknown_job = true;
+    } else if (e.error_number == kErrorAlreadyDone || MentionsText(e, "already")) {
+      out.already_finished = true;
+    } else {
+      other_errors.push_back(std::move(e));
+    }
+  }
+  if (http_status == 404) out.unknown_job = true;
+  const bool settled = out.unknown_job || out.already_finished;
+  if ((http_status >= 400 || !other_errors.empty()) && !settled) {
+    return RejectionStatus(http_status, body, other_errors);
+  }
+  for (SlurmMessage& w : m.warnings) {
+    if (MentionsText(w, "already")) {
+      out.already_finished = true;
+    } else {
+      out.warnings.push_back(std::move(w));
+    }
+  }
+  for (SlurmMessage& e : other_errors) out.warnings.push_back(std::move(e));
+  return out;
+}
+
+}  // namespace slurmop::slurm

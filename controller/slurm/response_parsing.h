@@ -1,0 +1,38 @@
+// File: controller/slurm/response_parsing.h
+//
+// (HTTP status, JSON body) of each job endpoint -> the neutral results of
+// controller/slurm/job_model.h, for every version: the shapes are recognised
+// from the JSON, and the handler behaviours of every slurmrestd release
+// (22.05 ... 25.11) are accepted, since a version's shapes outlive the
+// release that introduced them. Semantics and the error contract are those
+// of Dialect (controller/slurm/dialect.h). Nothing here throws on any JSON
+// value.
+
+#ifndef SLURMOP_CONTROLLER_SLURM_RESPONSE_PARSING_H_
+#define SLURMOP_CONTROLLER_SLURM_RESPONSE_PARSING_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "controller/slurm/job_model.h"
+#include "controller/slurm/wire_format.h"
+#include "nlohmann/json.hpp"
+
+namespace slurmop::slurm {
+
+absl::StatusOr<SubmitResponse> ParseSubmitResponse(int http_status, const nlohmann::json& body);
+
+absl::StatusOr<JobLookup> ParseJobResponse(int http_status, const nlohmann::json& body,
+                                           int64_t job_id);
+
+absl::StatusOr<JobList> ParseJobsResponse(int http_status, const nlohmann::json& body);
+
+absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const nlohmann::json& body,
+                                                  int64_t job_id, SlurmdbExitCodes exit_codes);
+
+absl::StatusOr<CancelResponse> ParseCancelResponse(int http_status, const nlohmann::json& body,
+                                                   int64_t job_id);
+
+}  // namespace slurmop::slurm
+
+#endif  // SLURMOP_CONTROLLER_SLURM_RESPONSE_PARSING_H_

@@ -1,0 +1,91 @@
+// File: controller/slurm/rest_dialect.cc
+//
+// Paths and the exception fence around rendering and parsing.
+
+#include "controller/slurm/rest_dialect.h"
+
+#include <exception>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "controller/slurm/response_parsing.h"
+#include "controller/slurm/submit_rendering.h"
+#include "controller/slurm/text_compat.h"
+
+namespace slurmop::slurm {
+namespace {
+
+// Runs `fn`, turning anything thrown (the JSON library throws on misuse; the
+// code below is written not to) into kInternal.
+template <typename Fn>
+auto Fenced(std::string_view what, Fn&& fn) -> decltype(fn()) {
+  try {
+    return std::forward<Fn>(fn)();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(ToAbsl(what), ": ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat(ToAbsl(what), ": unknown exception"));
+  }
+}
+
+}  // namespace
+
+std::string RestDialect::SubmitPath() const {
+  return absl::StrCat("/slurm/", ToAbsl(format_.version), "/job/submit");
+}
+
+std::string RestDialect::JobPath(int64_t job_id) const {
+  return absl::StrCat("/slurm/", ToAbsl(format_.version), "/job/", job_id);
+}
+
+std::string RestDialect::JobsPath(std::optional<int64_t> update_time) const {
+  std::string path = absl::StrCat("/slurm/", ToAbsl(format_.version), "/jobs/");
+  if (update_time.has_value()) absl::StrAppend(&path, "?update_time=", *update_time);
+  return path;
+}
+
+std::string RestDialect::CancelPath(int64_t job_id) const { return JobPath(job_id); }
+
+std::string RestDialect::DbJobPath(int64_t job_id) const {
+  return absl::StrCat("/slurmdb/", ToAbsl(format_.version), "/job/", job_id);
+}
+
+std::string RestDialect::PingPath() const {
+  return absl::StrCat("/slurm/", ToAbsl(format_.version), "/ping/");
+}
+
+absl::StatusOr<nlohmann::json> RestDialect::RenderSubmit(const JobDescriptor& job) const {
+  return Fenced("rendering the submit request",
+                [&] { return RenderSubmitBody(job, format_.submit); });
+}
+
+absl::StatusOr<SubmitResponse> RestDialect::ParseSubmit(int http_status,
+                                                        const nlohmann::json& body) const {
+  return Fenced("reading the submit response",
+                [&] { return ParseSubmitResponse(http_status, body); });
+}
+
+absl::StatusOr<JobLookup> RestDialect::ParseJob(int http_status, const nlohmann::json& body,
+                                                int64_t job_id) const {
+  return Fenced("reading the job response",
+                [&] { return ParseJobResponse(http_status, body, job_id); });
+}
+
+absl::StatusOr<JobList> RestDialect::ParseJobs(int http_status, const nlohmann::json& body) const {
+  return Fenced("reading the jobs response", [&] { return ParseJobsResponse(http_status, body); });
+}
+
+absl::StatusOr<JobLookup> RestDialect::ParseDbJob(int http_status, const nlohmann::json& body,
+                                                  int64_t job_id) const {
+  return Fenced("reading the slurmdb job response", [&] {
+    return ParseSlurmdbJobResponse(http_status, body, job_id, format_.slurmdb_exit_codes);
+  });
+}
+
+absl::StatusOr<CancelResponse> RestDialect::ParseCancel(int http_status, const nlohmann::json& body,
+                                                        int64_t job_id) const {
+  return Fenced("reading the cancel response",
+                [&] { return ParseCancelResponse(http_status, body, job_id); });
+}
+
+}  // namespace slurmop::slurm

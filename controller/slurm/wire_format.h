@@ -1,0 +1,48 @@
+// File: controller/slurm/wire_format.h
+//
+// What differs between Slurm REST API versions in ways the JSON itself does
+// not reveal, as data: one WireFormat per version (see dialects.cc). Shapes
+// that are self-describing (job_state string vs array, exit_code int vs
+// wrapper vs structure, times int vs wrapper, errors[] element layouts,
+// DELETE status[]) are recognised by the decoders from the JSON, so a
+// version served by a newer slurmrestd (which keeps the shapes but changes
+// handler behaviour) is read correctly too.
+
+#ifndef SLURMOP_CONTROLLER_SLURM_WIRE_FORMAT_H_
+#define SLURMOP_CONTROLLER_SLURM_WIRE_FORMAT_H_
+
+#include <string_view>
+
+namespace slurmop::slurm {
+
+// How the submit request's `job` object is written.
+enum class SubmitFormat {
+  // v0.0.38 (22.05): keys are sbatch options. environment is an object,
+  // `nodes` an int or "min-max" (`minimum_nodes` is the --use-min-nodes
+  // flag), time_limit and memory_per_node plain ints, gpus_per_node a
+  // string; unknown keys are rejected (400), so only keys of 22.05's
+  // job_properties are sent.
+  kSbatchOptions,
+  // v0.0.39+ (data_parser JOB_DESC_MSG): environment ["K=V"],
+  // minimum_nodes/maximum_nodes ints, time_limit and memory_per_node
+  // {set, number}, GPUs as tres_per_node "gres/gpu:N".
+  kJobDescMsg,
+};
+
+// Whether slurmdb's job exit_code can be believed.
+enum class SlurmdbExitCodes {
+  // dbv0.0.38 and data_parser v0.0.39: every normal exit reads SUCCESS/0.
+  kUnreliable,
+  // v0.0.40+ PROCESS_EXIT_CODE.
+  kReliable,
+};
+
+struct WireFormat {
+  std::string_view version;  // "v0.0.42"
+  SubmitFormat submit;
+  SlurmdbExitCodes slurmdb_exit_codes;
+};
+
+}  // namespace slurmop::slurm
+
+#endif  // SLURMOP_CONTROLLER_SLURM_WIRE_FORMAT_H_

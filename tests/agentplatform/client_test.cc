@@ -1,0 +1,496 @@
+// File: tests/agentplatform/client_test.cc
+//
+// The callSlurmRestApi client against a scripted transport and a FakeClock:
+// URL and headers, retries (GET/DELETE on UNAVAILABLE and transport errors;
+// POST only when never delivered), 401 handling, RESOURCE_EXHAUSTED, the
+// 1 MB limit, argument validation, rate limiting, and that no token ever
+// appears in an error message.
+
+#include "controller/agentplatform/client.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "controller/agentplatform/google_error.h"
+#include "tests/agentplatform/fake_transport.h"
+
+namespace slurmop::agentplatform {
+namespace {
+
+using ::slurmop::agentplatform::testing::Failure;
+using ::slurmop::agentplatform::testing::FakeSleeper;
+using ::slurmop::agentplatform::testing::FakeTransport;
+using ::slurmop::agentplatform::testing::Respond;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ms = std::chrono::milliseconds;
+
+constexpr char kUrl[] =
+    "https://us-central1-aiplatform.googleapis.com/v1beta1/projects/my-proj/locations/"
+    "us-central1/modelDevelopmentClusters/train-1:callSlurmRestApi";
+
+// Hands out "tok-1", "tok-2", ... (a new one after each Invalidate()).
+class FakeTokenSource : public TokenSource {
+ public:
+  absl::StatusOr<std::string> Token() override {
+    if (!errors.empty()) {
+      absl::Status s = errors.front();
+      errors.pop_front();
+      return s;
+    }
+    return "tok-" + std::to_string(generation);
+  }
+  void Invalidate() override {
+    ++invalidations;
+    ++generation;
+  }
+  std::string Describe() const override { return "service account op@p.iam.gserviceaccount.com"; }
+  std::string QuotaProject() const override { return quota_project; }
+
+  std::deque<absl::Status> errors;
+  int generation = 1;
+  int invalidations = 0;
+  std::string quota_project;
+};
+
+std::string Envelope(int status, const std::string& structured_body) {
+  return "{\"status\":" + std::to_string(status) + ",\"structuredBody\":" + structured_body + "}";
+}
+
+std::string GoogleError(int code, const std::string& status, const std::string& message,
+                        const std::string& details = "[]") {
+  return "{\"error\":{\"code\":" + std::to_string(code) + ",\"message\":\"" + message +
+         "\",\"status\":\"" + status + "\",\"details\":" + details + "}}";
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  ClientTest() {
+    cluster_.project_id = "my-proj";
+    cluster_.region = "us-central1";
+    cluster_.cluster_id = "train-1";
+    options_.transport = &transport_;
+    options_.clock = &clock_;
+    options_.sleep = FakeSleeper{&clock_, &sleeps_};
+    options_.jitter = [] { return 1.0; };  // the top of each backoff window
+  }
+
+  std::unique_ptr<SlurmApi> Client() { return NewSlurmApiClient(options_); }
+
+  absl::StatusOr<SlurmResponse> Get(SlurmApi& api,
+                                    const std::string& path = "/slurm/v0.0.42/job/1") {
+    return api.Call(cluster_, credentials_, HttpMethod::kGet, path, nullptr);
+  }
+  absl::StatusOr<SlurmResponse> Submit(SlurmApi& api) {
+    return api.Call(cluster_, credentials_, HttpMethod::kPost, "/slurm/v0.0.42/job/submit",
+                    &submit_body_);
+  }
+
+  FakeClock clock_;
+  FakeTransport transport_;
+  FakeTokenSource credentials_;
+  std::vector<std::chrono::nanoseconds> sleeps_;
+  ClientOptions options_;
+  ClusterName cluster_;
+  nlohmann::json submit_body_ = {{"job", {{"name", "t"}}}, {"script", "#!/bin/bash\ntrue\n"}};
+};
+
+TEST(ClusterNameTest, ResourceNameAndUrl) {
+  ClusterName c{"", "p", "europe-west4", "c1"};
+  EXPECT_EQ(c.ResourceName(), "projects/p/locations/europe-west4/modelDevelopmentClusters/c1");
+  EXPECT_EQ(c.CallUrl(),
+            "https://europe-west4-aiplatform.googleapis.com/v1beta1/projects/p/locations/"
+            "europe-west4/modelDevelopmentClusters/c1:callSlurmRestApi");
+  c.endpoint = "http://127.0.0.1:8080/";
+  EXPECT_EQ(c.CallUrl(),
+            "http://127.0.0.1:8080/v1beta1/projects/p/locations/europe-west4/"
+            "modelDevelopmentClusters/c1:callSlurmRestApi");
+}
+
+TEST_F(ClientTest, SendsEnvelopeWithBearerToken) {
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"job_id":1234,"errors":[],"warnings":[]})")));
+  options_.timeout = ms(12000);
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Submit(*api);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body["job_id"].get<int64_t>(), 1234);
+  EXPECT_TRUE(r->body["job_id"].is_number_integer());
+
+  ASSERT_EQ(transport_.request_count(), 1u);
+  const http::Request req = transport_.requests()[0];
+  EXPECT_EQ(req.method, "POST");
+  EXPECT_EQ(req.url, kUrl);
+  EXPECT_EQ(req.headers.at("Authorization"), "Bearer tok-1");
+  EXPECT_EQ(req.headers.at("Content-Type"), "application/json");
+  EXPECT_EQ(req.headers.count("x-goog-user-project"), 0u);
+  EXPECT_EQ(req.timeout, ms(12000));
+  const nlohmann::json sent = nlohmann::json::parse(req.body);
+  EXPECT_EQ(sent["method"], "HTTP_METHOD_POST");
+  EXPECT_EQ(sent["path"], "/slurm/v0.0.42/job/submit");
+  EXPECT_EQ(sent["body"], submit_body_);
+}
+
+TEST_F(ClientTest, GetSendsNoBodyField) {
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"jobs":[]})")));
+  auto api = Client();
+  ASSERT_TRUE(Get(*api, "/slurm/v0.0.42/jobs/").ok());
+  EXPECT_EQ(transport_.requests()[0].body,
+            R"({"method":"HTTP_METHOD_GET","path":"/slurm/v0.0.42/jobs/"})");
+}
+
+TEST_F(ClientTest, SendsQuotaProjectHeader) {
+  credentials_.quota_project = "billing-proj";
+  transport_.Enqueue(Respond(200, Envelope(200, "{}")));
+  auto api = Client();
+  ASSERT_TRUE(Get(*api).ok());
+  EXPECT_EQ(transport_.requests()[0].headers.at("x-goog-user-project"), "billing-proj");
+}
+
+TEST_F(ClientTest, SlurmErrorStatusIsStillOk) {
+  transport_.Enqueue(Respond(
+      200,
+      Envelope(404, R"({"errors":[{"error":"Unable to query JobId=9","error_number":2017}]})")));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Get(*api);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(r->body["errors"][0]["error_number"].get<int>(), 2017);
+}
+
+TEST_F(ClientTest, GetRetriedOn503ThenSucceeds) {
+  transport_.Enqueue(Respond(503, GoogleError(503, "UNAVAILABLE", "cluster unreachable")));
+  transport_.Enqueue(Respond(502, "<html>Bad Gateway</html>"));
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"jobs":[{"job_id":1}]})")));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Get(*api);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(transport_.request_count(), 3u);
+  // Full jitter at the top of the window: 500 ms, then 1 s.
+  EXPECT_THAT(sleeps_, ::testing::ElementsAre(ms(500), ms(1000)));
+}
+
+TEST_F(ClientTest, GetRetriedOnTransportErrorsEvenIfDelivered) {
+  transport_.Enqueue(Failure(absl::StatusCode::kUnavailable, /*request_sent=*/true));
+  transport_.Enqueue(Failure(absl::StatusCode::kDeadlineExceeded, /*request_sent=*/true));
+  transport_.Enqueue(Respond(200, Envelope(200, "{}")));
+  auto api = Client();
+  EXPECT_TRUE(Get(*api).ok());
+  EXPECT_EQ(transport_.request_count(), 3u);
+}
+
+TEST_F(ClientTest, DeleteRetriedOn504) {
+  transport_.Enqueue(Respond(504, GoogleError(504, "DEADLINE_EXCEEDED", "timeout")));
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"errors":[]})")));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r =
+      api->Call(cluster_, credentials_, HttpMethod::kDelete, "/slurm/v0.0.42/job/5", nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(transport_.request_count(), 2u);
+  EXPECT_THAT(transport_.requests()[0].body, HasSubstr("HTTP_METHOD_DELETE"));
+}
+
+TEST_F(ClientTest, BackoffGrowsAndIsCapped) {
+  options_.max_attempts = 6;
+  options_.initial_backoff = ms(500);
+  options_.max_backoff = ms(3000);
+  for (int i = 0; i < 6; ++i) {
+    transport_.Enqueue(Respond(503, GoogleError(503, "UNAVAILABLE", "down")));
+  }
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Get(*api);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(r.status().message(), "Agent Platform: down (after 6 attempts)");
+  EXPECT_EQ(transport_.request_count(), 6u);
+  EXPECT_THAT(sleeps_, ::testing::ElementsAre(ms(500), ms(1000), ms(2000), ms(3000), ms(3000)));
+}
+
+TEST_F(ClientTest, FullJitterStaysInWindow) {
+  options_.jitter = [] { return 0.25; };
+  transport_.Enqueue(Respond(503, GoogleError(503, "UNAVAILABLE", "down")));
+  transport_.Enqueue(Respond(503, GoogleError(503, "UNAVAILABLE", "down")));
+  transport_.Enqueue(Respond(200, Envelope(200, "{}")));
+  auto api = Client();
+  ASSERT_TRUE(Get(*api).ok());
+  EXPECT_THAT(sleeps_, ::testing::ElementsAre(ms(125), ms(250)));
+}
+
+TEST_F(ClientTest, HonoursRetryInfoAndRetryAfter) {
+  options_.jitter = [] { return 0.0; };
+  transport_.Enqueue(Respond(
+      503, GoogleError(
+               503, "UNAVAILABLE", "busy",
+               R"([{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"4.5s"}])")));
+  transport_.Enqueue(Respond(503, GoogleError(503, "UNAVAILABLE", "busy"), {{"retry-after", "2"}}));
+  transport_.Enqueue(Respond(200, Envelope(200, "{}")));
+  auto api = Client();
+  ASSERT_TRUE(Get(*api).ok());
+  EXPECT_THAT(sleeps_, ::testing::ElementsAre(ms(4500), ms(2000)));
+}
+
+TEST_F(ClientTest, ServerDelayBeyondMaxBackoffIsReturnedToCaller) {
+  transport_.Enqueue(Respond(
+      503, GoogleError(
+               503, "UNAVAILABLE", "maintenance",
+               R"([{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"120s"}])")));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Get(*api);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(RetryDelay(r.status()), ms(120000));
+  EXPECT_EQ(r.status().message(), "Agent Platform: maintenance (retry after 120s)");
+  EXPECT_EQ(transport_.request_count(), 1u);
+  EXPECT_TRUE(sleeps_.empty());
+}
+
+TEST_F(ClientTest, PostNotRetriedAfterPossiblyDeliveredFailure) {
+  for (auto code : {absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded}) {
+    FakeTransport transport;
+    options_.transport = &transport;
+    transport.Enqueue(Failure(code, /*request_sent=*/true));
+    transport.Enqueue(Respond(200, Envelope(200, R"({"job_id":1})")));
+    auto api = Client();
+    absl::StatusOr<SlurmResponse> r = Submit(*api);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), code);
+    EXPECT_TRUE(http::MayHaveBeenDelivered(r.status()));
+    EXPECT_THAT(r.status().message(), HasSubstr("Agent Platform: POST /slurm/v0.0.42/job/submit"));
+    EXPECT_EQ(transport.request_count(), 1u);
+  }
+}
+
+TEST_F(ClientTest, PostRetriedWhenNeverDelivered) {
+  transport_.Enqueue(Failure(absl::StatusCode::kUnavailable, /*request_sent=*/false));
+  transport_.Enqueue(Failure(absl::StatusCode::kDeadlineExceeded, /*request_sent=*/false));
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"job_id":77})")));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Submit(*api);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->body["job_id"].get<int>(), 77);
+  EXPECT_EQ(transport_.request_count(), 3u);
+}
+
+TEST_F(ClientTest, PostNotRetriedOnUnavailableAnswer) {
+  transport_.Enqueue(Respond(503, GoogleError(503, "UNAVAILABLE", "cluster unreachable")));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Submit(*api);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(http::MayHaveBeenDelivered(r.status()));
+  EXPECT_EQ(transport_.request_count(), 1u);
+}
+
+TEST_F(ClientTest, UnauthenticatedInvalidatesAndRetriesOnce) {
+  transport_.Enqueue(Respond(401, GoogleError(401, "UNAUTHENTICATED", "token expired")));
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"job_id":5})")));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Submit(*api);  // POST too
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(credentials_.invalidations, 1);
+  ASSERT_EQ(transport_.request_count(), 2u);
+  EXPECT_EQ(transport_.requests()[0].headers.at("Authorization"), "Bearer tok-1");
+  EXPECT_EQ(transport_.requests()[1].headers.at("Authorization"), "Bearer tok-2");
+  EXPECT_TRUE(sleeps_.empty());
+}
+
+TEST_F(ClientTest, SecondUnauthenticatedIsReturned) {
+  transport_.Enqueue(Respond(401, GoogleError(401, "UNAUTHENTICATED", "bad token")));
+  transport_.Enqueue(Respond(401, "{}"));  // bare 401 without a Google body
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Get(*api);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(r.status().message(),
+            "Agent Platform: HTTP 401; caller: service account op@p.iam.gserviceaccount.com");
+  EXPECT_EQ(credentials_.invalidations, 1);
+  EXPECT_EQ(transport_.request_count(), 2u);
+}
+
+TEST_F(ClientTest, ResourceExhaustedIsNotRetried) {
+  transport_.Enqueue(Respond(
+      429, GoogleError(
+               429, "RESOURCE_EXHAUSTED", "Quota exceeded for aiplatform requests",
+               R"([{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}])")));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Get(*api);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(r.status().message(),
+            "Agent Platform: Quota exceeded for aiplatform requests (retry after 1.5s)");
+  EXPECT_EQ(RetryDelay(r.status()), ms(1500));
+  EXPECT_EQ(transport_.request_count(), 1u);
+}
+
+TEST_F(ClientTest, PermanentErrorsAreNotRetried) {
+  struct {
+    int http;
+    const char* status;
+    absl::StatusCode code;
+  } cases[] = {{403, "PERMISSION_DENIED", absl::StatusCode::kPermissionDenied},
+               {404, "NOT_FOUND", absl::StatusCode::kNotFound},
+               {400, "INVALID_ARGUMENT", absl::StatusCode::kInvalidArgument},
+               {500, "INTERNAL", absl::StatusCode::kInternal}};
+  for (const auto& c : cases) {
+    FakeTransport transport;
+    options_.transport = &transport;
+    transport.Enqueue(Respond(c.http, GoogleError(c.http, c.status, "nope")));
+    auto api = Client();
+    absl::StatusOr<SlurmResponse> r = Get(*api);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), c.code);
+    EXPECT_EQ(transport.request_count(), 1u) << c.status;
+    if (c.code == absl::StatusCode::kPermissionDenied) {
+      EXPECT_EQ(r.status().message(),
+                "Agent Platform: nope; caller: service account op@p.iam.gserviceaccount.com");
+    } else {
+      EXPECT_EQ(r.status().message(), "Agent Platform: nope");
+    }
+  }
+}
+
+TEST_F(ClientTest, RequestOverOneMegabyteIsRejectedBeforeSending) {
+  nlohmann::json body = {{"job", {{"name", "big"}}}, {"script", std::string(1000 * 1000, 'x')}};
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r =
+      api->Call(cluster_, credentials_, HttpMethod::kPost, "/slurm/v0.0.42/job/submit", &body);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string skeleton = R"({"method":"HTTP_METHOD_POST","path":"/slurm/v0.0.42/job/submit",)"
+                               R"("body":{"job":{"name":"big"},"script":""}})";
+  const std::string size = std::to_string(skeleton.size() + 1000 * 1000);
+  EXPECT_THAT(r.status().message(), HasSubstr("the request is " + size + " bytes"));
+  EXPECT_THAT(r.status().message(), HasSubstr("over the 1 MB limit"));
+  EXPECT_THAT(r.status().message(), HasSubstr("shared storage"));
+  EXPECT_THAT(r.status().message(), HasSubstr("short wrapper script"));
+  EXPECT_FALSE(http::MayHaveBeenDelivered(r.status()));
+  EXPECT_EQ(transport_.request_count(), 0u);
+
+  // Just under the limit goes out.
+  body["script"] = std::string(1000 * 1000 - 200, 'x');
+  transport_.Enqueue(Respond(200, Envelope(200, "{}")));
+  EXPECT_TRUE(
+      api->Call(cluster_, credentials_, HttpMethod::kPost, "/slurm/v0.0.42/job/submit", &body)
+          .ok());
+}
+
+TEST_F(ClientTest, InvalidArgumentsSendNothing) {
+  auto api = Client();
+  ClusterName bad = cluster_;
+  bad.cluster_id = "";
+  EXPECT_EQ(api->Call(bad, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = cluster_;
+  bad.project_id = "p/../x";
+  EXPECT_EQ(api->Call(bad, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(api->Call(cluster_, credentials_, HttpMethod::kGet, "slurm/v0.0.42/jobs/", nullptr)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::Status post =
+      api->Call(cluster_, credentials_, HttpMethod::kPost, "/slurm/v0.0.42/job/submit", nullptr)
+          .status();
+  EXPECT_EQ(post.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(http::MayHaveBeenDelivered(post));
+  EXPECT_EQ(transport_.request_count(), 0u);
+}
+
+TEST_F(ClientTest, MissingTransportIsAnError) {
+  options_.transport = nullptr;
+  auto api = Client();
+  EXPECT_EQ(Get(*api).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(ClientTest, TokenUnavailableIsRetriedForPostToo) {
+  credentials_.errors.push_back(absl::UnavailableError("metadata server unreachable"));
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"job_id":3})")));
+  auto api = Client();
+  ASSERT_TRUE(Submit(*api).ok());
+  EXPECT_EQ(transport_.request_count(), 1u);
+  EXPECT_EQ(sleeps_.size(), 1u);
+}
+
+TEST_F(ClientTest, TokenErrorIsReturnedWithIdentity) {
+  credentials_.errors.push_back(absl::UnauthenticatedError("invalid_grant"));
+  auto api = Client();
+  absl::Status s = Submit(*api).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(s.message(),
+            "Agent Platform: no access token from service account "
+            "op@p.iam.gserviceaccount.com: invalid_grant");
+  EXPECT_FALSE(http::MayHaveBeenDelivered(s));
+  EXPECT_EQ(transport_.request_count(), 0u);
+}
+
+TEST_F(ClientTest, MalformedSuccessIsInternal) {
+  transport_.Enqueue(Respond(200, "<html>captive portal</html>"));
+  auto api = Client();
+  absl::Status s = Get(*api).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr("not a callSlurmRestApi envelope"));
+}
+
+TEST_F(ClientTest, NoTokenInAnyErrorMessage) {
+  // Servers and transports that echo the Authorization header back.
+  transport_.SetHandler([](const http::Request& req) -> absl::StatusOr<http::Response> {
+    const std::string auth = req.headers.at("Authorization");
+    if (req.body.find("job/1") != std::string::npos) {
+      return http::TransportError(absl::StatusCode::kUnavailable, "reset; sent " + auth, true);
+    }
+    if (req.body.find("job/2") != std::string::npos) {
+      return Respond(403, GoogleError(403, "PERMISSION_DENIED", "denied for " + auth));
+    }
+    if (req.body.find("job/3") != std::string::npos) {
+      return Respond(502, "<html>" + auth + "</html>");
+    }
+    return Respond(200, "not json " + auth);
+  });
+  options_.max_attempts = 2;
+  auto api = Client();
+  for (const char* path : {"/slurm/v0.0.42/job/1", "/slurm/v0.0.42/job/2", "/slurm/v0.0.42/job/3",
+                           "/slurm/v0.0.42/job/4"}) {
+    absl::Status s = Get(*api, path).status();
+    ASSERT_FALSE(s.ok()) << path;
+    EXPECT_THAT(std::string(s.message()), Not(HasSubstr("tok-1"))) << s;
+    if (std::string(path) != "/slurm/v0.0.42/job/4") {
+      EXPECT_THAT(std::string(s.message()), HasSubstr("[REDACTED]")) << s;
+    }
+  }
+  // And a 401 loop: neither the old nor the new token.
+  transport_.SetHandler([](const http::Request& req) -> absl::StatusOr<http::Response> {
+    return Respond(
+        401, GoogleError(401, "UNAUTHENTICATED", "rejected " + req.headers.at("Authorization")));
+  });
+  absl::Status s = Get(*api).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(std::string(s.message()), Not(HasSubstr("tok-")));
+}
+
+TEST_F(ClientTest, RateLimitedPerCluster) {
+  options_.requests_per_second_per_cluster = 5;
+  options_.rate_limit_burst = 10;
+  transport_.SetHandler([](const http::Request&) -> absl::StatusOr<http::Response> {
+    return Respond(200, Envelope(200, "{}"));
+  });
+  auto api = Client();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Get(*api).ok());
+  EXPECT_TRUE(sleeps_.empty());
+  ASSERT_TRUE(Get(*api).ok());  // the 11th waits 1/5 s
+  EXPECT_THAT(sleeps_, ::testing::ElementsAre(ms(200)));
+  // Another cluster has its own bucket.
+  ClusterName other = cluster_;
+  other.cluster_id = "train-2";
+  ASSERT_TRUE(
+      api->Call(other, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr).ok());
+  EXPECT_EQ(sleeps_.size(), 1u);
+}
+
+}  // namespace
+}  // namespace slurmop::agentplatform

@@ -1,0 +1,334 @@
+// File: tests/e2e/e2e_test.cc
+//
+// The whole path, as a user drives it: the real kubectl against the stand-in
+// Kubernetes API server, the operator binary as a separate process, and the
+// Agent Platform stand-in with its Slurm simulator behind callSlurmRestApi.
+// The operator authenticates with Application Default Credentials from the
+// stand-in metadata server (GCE_METADATA_HOST), as on GKE.
+
+#include <signal.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "controller/http/cpprest_transport.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/subprocess.h"
+
+namespace slurmop {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::CommandResult;
+using testing::ReadFile;
+using testing::RunCommand;
+using testing::Subprocess;
+using testing::WaitUntil;
+using std::chrono::seconds;
+
+constexpr char kPython[] = "/usr/bin/python3";
+constexpr char kNs[] = "e2e";
+
+int ReadPort(const std::string& file) {
+  int port = 0;
+  WaitUntil(
+      [&] {
+        std::string s = ReadFile(file);
+        if (s.empty()) return false;
+        port = std::atoi(s.c_str());
+        return port > 0;
+      },
+      seconds(30));
+  return port;
+}
+
+// One environment for the whole suite: starting the servers once keeps the
+// suite short; each test uses its own SlurmJob names.
+class E2E : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::MakeTempDir("slurmop-e2e-"));
+    const std::string src = SLURMOP_SOURCE_DIR;
+
+    apiserver_ = new Subprocess(
+        {kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0", "--port-file",
+         *dir_ + "/kube.port", "--kubeconfig-out", *dir_ + "/kubeconfig", "--tls-auto",
+         *dir_ + "/tls"},
+        *dir_ + "/kube_apiserver.log");
+    agent_ = new Subprocess({kPython, src + "/tests/fakes/agent_platform.py", "--port", "0",
+                             "--port-file", *dir_ + "/ap.port", "--verbose"},
+                            *dir_ + "/agent_platform.log");
+    ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
+    ap_port_ = ReadPort(*dir_ + "/ap.port");
+    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
+    ASSERT_TRUE(WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); },
+                          seconds(10)));
+
+    CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
+    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
+    CommandResult ns = Kubectl({"create", "namespace", kNs});
+    ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
+    CommandResult cluster = Kubectl(
+        {"apply", "-f", "-"}, "apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
+                              "kind: SlurmCluster\n"
+                              "metadata: {name: local, namespace: e2e}\n"
+                              "spec:\n"
+                              "  projectId: demo-project\n"
+                              "  region: us-central1\n"
+                              "  clusterId: demo-cluster\n"
+                              "  slurmApiVersion: v0.0.42\n"
+                              "  defaultPartition: debug\n"
+                              "  endpoint: http://127.0.0.1:" +
+                                  std::to_string(ap_port_) + "\n");
+    ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
+
+    operator_ = new Subprocess(
+        {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
+         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5"},
+        *dir_ + "/operator.log",
+        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
+         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
+         {"HOME", *dir_}});
+    health_port_ = ReadPort(*dir_ + "/health.port");
+    ASSERT_GT(health_port_, 0) << ReadFile(*dir_ + "/operator.log");
+  }
+
+  static void TearDownTestSuite() {
+    if (operator_) {
+      int status = operator_->Stop(SIGTERM, seconds(10));
+      // A clean shutdown on SIGTERM exits 0.
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "operator did not exit cleanly on SIGTERM; log: " << ReadFile(*dir_ + "/operator.log");
+    }
+    delete operator_;
+    delete agent_;
+    delete apiserver_;
+    if (::testing::UnitTest::GetInstance()->failed_test_count() == 0) {
+      std::filesystem::remove_all(*dir_);
+    } else {
+      std::cerr << "logs kept in " << *dir_ << "\n";
+    }
+    delete dir_;
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      std::cerr << "---- operator log (tail) ----\n";
+      std::string log = ReadFile(*dir_ + "/operator.log");
+      std::cerr << (log.size() > 6000 ? log.substr(log.size() - 6000) : log) << "\n";
+    }
+  }
+
+  static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "",
+                               std::chrono::milliseconds timeout = seconds(90)) {
+    args.insert(args.begin(), "kubectl");
+    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}}, timeout, stdin_data);
+  }
+
+  static std::string Get(const std::string& name, const std::string& jsonpath) {
+    CommandResult r = Kubectl({"get", "-n", kNs, "sj", name, "-o", "jsonpath=" + jsonpath});
+    return r.exit_code == 0 ? r.out : "";
+  }
+
+  // GET on the Agent Platform stand-in's admin API.
+  static nlohmann::json Admin(const std::string& path) {
+    static auto transport = http::CpprestTransport::Create({});
+    http::Request req;
+    req.url = "http://127.0.0.1:" + std::to_string(ap_port_) + path;
+    absl::StatusOr<http::Response> r = (*transport)->Send(req);
+    if (!r.ok() || r->status != 200) return nullptr;
+    return nlohmann::json::parse(r->body, nullptr, false);
+  }
+
+  // The Slurm jobs carrying a SlurmJob's tag (the operator writes the UID into `comment`).
+  static std::vector<nlohmann::json> SlurmJobsFor(const std::string& name) {
+    std::string uid = Get(name, "{.metadata.uid}");
+    std::vector<nlohmann::json> out;
+    nlohmann::json jobs = Admin("/__admin/jobs");
+    const nlohmann::json* list = nullptr;
+    if (jobs.is_object() && jobs.contains("jobs")) list = &jobs["jobs"];
+    if (jobs.is_array()) list = &jobs;
+    if (list == nullptr || uid.empty()) return out;
+    for (const auto& j : *list) {
+      if (j.value("comment", "") == "slurmjob-operator:" + uid) out.push_back(j);
+    }
+    return out;
+  }
+
+  static CommandResult ApplyJob(const std::string& name, const std::string& script_body,
+                                const std::string& extra_spec = "") {
+    std::string yaml =
+        "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
+        "metadata: {name: " + name + ", namespace: e2e}\n"
+        "spec:\n  clusterRef: {name: local}\n  timeLimitMinutes: 5\n" + extra_spec +
+        "  script: |\n";
+    std::stringstream in(script_body);
+    for (std::string line; std::getline(in, line);) yaml += "    " + line + "\n";
+    return Kubectl({"apply", "-f", "-"}, yaml);
+  }
+
+  static std::string* dir_;
+  static Subprocess* apiserver_;
+  static Subprocess* agent_;
+  static Subprocess* operator_;
+  static int ap_port_;
+  static int health_port_;
+};
+
+std::string* E2E::dir_ = nullptr;
+Subprocess* E2E::apiserver_ = nullptr;
+Subprocess* E2E::agent_ = nullptr;
+Subprocess* E2E::operator_ = nullptr;
+int E2E::ap_port_ = 0;
+int E2E::health_port_ = 0;
+
+TEST_F(E2E, HealthServesLivenessAndReadinessOnceSynced) {
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(health_port_),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = grpc::health::v1::Health::NewStub(channel);
+  auto check = [&](const std::string& service, grpc::StatusCode* code) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + seconds(5));
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service(service);
+    grpc::health::v1::HealthCheckResponse resp;
+    grpc::Status s = stub->Check(&ctx, req, &resp);
+    *code = s.error_code();
+    return resp.status();
+  };
+  grpc::StatusCode code;
+  EXPECT_EQ(check("", &code), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(check("liveness", &code), grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_TRUE(WaitUntil(
+      [&] { return check("readiness", &code) == grpc::health::v1::HealthCheckResponse::SERVING; },
+      seconds(20)));
+  check("no-such-service", &code);
+  EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(E2E, ApplyRunsToCompletedWithJobIdInTheTable) {
+  CommandResult r = ApplyJob("hello", "#!/bin/bash\necho hello\nsleep 1\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  CommandResult wait = Kubectl({"wait", "-n", kNs, "sj/hello",
+                                "--for=jsonpath={.status.jobState}=COMPLETED", "--timeout=60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_GT(std::atoll(Get("hello", "{.status.jobId}").c_str()), 0);
+  EXPECT_EQ(Get("hello", "{.status.exitCode}"), "0");
+  EXPECT_EQ(Get("hello", "{.status.phase}"), "Succeeded");
+
+  CommandResult ready =
+      Kubectl({"wait", "-n", kNs, "sj/hello", "--for=condition=Ready", "--timeout=10s"});
+  EXPECT_EQ(ready.exit_code, 0) << ready.err;
+
+  // The table a user sees.
+  CommandResult table = Kubectl({"get", "-n", kNs, "sj", "hello"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("JOBID"));
+  EXPECT_THAT(table.out, HasSubstr("STATE"));
+  EXPECT_THAT(table.out, HasSubstr("CLUSTER"));
+  EXPECT_THAT(table.out, HasSubstr("COMPLETED"));
+  EXPECT_THAT(table.out, HasSubstr(Get("hello", "{.status.jobId}")));
+
+  // Exactly one Slurm job was submitted for it.
+  EXPECT_EQ(SlurmJobsFor("hello").size(), 1u);
+
+  // describe shows the Events.
+  CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "hello"});
+  EXPECT_THAT(describe.out, HasSubstr("Submitted"));
+  EXPECT_THAT(describe.out, HasSubstr("Completed"));
+}
+
+TEST_F(E2E, NonZeroExitIsFailedWithItsExitCode) {
+  ASSERT_EQ(ApplyJob("fails", "#!/bin/bash\necho oops\nexit 3\n").exit_code, 0);
+  CommandResult wait = Kubectl(
+      {"wait", "-n", kNs, "sj/fails", "--for=condition=Failed", "--timeout=60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(Get("fails", "{.status.jobState}"), "FAILED");
+  EXPECT_EQ(Get("fails", "{.status.exitCode}"), "3");
+  EXPECT_EQ(Get("fails", "{.status.conditions[?(@.type==\"Stalled\")].status}"), "True");
+}
+
+TEST_F(E2E, DeleteWhileRunningCancelsTheSlurmJobThenReleases) {
+  ASSERT_EQ(ApplyJob("long", "#!/bin/bash\nsleep 120\n").exit_code, 0);
+  CommandResult wait = Kubectl({"wait", "-n", kNs, "sj/long",
+                                "--for=jsonpath={.status.jobState}=RUNNING", "--timeout=60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  std::vector<nlohmann::json> jobs = SlurmJobsFor("long");
+  ASSERT_EQ(jobs.size(), 1u);
+  const auto job_id = jobs[0].value("job_id", int64_t{0});
+
+  CommandResult del = Kubectl({"delete", "-n", kNs, "sj", "long", "--timeout=60s"});
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  CommandResult gone = Kubectl({"get", "-n", kNs, "sj", "long"});
+  EXPECT_NE(gone.exit_code, 0);
+  EXPECT_THAT(gone.err, HasSubstr("NotFound"));
+
+  nlohmann::json all = Admin("/__admin/jobs");
+  std::string state;
+  const nlohmann::json& list = all.is_object() ? all["jobs"] : all;
+  for (const auto& j : list) {
+    if (j.value("job_id", int64_t{0}) == job_id) state = j.value("state", j.value("job_state", ""));
+  }
+  EXPECT_EQ(state, "CANCELLED") << all.dump();
+}
+
+TEST_F(E2E, UnknownClusterIsAConditionAndNothingIsSubmitted) {
+  std::string yaml =
+      "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
+      "metadata: {name: lost, namespace: e2e}\n"
+      "spec:\n  clusterRef: {name: nope}\n  script: |\n    #!/bin/bash\n    true\n";
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, yaml).exit_code, 0);
+  CommandResult wait =
+      Kubectl({"wait", "-n", kNs, "sj/lost", "--for=condition=Stalled", "--timeout=30s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(Get("lost", "{.status.conditions[?(@.type==\"Stalled\")].reason}"), "ClusterNotFound");
+  EXPECT_THAT(Get("lost", "{.status.message}"), HasSubstr("SlurmCluster \"nope\" does not exist"));
+  EXPECT_TRUE(SlurmJobsFor("lost").empty());
+  CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "lost"});
+  EXPECT_THAT(describe.out, HasSubstr("ClusterNotFound"));
+}
+
+TEST_F(E2E, EmptyScriptIsRefusedByTheApiServerWithAClearMessage) {
+  std::string yaml =
+      "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
+      "metadata: {name: empty, namespace: e2e}\n"
+      "spec:\n  clusterRef: {name: local}\n  script: \"\"\n";
+  CommandResult r = Kubectl({"apply", "-f", "-"}, yaml);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.err, HasSubstr("spec.script"));
+}
+
+TEST_F(E2E, ScriptWithoutInterpreterLineIsAConditionAndNothingIsSubmitted) {
+  ASSERT_EQ(ApplyJob("noshebang", "echo hi\n").exit_code, 0);
+  CommandResult wait =
+      Kubectl({"wait", "-n", kNs, "sj/noshebang", "--for=condition=Stalled", "--timeout=30s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(Get("noshebang", "{.status.conditions[?(@.type==\"Stalled\")].reason}"),
+            "InvalidSpec");
+  EXPECT_THAT(Get("noshebang", "{.status.message}"), HasSubstr("#! line"));
+  EXPECT_TRUE(SlurmJobsFor("noshebang").empty());
+  // Fixing the spec submits it.
+  ASSERT_EQ(ApplyJob("noshebang", "#!/bin/bash\necho hi\n").exit_code, 0);
+  CommandResult done = Kubectl({"wait", "-n", kNs, "sj/noshebang",
+                                "--for=jsonpath={.status.jobState}=COMPLETED", "--timeout=60s"});
+  EXPECT_EQ(done.exit_code, 0) << done.out << done.err;
+  EXPECT_EQ(SlurmJobsFor("noshebang").size(), 1u);
+}
+
+TEST_F(E2E, UnknownPartitionIsRejectedOnceWithSlurmsMessage) {
+  ASSERT_EQ(ApplyJob("badpart", "#!/bin/bash\ntrue\n", "  partition: nosuch\n").exit_code, 0);
+  CommandResult wait =
+      Kubectl({"wait", "-n", kNs, "sj/badpart", "--for=condition=Stalled", "--timeout=30s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(Get("badpart", "{.status.conditions[?(@.type==\"Stalled\")].reason}"),
+            "SubmitRejected");
+  EXPECT_THAT(Get("badpart", "{.status.message}"), HasSubstr("Invalid partition"));
+}
+
+}  // namespace
+}  // namespace slurmop

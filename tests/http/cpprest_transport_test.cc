@@ -1,0 +1,347 @@
+// File: tests/http/cpprest_transport_test.cc
+//
+// CpprestTransport against an in-process HTTP server on 127.0.0.1: Send(),
+// streaming across split chunks and coalesced lines, cancellation, error
+// responses, and transport failures (refused, timeout, dropped connection).
+
+#include "controller/http/cpprest_transport.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/http/test_http_server.h"
+
+namespace slurmop::http {
+namespace {
+
+using ::slurmop::testing::Connection;
+using ::slurmop::testing::ReceivedRequest;
+using ::slurmop::testing::TestHttpServer;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::unique_ptr<CpprestTransport> NewTransport() {
+  absl::StatusOr<std::unique_ptr<CpprestTransport>> transport = CpprestTransport::Create({});
+  EXPECT_TRUE(transport.ok()) << transport.status();
+  return *std::move(transport);
+}
+
+TEST(CpprestTransportTest, SendReturnsStatusHeadersAndBody) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.WriteResponse(201, {{"X-Test", "value"}, {"Content-Type", "application/json"}},
+                    R"({"ok":true})");
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.method = "POST";
+  request.url = server.url() + "/apis/g/v1/namespaces/ns/things?labelSelector=a%3Db&limit=5";
+  request.headers = {{"Content-Type", "application/merge-patch+json"},
+                     {"Accept", "application/json"},
+                     {"Authorization", "Bearer secret"}};
+  request.body = R"({"a":1})";
+
+  absl::StatusOr<Response> response = transport->Send(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 201);
+  EXPECT_EQ(response->headers["x-test"], "value");
+  EXPECT_EQ(response->headers["content-type"], "application/json");
+  EXPECT_EQ(response->body, R"({"ok":true})");
+
+  std::vector<ReceivedRequest> seen = server.requests();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].method, "POST");
+  EXPECT_EQ(seen[0].target, "/apis/g/v1/namespaces/ns/things?labelSelector=a%3Db&limit=5");
+  EXPECT_EQ(seen[0].headers["content-type"], "application/merge-patch+json");
+  EXPECT_EQ(seen[0].headers["accept"], "application/json");
+  EXPECT_EQ(seen[0].headers["authorization"], "Bearer secret");
+  EXPECT_EQ(seen[0].body, R"({"a":1})");
+}
+
+TEST(CpprestTransportTest, SendReturnsErrorStatusesAsResponses) {
+  TestHttpServer server([](const ReceivedRequest& r, Connection& c) {
+    c.WriteResponse(r.method == "DELETE" ? 404 : 500, {}, "nope");
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.method = "DELETE";
+  request.url = server.url() + "/x";
+  absl::StatusOr<Response> response = transport->Send(request);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 404);
+  EXPECT_EQ(response->body, "nope");
+}
+
+TEST(CpprestTransportTest, SequentialRequestsOnAKeepAliveServer) {
+  TestHttpServer server(
+      [](const ReceivedRequest& r, Connection& c) { c.WriteResponse(200, {}, r.target); });
+  auto transport = NewTransport();
+  for (int i = 0; i < 3; ++i) {
+    Request request;
+    request.url = server.url() + "/r" + std::to_string(i);
+    absl::StatusOr<Response> response = transport->Send(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->body, "/r" + std::to_string(i));
+  }
+  // cpprest returns a connection to its pool asynchronously, so a follow-up
+  // request may open a second one; it must not open one per request forever.
+  EXPECT_LE(server.connections_accepted(), 3);
+}
+
+TEST(CpprestTransportTest, StreamDeliversLinesAcrossSplitChunksAndCoalescedLines) {
+  absl::Notification first_line_seen;
+  TestHttpServer server([&](const ReceivedRequest&, Connection& c) {
+    c.StartChunked(200, {{"Content-Type", "application/json"}});
+    c.WriteChunk("{\"n\":1}\n{\"n\"");  // one line and the start of the next
+    // Only continue once the client has handed out line 1 while line 2 is
+    // still incomplete: the partial line must be held across chunks.
+    first_line_seen.WaitForNotificationWithTimeout(absl::Seconds(10));
+    c.WriteChunk(":2}\n");
+    c.WriteChunk("{\"n\":3}\n{\"n\":4}\n");  // two lines in one chunk
+    c.WriteChunk("{\"n\":");                 // a line split over three chunks
+    c.WriteChunk("5");
+    c.WriteChunk("}\n");
+    c.EndChunked();
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/watch";
+  std::vector<std::string> lines;
+  absl::StatusOr<Response> response = transport->Stream(
+      request,
+      [&](const std::string& line) {
+        lines.push_back(line);
+        if (lines.size() == 1) first_line_seen.Notify();
+        return true;
+      },
+      std::make_shared<StreamHandle>());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->headers["content-type"], "application/json");
+  EXPECT_TRUE(response->body.empty());
+  EXPECT_THAT(lines, ElementsAre("{\"n\":1}", "{\"n\":2}", "{\"n\":3}", "{\"n\":4}", "{\"n\":5}"));
+}
+
+TEST(CpprestTransportTest, StreamOfContentLengthBodyWorksToo) {
+  TestHttpServer server(
+      [](const ReceivedRequest&, Connection& c) { c.WriteResponse(200, {}, "a\nb\nc"); });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/plain";
+  std::vector<std::string> lines;
+  absl::StatusOr<Response> response = transport->Stream(
+      request,
+      [&](const std::string& line) {
+        lines.push_back(line);
+        return true;
+      },
+      nullptr);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_THAT(lines, ElementsAre("a", "b", "c"));
+}
+
+TEST(CpprestTransportTest, StreamCancelInterruptsABlockedRead) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.StartChunked(200);
+    c.WriteChunk("{\"n\":1}\n");
+    c.WaitForPeerClose();  // hold the watch open, as an idle API server does
+    c.CloseAfterResponse();
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/watch";
+  request.timeout = std::chrono::minutes(5);
+  auto handle = std::make_shared<StreamHandle>();
+  absl::Notification got_line;
+  absl::StatusOr<Response> result;
+  std::thread watcher([&] {
+    result = transport->Stream(
+        request,
+        [&](const std::string&) {
+          got_line.Notify();
+          return true;
+        },
+        handle);
+  });
+  ASSERT_TRUE(got_line.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  handle->Cancel();
+  watcher.join();
+  const auto elapsed = std::chrono::steady_clock::now() - cancelled_at;
+  EXPECT_LT(elapsed, std::chrono::seconds(1));
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
+}
+
+TEST(CpprestTransportTest, StreamCancelBeforeResponseHeaders) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.WaitForPeerClose();  // never answers
+    c.CloseAfterResponse();
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/watch";
+  auto handle = std::make_shared<StreamHandle>();
+  absl::StatusOr<Response> result;
+  std::thread watcher([&] {
+    result = transport->Stream(
+        request, [](const std::string&) { return true; }, handle);
+  });
+  while (server.requests().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  handle->Cancel();
+  watcher.join();
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
+}
+
+TEST(CpprestTransportTest, StreamStopsWhenCallbackReturnsFalse) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.StartChunked(200);
+    c.WriteChunk("a\nb\nc\n");
+    c.WaitForPeerClose();
+    c.CloseAfterResponse();
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/watch";
+  std::vector<std::string> lines;
+  absl::StatusOr<Response> response = transport->Stream(
+      request,
+      [&](const std::string& line) {
+        lines.push_back(line);
+        return false;
+      },
+      std::make_shared<StreamHandle>());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 200);
+  EXPECT_THAT(lines, ElementsAre("a"));
+}
+
+TEST(CpprestTransportTest, StreamReturnsNon2xxResponseWhole) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.WriteResponse(410, {{"Content-Type", "application/json"}},
+                    R"({"kind":"Status","code":410,"reason":"Expired"})");
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/watch";
+  int calls = 0;
+  absl::StatusOr<Response> response = transport->Stream(
+      request,
+      [&](const std::string&) {
+        ++calls;
+        return true;
+      },
+      nullptr);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->status, 410);
+  EXPECT_THAT(response->body, HasSubstr("Expired"));
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(CpprestTransportTest, ConnectionRefusedIsUnavailableAndNotDelivered) {
+  auto transport = NewTransport();
+  Request request;
+  request.url = "http://127.0.0.1:" + std::to_string(testing::UnusedPort()) + "/x";
+  absl::StatusOr<Response> response = transport->Send(request);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable) << response.status();
+  EXPECT_FALSE(MayHaveBeenDelivered(response.status()));
+
+  absl::StatusOr<Response> streamed = transport->Stream(
+      request, [](const std::string&) { return true; }, nullptr);
+  EXPECT_EQ(streamed.status().code(), absl::StatusCode::kUnavailable) << streamed.status();
+  EXPECT_FALSE(MayHaveBeenDelivered(streamed.status()));
+}
+
+TEST(CpprestTransportTest, SendTimesOutAndMayHaveBeenDelivered) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.WaitForPeerClose();
+    c.CloseAfterResponse();
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.method = "POST";
+  request.url = server.url() + "/slow";
+  request.body = "{}";
+  request.timeout = std::chrono::milliseconds(300);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Response> response = transport->Send(request);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
+  EXPECT_TRUE(MayHaveBeenDelivered(response.status()));
+}
+
+TEST(CpprestTransportTest, StreamDroppedMidBodyIsUnavailable) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.StartChunked(200);
+    c.WriteChunk("{\"n\":1}\n");
+    c.CloseAfterResponse();  // close without the terminating chunk
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/watch";
+  std::vector<std::string> lines;
+  absl::StatusOr<Response> response = transport->Stream(
+      request,
+      [&](const std::string& line) {
+        lines.push_back(line);
+        return true;
+      },
+      nullptr);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable) << response.status();
+  EXPECT_TRUE(MayHaveBeenDelivered(response.status()));
+  EXPECT_THAT(lines, ElementsAre("{\"n\":1}"));
+}
+
+TEST(CpprestTransportTest, StreamInactivityTimeoutIsDeadlineExceeded) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.StartChunked(200);
+    c.WriteChunk("{\"n\":1}\n");
+    c.WaitForPeerClose();
+    c.CloseAfterResponse();
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/watch";
+  request.timeout = std::chrono::milliseconds(400);
+  absl::StatusOr<Response> response = transport->Stream(
+      request, [](const std::string&) { return true; }, nullptr);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
+}
+
+TEST(CpprestTransportTest, RejectsMalformedUrls) {
+  auto transport = NewTransport();
+  Request request;
+  request.url = "not a url";
+  EXPECT_EQ(transport->Send(request).status().code(), absl::StatusCode::kInvalidArgument);
+  request.url = "ftp://host/x";
+  EXPECT_EQ(transport->Send(request).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CpprestTransportTest, ConcurrentRequestsFromManyThreads) {
+  TestHttpServer server(
+      [](const ReceivedRequest& r, Connection& c) { c.WriteResponse(200, {}, r.target); });
+  auto transport = NewTransport();
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        Request request;
+        request.url = server.url() + "/t" + std::to_string(t) + "/" + std::to_string(i);
+        absl::StatusOr<Response> response = transport->Send(request);
+        if (response.ok() && response->body == "/t" + std::to_string(t) + "/" + std::to_string(i)) {
+          ok.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 40);
+}
+
+}  // namespace
+}  // namespace slurmop::http

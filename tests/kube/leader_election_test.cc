@@ -1,0 +1,271 @@
+// File: tests/kube/leader_election_test.cc
+//
+// LeaderElector against an in-memory Lease store with resourceVersion
+// preconditions, driven by FakeClock: creation, expiry-based takeover,
+// transitions, the optimistic-lock race, release, renew-deadline loss.
+
+#include "controller/kube/leader_election.h"
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "controller/common/time_format.h"
+#include "gtest/gtest.h"
+#include "tests/kube/fake_client.h"
+
+namespace slurmop::kube {
+namespace {
+
+using ::slurmop::kube::testing::WaitUntil;
+using std::chrono::seconds;
+
+// One Lease, stored like the API server does: Create fails if it exists,
+// Update needs the current resourceVersion (else 409), every write bumps it.
+class LeaseStore : public Client {
+ public:
+  std::atomic<bool> down{false};
+  // Runs once, just before the next Update is applied (to inject a race).
+  std::function<void()> before_next_update;
+
+  std::optional<nlohmann::json> lease() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lease_;
+  }
+  nlohmann::json spec() { return lease().value_or(nlohmann::json::object())["spec"]; }
+  int writes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return writes_;
+  }
+  // Another writer changes the Lease behind the elector's back.
+  void Overwrite(nlohmann::json spec) {
+    std::lock_guard<std::mutex> lock(mu_);
+    (*lease_)["spec"] = std::move(spec);
+    (*lease_)["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  }
+
+  absl::StatusOr<nlohmann::json> Get(const ResourceType& rt, std::string_view,
+                                     std::string_view) override {
+    EXPECT_EQ(rt, Leases());
+    if (down) return absl::UnavailableError("down");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lease_) return absl::NotFoundError("leases \"x\" not found");
+    return *lease_;
+  }
+  absl::StatusOr<nlohmann::json> Create(const ResourceType&, std::string_view,
+                                        const nlohmann::json& obj) override {
+    if (down) return absl::UnavailableError("down");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lease_) return absl::AlreadyExistsError("exists");
+    lease_ = obj;
+    (*lease_)["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    ++writes_;
+    return *lease_;
+  }
+  absl::StatusOr<nlohmann::json> Update(const ResourceType&, const nlohmann::json& obj) override {
+    if (down) return absl::UnavailableError("down");
+    if (before_next_update) {
+      auto hook = std::move(before_next_update);
+      before_next_update = nullptr;
+      hook();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!lease_) return absl::NotFoundError("gone");
+    if (obj["metadata"].value("resourceVersion", "") != (*lease_)["metadata"]["resourceVersion"]) {
+      return absl::AbortedError("the object has been modified");
+    }
+    lease_ = obj;
+    (*lease_)["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    ++writes_;
+    return *lease_;
+  }
+  absl::StatusOr<nlohmann::json> List(const ResourceType&, std::string_view,
+                                      const ListOptions&) override {
+    return absl::UnimplementedError("");
+  }
+  absl::StatusOr<nlohmann::json> UpdateStatus(const ResourceType&, const nlohmann::json&) override {
+    return absl::UnimplementedError("");
+  }
+  absl::StatusOr<nlohmann::json> Patch(const ResourceType&, std::string_view, std::string_view,
+                                       PatchType, const nlohmann::json&, bool,
+                                       std::string_view) override {
+    return absl::UnimplementedError("");
+  }
+  absl::StatusOr<nlohmann::json> Delete(const ResourceType&, std::string_view,
+                                        std::string_view) override {
+    return absl::UnimplementedError("");
+  }
+  absl::Status Watch(const ResourceType&, std::string_view, const WatchOptions&,
+                     const std::function<bool(const WatchEvent&)>&,
+                     std::shared_ptr<http::StreamHandle>) override {
+    return absl::UnimplementedError("");
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<nlohmann::json> lease_;
+  int rv_ = 0;
+  int writes_ = 0;
+};
+
+class LeaderElectionTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<LeaderElector> Elector(const std::string& identity,
+                                         LeaderElectionConfig config = {}) {
+    config.lease_namespace = "slurm-system";
+    config.lease_name = "slurmjob-operator";
+    config.identity = identity;
+    config.random = [] { return 0.0; };
+    absl::StatusOr<std::unique_ptr<LeaderElector>> elector =
+        LeaderElector::Create(store_, clock_, std::move(config));
+    EXPECT_TRUE(elector.ok()) << elector.status();
+    return *std::move(elector);
+  }
+
+  LeaseStore store_;
+  FakeClock clock_;
+};
+
+TEST_F(LeaderElectionTest, ConfigIsValidated) {
+  LeaderElectionConfig config;
+  config.lease_name = "l";
+  EXPECT_FALSE(LeaderElector::Create(store_, clock_, config).ok()) << "no identity";
+  config.identity = "a";
+  EXPECT_TRUE(LeaderElector::Create(store_, clock_, config).ok());
+  config.renew_deadline = seconds(15);
+  EXPECT_FALSE(LeaderElector::Create(store_, clock_, config).ok()) << "lease <= renew deadline";
+  config.renew_deadline = std::chrono::milliseconds(2400);
+  EXPECT_FALSE(LeaderElector::Create(store_, clock_, config).ok()) << "renew <= 1.2 * retry";
+}
+
+TEST_F(LeaderElectionTest, FirstCandidateCreatesTheLease) {
+  auto a = Elector("a");
+  EXPECT_TRUE(a->TryAcquireOrRenew());
+  nlohmann::json spec = store_.spec();
+  EXPECT_EQ(spec["holderIdentity"], "a");
+  EXPECT_EQ(spec["leaseDurationSeconds"], 15);
+  EXPECT_EQ(spec["leaseTransitions"], 0);
+  EXPECT_EQ(spec["acquireTime"], FormatRfc3339Micro(clock_.Now()));
+  EXPECT_EQ(spec["renewTime"], FormatRfc3339Micro(clock_.Now()));
+  EXPECT_EQ((*store_.lease())["kind"], "Lease");
+  EXPECT_EQ((*store_.lease())["apiVersion"], "coordination.k8s.io/v1");
+  EXPECT_EQ(a->CurrentLeader(), "a");
+}
+
+TEST_F(LeaderElectionTest, StandbyTakesOverOnlyAfterTheLeaseExpires) {
+  auto a = Elector("a");
+  std::vector<std::string> seen_by_b;
+  LeaderElectionConfig b_config;
+  b_config.on_new_leader = [&](const std::string& who) { seen_by_b.push_back(who); };
+  auto b = Elector("b", b_config);
+
+  ASSERT_TRUE(a->TryAcquireOrRenew());
+  const std::string acquired = store_.spec()["acquireTime"];
+  EXPECT_FALSE(b->TryAcquireOrRenew()) << "held and fresh";
+  EXPECT_EQ(b->CurrentLeader(), "a");
+
+  clock_.Advance(seconds(10));
+  ASSERT_TRUE(a->TryAcquireOrRenew()) << "renewal by the fast path";
+  EXPECT_EQ(store_.spec()["renewTime"], FormatRfc3339Micro(clock_.Now()));
+  EXPECT_EQ(store_.spec()["acquireTime"], acquired) << "a renewal keeps acquireTime";
+  EXPECT_FALSE(b->TryAcquireOrRenew()) << "b saw the renewal: its timer restarts";
+
+  clock_.Advance(seconds(14));  // 14 s after b last saw a change
+  EXPECT_FALSE(b->TryAcquireOrRenew());
+  clock_.Advance(seconds(1));  // 15 s: expired on b's clock
+  EXPECT_TRUE(b->TryAcquireOrRenew());
+  nlohmann::json spec = store_.spec();
+  EXPECT_EQ(spec["holderIdentity"], "b");
+  EXPECT_EQ(spec["leaseTransitions"], 1);
+  EXPECT_EQ(spec["acquireTime"], FormatRfc3339Micro(clock_.Now()));
+  EXPECT_EQ(seen_by_b, (std::vector<std::string>{"a", "b"}));
+
+  EXPECT_FALSE(a->TryAcquireOrRenew()) << "a's fast path hits 409, then sees b's fresh lease";
+  EXPECT_EQ(a->CurrentLeader(), "b");
+}
+
+TEST_F(LeaderElectionTest, RacingCandidatesGetOneConflict) {
+  auto a = Elector("a");
+  auto b = Elector("b");
+  ASSERT_TRUE(store_
+                  .Create(Leases(), "slurm-system",
+                          {{"metadata", {{"name", "slurmjob-operator"}}},
+                           {"spec", {{"holderIdentity", "old"}, {"leaseDurationSeconds", 15}}}})
+                  .ok());
+  EXPECT_FALSE(a->TryAcquireOrRenew());
+  EXPECT_FALSE(b->TryAcquireOrRenew());
+  clock_.Advance(seconds(16));
+  // b reads the expired Lease, but a writes first: b's PUT carries a stale
+  // resourceVersion and must fail.
+  store_.before_next_update = [&] { EXPECT_TRUE(a->TryAcquireOrRenew()); };
+  EXPECT_FALSE(b->TryAcquireOrRenew());
+  EXPECT_EQ(store_.spec()["holderIdentity"], "a");
+  EXPECT_EQ(store_.spec()["leaseTransitions"], 1);
+}
+
+TEST_F(LeaderElectionTest, ReleasedLeaseIsTakenAtOnce) {
+  auto a = Elector("a");
+  auto b = Elector("b");
+  ASSERT_TRUE(a->TryAcquireOrRenew());
+  EXPECT_FALSE(b->TryAcquireOrRenew());
+  ASSERT_TRUE(a->Release().ok());
+  EXPECT_EQ(store_.spec()["holderIdentity"], "");
+  EXPECT_EQ(store_.spec()["leaseDurationSeconds"], 1);
+  EXPECT_TRUE(b->TryAcquireOrRenew()) << "no holder: no need to wait for expiry";
+  EXPECT_EQ(store_.spec()["leaseTransitions"], 1);
+  EXPECT_TRUE(a->Release().ok()) << "releasing a lease one does not hold is a no-op";
+  EXPECT_EQ(store_.spec()["holderIdentity"], "b");
+}
+
+TEST_F(LeaderElectionTest, SomeoneElseOverwritingTheLeaseIsNoticed) {
+  auto a = Elector("a");
+  ASSERT_TRUE(a->TryAcquireOrRenew());
+  store_.Overwrite({{"holderIdentity", "intruder"}, {"leaseDurationSeconds", 15}});
+  EXPECT_FALSE(a->TryAcquireOrRenew());
+  EXPECT_EQ(a->CurrentLeader(), "intruder");
+}
+
+TEST_F(LeaderElectionTest, RunLeadsUntilRenewDeadlineIsMissed) {
+  std::atomic<int> started{0};
+  std::atomic<int> stopped{0};
+  std::atomic<int> sleeps{0};
+  LeaderElectionConfig config;
+  config.on_started_leading = [&] { ++started; };
+  config.on_stopped_leading = [&] { ++stopped; };
+  config.sleep_for_testing = [&](Duration d) {
+    clock_.Advance(d);
+    if (++sleeps == 5) store_.down = true;  // the API server goes away
+  };
+  auto a = Elector("a", config);
+  a->Start();
+  ASSERT_TRUE(WaitUntil([&] { return stopped.load() == 1; }));
+  EXPECT_EQ(started.load(), 1);
+  EXPECT_FALSE(a->IsLeader());
+  // 4 renewals 2 s apart, then failed tries every 2 s for 10 s.
+  EXPECT_GE(sleeps.load(), 5 + 4);
+  EXPECT_LE(sleeps.load(), 5 + 6);
+  a->Stop();
+}
+
+TEST_F(LeaderElectionTest, StopReleasesTheLease) {
+  std::atomic<bool> leading{false};
+  LeaderElectionConfig config;
+  config.retry_period = std::chrono::milliseconds(10);
+  config.renew_deadline = std::chrono::milliseconds(100);
+  config.lease_duration = seconds(1);
+  config.on_started_leading = [&] { leading = true; };
+  config.on_stopped_leading = [&] { leading = false; };
+  auto a = Elector("a", config);
+  a->Start();
+  ASSERT_TRUE(WaitUntil([&] { return leading.load(); }));
+  EXPECT_TRUE(a->IsLeader());
+  a->Stop();
+  EXPECT_FALSE(leading.load());
+  EXPECT_EQ(store_.spec()["holderIdentity"], "");
+  EXPECT_EQ(store_.spec()["leaseDurationSeconds"], 1);
+}
+
+}  // namespace
+}  // namespace slurmop::kube

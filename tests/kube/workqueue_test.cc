@@ -1,0 +1,244 @@
+// File: tests/kube/workqueue_test.cc
+//
+// WorkQueue and RateLimiter: client-go's queue contract, driven by FakeClock.
+
+#include "controller/kube/workqueue.h"
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/kube/fake_client.h"
+
+namespace slurmop::kube {
+namespace {
+
+using ::slurmop::kube::testing::WaitUntil;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST(WorkQueueTest, AddDeduplicatesQueuedKeys) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.Add("ns/a");
+  queue.Add("ns/b");
+  queue.Add("ns/a");
+  EXPECT_EQ(queue.Len(), 2u);
+  EXPECT_EQ(queue.Get(), "ns/a");
+  EXPECT_EQ(queue.Get(), "ns/b");
+  EXPECT_EQ(queue.Len(), 0u);
+}
+
+TEST(WorkQueueTest, KeyAddedWhileProcessingIsRequeuedOnDoneOnce) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.Add("k");
+  ASSERT_EQ(queue.Get(), "k");
+  queue.Add("k");
+  queue.Add("k");
+  EXPECT_EQ(queue.Len(), 0u) << "never handed to a second worker while processing";
+  queue.Done("k");
+  EXPECT_EQ(queue.Len(), 1u);
+  EXPECT_EQ(queue.Get(), "k");
+  queue.Done("k");
+  EXPECT_EQ(queue.Len(), 0u);
+}
+
+TEST(WorkQueueTest, DoneWithoutNewAddDoesNotRequeue) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.Add("k");
+  ASSERT_EQ(queue.Get(), "k");
+  queue.Done("k");
+  EXPECT_EQ(queue.Len(), 0u);
+}
+
+TEST(WorkQueueTest, OneKeyIsNeverProcessedConcurrently) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  std::atomic<int> in_flight{0};
+  std::atomic<bool> overlap{false};
+  std::atomic<int> processed{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&] {
+      while (std::optional<std::string> key = queue.Get()) {
+        if (in_flight.fetch_add(1) != 0) overlap = true;
+        std::this_thread::yield();
+        in_flight.fetch_sub(1);
+        processed.fetch_add(1);
+        queue.Done(*key);
+      }
+    });
+  }
+  for (int i = 0; i < 2000; ++i) queue.Add("same-key");
+  ASSERT_TRUE(WaitUntil([&] { return queue.Len() == 0; }));
+  queue.ShutDownWithDrain();
+  for (std::thread& t : workers) t.join();
+  EXPECT_FALSE(overlap.load());
+  EXPECT_GE(processed.load(), 1);
+}
+
+TEST(WorkQueueTest, GetBlocksUntilAddAndReturnsNulloptAfterShutDown) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  std::optional<std::string> got;
+  std::thread worker([&] { got = queue.Get(); });
+  queue.Add("k");
+  worker.join();
+  EXPECT_EQ(got, "k");
+
+  std::optional<std::string> after = "unset";
+  std::thread waiter([&] { after = queue.Get(); });
+  queue.ShutDown();
+  waiter.join();
+  EXPECT_EQ(after, std::nullopt);
+  queue.Add("ignored");
+  EXPECT_EQ(queue.Len(), 0u);
+}
+
+TEST(WorkQueueTest, ShutDownStillHandsOutQueuedKeys) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.Add("a");
+  queue.ShutDown();
+  EXPECT_TRUE(queue.ShuttingDown());
+  EXPECT_EQ(queue.Get(), "a");
+  EXPECT_EQ(queue.Get(), std::nullopt);
+}
+
+TEST(WorkQueueTest, AddAfterWaitsForTheClock) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.AddAfter("k", seconds(10));
+  EXPECT_EQ(queue.Len(), 0u);
+  EXPECT_EQ(queue.NumWaiting(), 1u);
+  clock.Advance(seconds(9));
+  EXPECT_EQ(queue.ProcessDue(), 0u);
+  clock.Advance(seconds(1));
+  EXPECT_EQ(queue.ProcessDue(), 1u);
+  EXPECT_EQ(queue.Len(), 1u);
+  EXPECT_EQ(queue.Get(), "k");
+}
+
+TEST(WorkQueueTest, AddAfterEarliestDeadlineWins) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.AddAfter("k", seconds(10));
+  queue.AddAfter("k", seconds(3));   // earlier: wins
+  queue.AddAfter("k", seconds(20));  // later: ignored
+  EXPECT_EQ(queue.NumWaiting(), 1u);
+  clock.Advance(seconds(3));
+  EXPECT_EQ(queue.ProcessDue(), 1u);
+  EXPECT_EQ(queue.Get(), "k");
+  queue.Done("k");
+  clock.Advance(seconds(30));
+  EXPECT_EQ(queue.ProcessDue(), 0u) << "the later deadlines were merged away";
+}
+
+TEST(WorkQueueTest, AddAfterOfQueuedKeyDeduplicatesWhenDue) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.Add("k");
+  queue.AddAfter("k", seconds(1));
+  clock.Advance(seconds(1));
+  queue.ProcessDue();
+  EXPECT_EQ(queue.Len(), 1u);
+}
+
+TEST(WorkQueueTest, AddAfterZeroAddsNow) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.AddAfter("k", Duration::zero());
+  EXPECT_EQ(queue.Len(), 1u);
+}
+
+TEST(WorkQueueTest, DelayedKeysComeOutInDeadlineOrder) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.AddAfter("late", seconds(5));
+  queue.AddAfter("early", seconds(2));
+  clock.Advance(seconds(10));
+  queue.ProcessDue();
+  EXPECT_EQ(queue.Get(), "early");
+  EXPECT_EQ(queue.Get(), "late");
+}
+
+TEST(WorkQueueTest, BlockedGetWakesOnPokeAfterFakeClockAdvance) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.AddAfter("k", std::chrono::hours(1));
+  std::optional<std::string> got;
+  std::thread worker([&] { got = queue.Get(); });
+  clock.Advance(std::chrono::hours(1));
+  queue.Poke();
+  worker.join();  // returns without waiting an hour of real time
+  EXPECT_EQ(got, "k");
+}
+
+TEST(WorkQueueTest, GetWaitsForDeadlineWithRealClock) {
+  WorkQueue queue(RealClock::Get());
+  const auto start = std::chrono::steady_clock::now();
+  queue.AddAfter("k", milliseconds(50));
+  EXPECT_EQ(queue.Get(), "k");
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(45));
+}
+
+TEST(WorkQueueTest, RateLimitedDelaysDoubleAndForgetResets) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  const std::vector<Duration> expected = {milliseconds(5), milliseconds(10), milliseconds(20),
+                                          milliseconds(40)};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    queue.AddRateLimited("k");
+    EXPECT_EQ(queue.NumRequeues("k"), static_cast<int>(i + 1));
+    clock.Advance(expected[i] - std::chrono::microseconds(1));
+    EXPECT_EQ(queue.ProcessDue(), 0u) << "retry " << i << " came early";
+    clock.Advance(std::chrono::microseconds(1));
+    EXPECT_EQ(queue.ProcessDue(), 1u) << "retry " << i << " came late";
+    ASSERT_EQ(queue.Get(), "k");
+    queue.Done("k");
+  }
+  queue.Forget("k");
+  EXPECT_EQ(queue.NumRequeues("k"), 0);
+  queue.AddRateLimited("k");
+  clock.Advance(milliseconds(5));
+  EXPECT_EQ(queue.ProcessDue(), 1u);
+}
+
+TEST(RateLimiterTest, PerItemExponentialCappedAtThousandSeconds) {
+  FakeClock clock;
+  RateLimiter limiter(clock, RateLimiterOptions{});
+  EXPECT_EQ(limiter.When("a"), milliseconds(5));
+  EXPECT_EQ(limiter.When("a"), milliseconds(10));
+  EXPECT_EQ(limiter.When("a"), milliseconds(20));
+  EXPECT_EQ(limiter.When("b"), milliseconds(5)) << "per key";
+  for (int i = 4; i < 18; ++i) limiter.When("a");
+  EXPECT_EQ(limiter.NumRequeues("a"), 17);
+  EXPECT_EQ(limiter.When("a"), milliseconds(5) * (1 << 17));  // 655.36 s
+  EXPECT_EQ(limiter.When("a"), seconds(1000));                // 19th: capped
+  EXPECT_EQ(limiter.When("a"), seconds(1000));
+  limiter.Forget("a");
+  EXPECT_EQ(limiter.NumRequeues("a"), 0);
+  EXPECT_EQ(limiter.When("a"), milliseconds(5));
+}
+
+TEST(RateLimiterTest, GlobalBucketLimitsToTenPerSecondAfterBurst) {
+  FakeClock clock;
+  RateLimiter limiter(clock, RateLimiterOptions{});
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(limiter.When("key-" + std::to_string(i)), milliseconds(5));
+  }
+  // The burst is spent: the 101st distinct key waits for a token (100 ms).
+  EXPECT_EQ(limiter.When("key-100"), milliseconds(100));
+  EXPECT_EQ(limiter.When("key-101"), milliseconds(200));
+  clock.Advance(seconds(1));  // refills 10 tokens, the debt was 2
+  EXPECT_EQ(limiter.When("key-102"), milliseconds(5));
+}
+
+}  // namespace
+}  // namespace slurmop::kube

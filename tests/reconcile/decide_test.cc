@@ -1,0 +1,753 @@
+// File: tests/reconcile/decide_test.cc
+//
+// The reconciler's decisions, branch by branch, with plain values and an
+// injected time: no I/O anywhere.
+
+#include "controller/reconcile/decide.h"
+
+#include <chrono>
+
+#include "controller/reconcile/conditions.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using std::chrono::seconds;
+
+const Time kT0 = Time(seconds(1'700'000'000));
+
+JobFacts NewJob() {
+  JobFacts f;
+  f.id = {"team-a", "train", "uid-1"};
+  f.generation = 1;
+  f.spec.mutable_cluster_ref()->set_name("a3");
+  f.spec.set_script("#!/bin/bash\necho hi\n");
+  return f;
+}
+
+ClusterFacts Cluster() {
+  ClusterFacts c;
+  c.kind = ClusterFacts::Kind::kFound;
+  c.name = "a3";
+  c.spec.set_project_id("proj");
+  c.spec.set_region("us-central1");
+  c.spec.set_cluster_id("c1");
+  c.spec.set_slurm_api_version("v0.0.42");
+  c.spec.set_default_partition("gpu");
+  return c;
+}
+
+slurm::JobInfo Info(int64_t id, slurm::BaseState state) {
+  slurm::JobInfo j;
+  j.job_id = id;
+  j.state = state;
+  j.submit_time = kT0;
+  return j;
+}
+
+// A SlurmJob that was submitted as job 42 at kT0.
+JobFacts Submitted() {
+  JobFacts f = NewJob();
+  f.has_finalizer = true;
+  f.status = StatusAfterSubmit(f.status, 42, "a3", false, 1, kT0, nullptr);
+  return f;
+}
+
+// The memo of a process that added the finalizer itself: no earlier submit.
+Memo Fresh() {
+  Memo m;
+  m.uid = "uid-1";
+  m.no_earlier_submit = true;
+  return m;
+}
+
+Outcomes Queried(const slurm::JobInfo& info) {
+  Outcomes o;
+  o.query = SlurmView{info};
+  return o;
+}
+
+const v1alpha1::Condition& Cond(const v1alpha1::SlurmJobStatus& s, std::string_view type) {
+  const v1alpha1::Condition* c = FindCondition(s.conditions(), type);
+  EXPECT_NE(c, nullptr) << "no condition " << type;
+  static v1alpha1::Condition none;
+  return c ? *c : none;
+}
+
+// ---------------------------------------------------------------- submission
+
+TEST(DecideSubmit, AddsFinalizerBeforeSubmitting) {
+  Decision d = Decide(NewJob(), Cluster(), {}, {}, {}, kT0);
+  EXPECT_EQ(d.action, Action::kAddFinalizer);
+}
+
+TEST(DecideSubmit, SubmitsWithClusterDefaultsAndTag) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Decision d = Decide(job, Cluster(), {}, {}, Fresh(), kT0);
+  ASSERT_EQ(d.action, Action::kSubmit);
+  EXPECT_EQ(d.api_version, "v0.0.42");
+  EXPECT_EQ(d.descriptor.partition, "gpu");
+  EXPECT_EQ(d.descriptor.name, "train");
+  EXPECT_EQ(d.descriptor.comment, "slurmjob-operator:uid-1");
+  EXPECT_EQ(d.descriptor.current_working_directory, "/tmp");
+  ASSERT_FALSE(d.descriptor.environment.empty());
+  EXPECT_THAT(d.descriptor.environment[0], Pair("PATH", kDefaultPath));
+}
+
+TEST(DecideSubmit, RecordsTheJobIdAfterASuccessfulSubmit) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Outcomes out;
+  out.submit = int64_t{42};
+  Decision d = Decide(job, Cluster(), {}, out, {}, kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.job_id(), 42);
+  EXPECT_EQ(d.status.job_state(), "PENDING");
+  EXPECT_EQ(d.status.phase(), "Pending");
+  EXPECT_EQ(d.status.cluster(), "a3");
+  EXPECT_EQ(d.status.observed_generation(), 1);
+  EXPECT_EQ(Cond(d.status, kSubmitted).status(), "True");
+  EXPECT_EQ(Cond(d.status, kReconciling).status(), "True");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "Submitted");
+  EXPECT_THAT(d.events[0].note, HasSubstr("Slurm job 42"));
+}
+
+TEST(DecideSubmit, AJobIdInTheMemoIsRecordedNeverResubmitted) {
+  // The submit succeeded in an earlier reconcile but the status write failed.
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Memo memo;
+  memo.uid = "uid-1";
+  memo.submitted_job_id = 77;
+  Decision d = Decide(job, Cluster(), {}, {}, memo, kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.job_id(), 77);
+}
+
+TEST(DecideSubmit, RejectionStallsWithTheSlurmMessageAndNoRetry) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Outcomes out;
+  out.submit = absl::FailedPreconditionError("Invalid partition name specified (error 2000)");
+  Decision d = Decide(job, Cluster(), {}, out, Fresh(), kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(Cond(d.status, kStalled).status(), "True");
+  EXPECT_EQ(Cond(d.status, kStalled).reason(), "SubmitRejected");
+  EXPECT_THAT(d.status.message(), HasSubstr("Invalid partition name"));
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].type, "Warning");
+
+  // Once written, the same facts stop without a requeue: the spec must change.
+  job.status = d.status;
+  Decision again = Decide(job, Cluster(), {}, out, Fresh(), kT0 + seconds(1));
+  EXPECT_EQ(again.action, Action::kNone);
+  EXPECT_FALSE(again.requeue_after.has_value());
+  EXPECT_FALSE(again.retry_with_backoff);
+}
+
+TEST(DecideSubmit, PermissionDeniedSaysWhichRoleAndRetriesSlowly) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Outcomes out;
+  out.submit = absl::PermissionDeniedError("Agent Platform: caller lacks permission");
+  Decision d = Decide(job, Cluster(), {}, out, Fresh(), kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(Cond(d.status, kStalled).reason(), "PermissionDenied");
+  EXPECT_THAT(d.status.message(), HasSubstr("roles/aiplatform.user"));
+  job.status = d.status;
+  Decision again = Decide(job, Cluster(), {}, out, Fresh(), kT0);
+  EXPECT_EQ(again.action, Action::kNone);
+  ASSERT_TRUE(again.requeue_after.has_value());
+  EXPECT_EQ(*again.requeue_after, DecideOptions{}.permission_retry);
+}
+
+TEST(DecideSubmit, TransientFailureRetriesWithBackoff) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Outcomes out;
+  out.submit = absl::UnavailableError("connection refused");
+  Decision d = Decide(job, Cluster(), {}, out, Fresh(), kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "SubmitRetrying");
+  job.status = d.status;
+  Decision again = Decide(job, Cluster(), {}, out, Fresh(), kT0);
+  EXPECT_EQ(again.action, Action::kNone);
+  EXPECT_TRUE(again.retry_with_backoff);
+}
+
+TEST(DecideSubmit, UnknownOutcomeLeadsToATagSearchNotASecondSubmit) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Outcomes out;
+  out.submit = absl::DeadlineExceededError("timed out after sending");
+  out.submit_may_have_been_delivered = true;
+  Memo memo;
+  UpdateMemo(&memo, out, job, kT0);
+  EXPECT_TRUE(memo.submit_outcome_unknown);
+
+  // Next reconcile: fresh outcomes, the memo remembers.
+  Decision d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(1));
+  EXPECT_EQ(d.action, Action::kFindByTag);
+}
+
+TEST(DecideSubmit, TagFoundIsAdopted) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Memo memo;
+  memo.uid = "uid-1";
+  memo.submit_outcome_unknown = true;
+  Outcomes out;
+  out.tag_lookup = std::optional<int64_t>(55);
+  Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.job_id(), 55);
+  EXPECT_EQ(Cond(d.status, kSubmitted).reason(), "Adopted");
+}
+
+TEST(DecideSubmit, AFinalizerLeftByAnEarlierProcessIsSearchedFirst) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, {}, kT0).action, Action::kFindByTag);
+}
+
+TEST(DecideSubmit, AddingTheFinalizerOurselvesMeansNoEarlierSubmit) {
+  JobFacts job = NewJob();
+  Memo memo;
+  Outcomes out;
+  out.added_finalizer = true;
+  UpdateMemo(&memo, out, job, kT0);
+  job.has_finalizer = true;
+  EXPECT_EQ(Decide(job, Cluster(), {}, out, memo, kT0).action, Action::kSubmit);
+}
+
+TEST(DecideSubmit, TagNotFoundSubmits) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Memo memo;
+  memo.uid = "uid-1";
+  memo.submit_outcome_unknown = true;
+  Outcomes out;
+  out.tag_lookup = std::optional<int64_t>();
+  UpdateMemo(&memo, out, job, kT0);
+  EXPECT_FALSE(memo.submit_outcome_unknown);
+  Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
+  EXPECT_EQ(d.action, Action::kSubmit);
+}
+
+TEST(DecideSubmit, FailedTagSearchNeverSubmits) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Memo memo;
+  memo.uid = "uid-1";
+  memo.submit_outcome_unknown = true;
+  Outcomes out;
+  out.tag_lookup = absl::UnavailableError("down");
+  Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "SubmitOutcomeUnknown");
+  job.status = d.status;
+  Decision again = Decide(job, Cluster(), {}, out, memo, kT0);
+  EXPECT_EQ(again.action, Action::kNone);
+  EXPECT_TRUE(again.retry_with_backoff);
+}
+
+// ------------------------------------------------------------- bad input
+
+struct BadInputCase {
+  std::string name;
+  std::function<void(JobFacts&, ClusterFacts&)> mutate;
+  std::string reason;
+  std::string message_part;
+};
+
+class DecideBadInput : public ::testing::TestWithParam<BadInputCase> {};
+
+TEST_P(DecideBadInput, StallsWithAClearMessageAndSubmitsNothing) {
+  const BadInputCase& tc = GetParam();
+  JobFacts job = NewJob();
+  ClusterFacts cluster = Cluster();
+  tc.mutate(job, cluster);
+  Decision d = Decide(job, cluster, {}, {}, {}, kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_EQ(Cond(d.status, kStalled).status(), "True");
+  EXPECT_EQ(Cond(d.status, kStalled).reason(), tc.reason);
+  EXPECT_EQ(Cond(d.status, kSubmitted).status(), "False");
+  EXPECT_EQ(Cond(d.status, kReady).status(), "False");
+  EXPECT_THAT(d.status.message(), HasSubstr(tc.message_part));
+  EXPECT_THAT(d.status.message(), HasSubstr("Nothing was submitted"));
+  EXPECT_EQ(d.status.job_id(), 0);
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].type, "Warning");
+  EXPECT_EQ(d.events[0].reason, tc.reason);
+
+  // After the write, nothing more happens until something changes.
+  job.status = d.status;
+  Decision again = Decide(job, cluster, {}, {}, {}, kT0 + seconds(5));
+  EXPECT_EQ(again.action, Action::kNone);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, DecideBadInput,
+    ::testing::Values(
+        BadInputCase{"UnknownCluster",
+                     [](JobFacts&, ClusterFacts& c) {
+                       c.kind = ClusterFacts::Kind::kNotFound;
+                       c.spec.Clear();
+                     },
+                     "ClusterNotFound", "SlurmCluster \"a3\" does not exist in namespace \"team-a\""},
+        BadInputCase{"EmptyScript", [](JobFacts& j, ClusterFacts&) { j.spec.clear_script(); },
+                     "InvalidSpec", "spec.script is empty"},
+        BadInputCase{"WhitespaceScript",
+                     [](JobFacts& j, ClusterFacts&) { j.spec.set_script("  \n"); }, "InvalidSpec",
+                     "the batch script is empty"},
+        BadInputCase{"NoShebang",
+                     [](JobFacts& j, ClusterFacts&) { j.spec.set_script("echo hi\n"); },
+                     "InvalidSpec", "#! line"},
+        BadInputCase{"ScriptAndScriptFrom",
+                     [](JobFacts& j, ClusterFacts&) {
+                       j.spec.mutable_script_from()->mutable_config_map_key_ref()->set_name("cm");
+                       j.spec.mutable_script_from()->mutable_config_map_key_ref()->set_key("k");
+                     },
+                     "InvalidSpec", "both set"},
+        BadInputCase{"NodesAndRange",
+                     [](JobFacts& j, ClusterFacts&) {
+                       j.spec.set_nodes(2);
+                       j.spec.set_minimum_nodes(1);
+                     },
+                     "InvalidSpec", "spec.nodes cannot be combined"},
+        BadInputCase{"MinAboveMax",
+                     [](JobFacts& j, ClusterFacts&) {
+                       j.spec.set_minimum_nodes(4);
+                       j.spec.set_maximum_nodes(2);
+                     },
+                     "InvalidSpec", "greater than spec.maximumNodes"},
+        BadInputCase{"BadEnvName",
+                     [](JobFacts& j, ClusterFacts&) {
+                       auto* e = j.spec.add_environment();
+                       e->set_name("1BAD");
+                     },
+                     "InvalidSpec", "not a valid environment variable name"},
+        BadInputCase{"DuplicateEnv",
+                     [](JobFacts& j, ClusterFacts&) {
+                       j.spec.add_environment()->set_name("A");
+                       j.spec.add_environment()->set_name("A");
+                     },
+                     "InvalidSpec", "listed twice"},
+        BadInputCase{"BadDeletionPolicy",
+                     [](JobFacts& j, ClusterFacts&) { j.spec.set_deletion_policy("Keep"); },
+                     "InvalidSpec", "deletionPolicy"},
+        BadInputCase{"UnsupportedVersion",
+                     [](JobFacts&, ClusterFacts& c) { c.spec.set_slurm_api_version("v0.0.99"); },
+                     "InvalidCluster", "v0.0.99"},
+        BadInputCase{"ClusterMissingProject",
+                     [](JobFacts&, ClusterFacts& c) { c.spec.clear_project_id(); },
+                     "InvalidCluster", "projectId"},
+        BadInputCase{"NoClusterNamed",
+                     [](JobFacts& j, ClusterFacts& c) {
+                       j.spec.clear_cluster_ref();
+                       c.kind = ClusterFacts::Kind::kUnspecified;
+                       c.name.clear();
+                     },
+                     "ClusterNotSpecified", "spec.clusterRef.name is empty"}),
+    [](const ::testing::TestParamInfo<BadInputCase>& info) { return info.param.name; });
+
+TEST(DecideSubmit, BadInputAddsNoFinalizer) {
+  JobFacts job = NewJob();
+  job.spec.clear_script();
+  Decision d = Decide(job, Cluster(), {}, {}, {}, kT0);
+  EXPECT_NE(d.action, Action::kAddFinalizer);
+}
+
+TEST(DecideSubmit, ScriptFromConfigMapIsLoadedThenUsed) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  job.spec.clear_script();
+  job.spec.mutable_script_from()->mutable_config_map_key_ref()->set_name("scripts");
+  job.spec.mutable_script_from()->mutable_config_map_key_ref()->set_key("train.sh");
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, {}, kT0).action, Action::kLoadScript);
+
+  ScriptFacts script{ScriptFacts::Kind::kLoaded, "#!/bin/sh\ntrain\n", ""};
+  Decision d = Decide(job, Cluster(), script, {}, Fresh(), kT0);
+  ASSERT_EQ(d.action, Action::kSubmit);
+  EXPECT_EQ(d.descriptor.script, "#!/bin/sh\ntrain\n");
+
+  ScriptFacts missing{ScriptFacts::Kind::kMissing, "", "ConfigMap \"scripts\" does not exist"};
+  Decision m = Decide(job, Cluster(), missing, {}, {}, kT0);
+  ASSERT_EQ(m.action, Action::kWriteStatus);
+  EXPECT_EQ(Cond(m.status, kStalled).reason(), "ScriptNotFound");
+  job.status = m.status;
+  Decision again = Decide(job, Cluster(), missing, {}, {}, kT0);
+  ASSERT_TRUE(again.requeue_after.has_value());
+}
+
+TEST(DecideSubmit, JobEnvironmentOverridesClusterDefaults) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  auto* e = job.spec.add_environment();
+  e->set_name("MODE");
+  e->set_value("job");
+  ClusterFacts cluster = Cluster();
+  auto* d1 = cluster.spec.add_default_environment();
+  d1->set_name("MODE");
+  d1->set_value("cluster");
+  auto* d2 = cluster.spec.add_default_environment();
+  d2->set_name("PATH");
+  d2->set_value("/opt/bin");
+  Decision d = Decide(job, cluster, {}, {}, Fresh(), kT0);
+  ASSERT_EQ(d.action, Action::kSubmit);
+  EXPECT_THAT(d.descriptor.environment,
+              ::testing::ElementsAre(Pair("MODE", "job"), Pair("PATH", "/opt/bin")));
+}
+
+// ---------------------------------------------------------------- tracking
+
+TEST(DecideTrack, QueriesAfterThePollInterval) {
+  JobFacts job = Submitted();
+  Memo memo;
+  memo.uid = "uid-1";
+  memo.last_query_at = kT0;
+  Decision soon = Decide(job, Cluster(), {}, {}, memo, kT0 + std::chrono::milliseconds(300));
+  EXPECT_EQ(soon.action, Action::kNone);
+  ASSERT_TRUE(soon.requeue_after.has_value());
+  EXPECT_EQ(*soon.requeue_after, std::chrono::milliseconds(700));
+
+  Decision later = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(2));
+  ASSERT_EQ(later.action, Action::kQuery);
+  EXPECT_EQ(later.job_id, 42);
+}
+
+TEST(DecideTrack, RunningIsWrittenOnceWithAStartedEvent) {
+  JobFacts job = Submitted();
+  slurm::JobInfo info = Info(42, slurm::BaseState::kRunning);
+  info.start_time = kT0 + seconds(3);
+  Decision d = Decide(job, Cluster(), {}, Queried(info), {}, kT0 + seconds(4));
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.job_state(), "RUNNING");
+  EXPECT_EQ(d.status.phase(), "Running");
+  EXPECT_EQ(d.status.start_time().seconds(), 1'700'000'003);
+  EXPECT_EQ(Cond(d.status, kRunning).status(), "True");
+  EXPECT_EQ(Cond(d.status, kReady).status(), "False");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "Started");
+
+  job.status = d.status;
+  Decision again = Decide(job, Cluster(), {}, Queried(info), {}, kT0 + seconds(5));
+  EXPECT_EQ(again.action, Action::kNone);
+  EXPECT_TRUE(again.requeue_after.has_value());
+  EXPECT_TRUE(again.events.empty());
+}
+
+TEST(DecideTrack, CompletedIsReadyAndFinal) {
+  JobFacts job = Submitted();
+  slurm::JobInfo info = Info(42, slurm::BaseState::kCompleted);
+  info.exit_code = 0;
+  info.start_time = kT0 + seconds(1);
+  info.end_time = kT0 + seconds(9);
+  Decision d = Decide(job, Cluster(), {}, Queried(info), {}, kT0 + seconds(10));
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.job_state(), "COMPLETED");
+  EXPECT_EQ(d.status.phase(), "Succeeded");
+  ASSERT_TRUE(d.status.has_exit_code());
+  EXPECT_EQ(d.status.exit_code(), 0);
+  EXPECT_EQ(d.status.end_time().seconds(), 1'700'000'009);
+  EXPECT_EQ(Cond(d.status, kReady).status(), "True");
+  EXPECT_EQ(Cond(d.status, kSucceeded).status(), "True");
+  EXPECT_EQ(Cond(d.status, kReconciling).status(), "False");
+  EXPECT_EQ(Cond(d.status, kStalled).status(), "False");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "Completed");
+
+  job.status = d.status;
+  Decision after = Decide(job, Cluster(), {}, {}, {}, kT0 + seconds(60));
+  EXPECT_EQ(after.action, Action::kNone);
+  EXPECT_FALSE(after.requeue_after.has_value()) << "finished jobs are never polled";
+}
+
+struct FinalCase {
+  slurm::BaseState state;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string phase;
+  std::string reason;
+  std::optional<int> want_exit;
+};
+
+class DecideFinal : public ::testing::TestWithParam<FinalCase> {};
+
+TEST_P(DecideFinal, MapsToPhaseConditionsAndExitCode) {
+  const FinalCase& tc = GetParam();
+  slurm::JobInfo info = Info(42, tc.state);
+  info.exit_code = tc.exit_code;
+  info.signal = tc.signal;
+  Decision d = Decide(Submitted(), Cluster(), {}, Queried(info), {}, kT0 + seconds(10));
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.job_state(), slurm::BaseStateName(tc.state));
+  EXPECT_EQ(d.status.phase(), tc.phase);
+  EXPECT_EQ(Cond(d.status, kFailed).reason(), tc.reason);
+  EXPECT_EQ(Cond(d.status, kStalled).status(), "True");
+  EXPECT_EQ(Cond(d.status, kReady).status(), "False");
+  EXPECT_EQ(FindCondition(d.status.conditions(), kSucceeded), nullptr);
+  if (tc.want_exit) {
+    ASSERT_TRUE(d.status.has_exit_code());
+    EXPECT_EQ(d.status.exit_code(), *tc.want_exit);
+  } else {
+    EXPECT_FALSE(d.status.has_exit_code());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    States, DecideFinal,
+    ::testing::Values(
+        FinalCase{slurm::BaseState::kFailed, 3, std::nullopt, "Failed", "JobFailed", 3},
+        FinalCase{slurm::BaseState::kTimeout, std::nullopt, 15, "Failed", "JobTimeout", 143},
+        FinalCase{slurm::BaseState::kCancelled, std::nullopt, 9, "Cancelled", "Cancelled", 137},
+        FinalCase{slurm::BaseState::kNodeFail, std::nullopt, std::nullopt, "Failed",
+                  "JobNodeFail", std::nullopt},
+        FinalCase{slurm::BaseState::kOutOfMemory, 0, std::nullopt, "Failed", "JobOutOfMemory", 0},
+        FinalCase{slurm::BaseState::kPreempted, std::nullopt, std::nullopt, "Failed",
+                  "JobPreempted", std::nullopt},
+        FinalCase{slurm::BaseState::kBootFail, std::nullopt, std::nullopt, "Failed",
+                  "JobBootFail", std::nullopt},
+        FinalCase{slurm::BaseState::kDeadline, std::nullopt, std::nullopt, "Failed",
+                  "JobDeadline", std::nullopt}));
+
+TEST(DecideTrack, TerminalStateStillCompletingIsNotFinal) {
+  JobFacts job = Submitted();
+  slurm::JobInfo info = Info(42, slurm::BaseState::kFailed);
+  info.flags = {"COMPLETING"};
+  Decision d = Decide(job, Cluster(), {}, Queried(info), {}, kT0 + seconds(5));
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.job_state(), "COMPLETING");
+  EXPECT_EQ(d.status.phase(), "Running");
+  EXPECT_FALSE(d.status.has_exit_code());
+  EXPECT_FALSE(IsFinalJobState(d.status.job_state()));
+}
+
+TEST(DecideTrack, AJobNotFoundIsUnknownNeverFailed) {
+  JobFacts job = Submitted();
+  Outcomes out;
+  out.query = SlurmView{std::nullopt};
+  Decision d = Decide(job, Cluster(), {}, out, {}, kT0 + seconds(5));
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.phase(), "Unknown");
+  EXPECT_EQ(d.status.job_state(), "PENDING") << "the last known state stays";
+  EXPECT_EQ(FindCondition(d.status.conditions(), kFailed), nullptr);
+  EXPECT_EQ(Cond(d.status, kReady).status(), "Unknown");
+  job.status = d.status;
+  Decision again = Decide(job, Cluster(), {}, out, {}, kT0 + seconds(6));
+  EXPECT_EQ(again.action, Action::kNone);
+  EXPECT_TRUE(again.requeue_after.has_value());
+}
+
+TEST(DecideTrack, TransientQueryErrorsBackOffWithoutWriting) {
+  Outcomes out;
+  out.query = absl::UnavailableError("cluster unreachable");
+  Decision d = Decide(Submitted(), Cluster(), {}, out, {}, kT0 + seconds(5));
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.retry_with_backoff);
+}
+
+TEST(DecideTrack, ASpecEditAfterTheEndOnlyMovesObservedGeneration) {
+  JobFacts job = Submitted();
+  slurm::JobInfo info = Info(42, slurm::BaseState::kCompleted);
+  info.exit_code = 0;
+  job.status = StatusFromJobInfo(job.status, info, 1, kT0 + seconds(9), nullptr);
+  job.generation = 2;
+  Decision d = Decide(job, Cluster(), {}, {}, {}, kT0 + seconds(30));
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.observed_generation(), 2);
+  EXPECT_EQ(d.status.job_state(), "COMPLETED");
+  for (const auto& c : d.status.conditions()) EXPECT_EQ(c.observed_generation(), 2);
+}
+
+TEST(DecideTrack, ConditionTimesMoveOnlyOnTransitions) {
+  JobFacts job = Submitted();
+  slurm::JobInfo running = Info(42, slurm::BaseState::kRunning);
+  Decision d1 = Decide(job, Cluster(), {}, Queried(running), {}, kT0 + seconds(5));
+  ASSERT_EQ(d1.action, Action::kWriteStatus);
+  const int64_t submitted_at = Cond(d1.status, kSubmitted).last_transition_time().seconds();
+  EXPECT_EQ(submitted_at, 1'700'000'000);
+  job.status = d1.status;
+  slurm::JobInfo done = Info(42, slurm::BaseState::kCompleted);
+  done.exit_code = 0;
+  Decision d2 = Decide(job, Cluster(), {}, Queried(done), {}, kT0 + seconds(50));
+  EXPECT_EQ(Cond(d2.status, kSubmitted).last_transition_time().seconds(), submitted_at);
+  EXPECT_EQ(Cond(d2.status, kReady).last_transition_time().seconds(), 1'700'000'050);
+}
+
+TEST(PollInterval, FastAtFirstThenSlowerAndCapped) {
+  v1alpha1::SlurmJobStatus s;
+  s.mutable_submit_time()->set_seconds(1'700'000'000);
+  DecideOptions o;
+  EXPECT_EQ(PollInterval(s, kT0, o), seconds(1));
+  EXPECT_EQ(PollInterval(s, kT0 + seconds(100), o), seconds(10));
+  EXPECT_EQ(PollInterval(s, kT0 + std::chrono::hours(5), o), seconds(30));
+}
+
+// ---------------------------------------------------------------- deletion
+
+JobFacts Deleting(JobFacts f) {
+  f.deleting = true;
+  return f;
+}
+
+TEST(DecideDelete, WithoutOurFinalizerNothingToDo) {
+  JobFacts job = Deleting(Submitted());
+  job.has_finalizer = false;
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, {}, kT0).action, Action::kNone);
+}
+
+TEST(DecideDelete, NeverSubmittedReleasesAtOnce) {
+  JobFacts job = Deleting(NewJob());
+  job.has_finalizer = true;
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, Fresh(), kT0).action, Action::kRemoveFinalizer);
+}
+
+TEST(DecideDelete, AfterARestartTheTagIsSearchedBeforeRelease) {
+  // A finalizer but no jobId, and this process did not add it: an earlier
+  // process may have submitted and died before recording the id.
+  JobFacts job = Deleting(NewJob());
+  job.has_finalizer = true;
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, {}, kT0).action, Action::kFindByTag);
+  Outcomes out;
+  out.tag_lookup = std::optional<int64_t>();
+  EXPECT_EQ(Decide(job, Cluster(), {}, out, {}, kT0).action, Action::kRemoveFinalizer);
+}
+
+TEST(DecideDelete, OrphanReleasesWithoutCancelling) {
+  JobFacts job = Deleting(Submitted());
+  job.spec.set_deletion_policy("Orphan");
+  Decision d = Decide(job, Cluster(), {}, {}, {}, kT0);
+  ASSERT_EQ(d.action, Action::kRemoveFinalizer);
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "Orphaned");
+}
+
+TEST(DecideDelete, FinishedJobReleasesWithoutCancelling) {
+  JobFacts job = Deleting(Submitted());
+  slurm::JobInfo done = Info(42, slurm::BaseState::kCompleted);
+  job.status = StatusFromJobInfo(job.status, done, 1, kT0, nullptr);
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, {}, kT0).action, Action::kRemoveFinalizer);
+}
+
+TEST(DecideDelete, ActiveJobIsCancelledThenWaitedFor) {
+  JobFacts job = Deleting(Submitted());
+  Memo memo;
+  memo.uid = "uid-1";
+  Decision d = Decide(job, Cluster(), {}, {}, memo, kT0);
+  ASSERT_EQ(d.action, Action::kQuery);
+
+  Outcomes out = Queried(Info(42, slurm::BaseState::kRunning));
+  d = Decide(job, Cluster(), {}, out, memo, kT0);
+  ASSERT_EQ(d.action, Action::kCancel);
+  EXPECT_EQ(d.job_id, 42);
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "CancelRequested");
+
+  // The cancel was accepted; the job is still completing.
+  out.cancel = slurm::CancelResponse{};
+  UpdateMemo(&memo, out, job, kT0);
+  ASSERT_TRUE(memo.cancel_requested_at.has_value());
+  d = Decide(job, Cluster(), {}, out, memo, kT0);
+  EXPECT_EQ(d.action, Action::kNone);
+  ASSERT_TRUE(d.requeue_after.has_value());
+
+  // Next reconcile: still running, the cancel is recent: no second cancel.
+  Outcomes next = Queried(Info(42, slurm::BaseState::kRunning));
+  d = Decide(job, Cluster(), {}, next, memo, kT0 + seconds(2));
+  EXPECT_EQ(d.action, Action::kNone);
+
+  // Much later and still running: cancel again.
+  d = Decide(job, Cluster(), {}, next, memo, kT0 + seconds(40));
+  EXPECT_EQ(d.action, Action::kCancel);
+
+  // Slurm reports it ended: release.
+  Outcomes ended = Queried(Info(42, slurm::BaseState::kCancelled));
+  d = Decide(job, Cluster(), {}, ended, memo, kT0 + seconds(3));
+  ASSERT_EQ(d.action, Action::kRemoveFinalizer);
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "Cancelled");
+}
+
+TEST(DecideDelete, AJobUnknownToSlurmReleases) {
+  JobFacts job = Deleting(Submitted());
+  Outcomes out;
+  out.query = SlurmView{std::nullopt};
+  EXPECT_EQ(Decide(job, Cluster(), {}, out, {}, kT0).action, Action::kRemoveFinalizer);
+}
+
+TEST(DecideDelete, ReadErrorsKeepTheFinalizer) {
+  JobFacts job = Deleting(Submitted());
+  Outcomes out;
+  out.query = absl::UnavailableError("down");
+  Decision d = Decide(job, Cluster(), {}, out, {}, kT0);
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.retry_with_backoff);
+}
+
+TEST(DecideDelete, CancelFailureKeepsTheFinalizerAndWarns) {
+  JobFacts job = Deleting(Submitted());
+  Outcomes out = Queried(Info(42, slurm::BaseState::kRunning));
+  out.cancel = absl::UnavailableError("down");
+  Decision d = Decide(job, Cluster(), {}, out, {}, kT0);
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.retry_with_backoff);
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "CancelFailed");
+}
+
+TEST(DecideDelete, MissingClusterKeepsTheFinalizerAndSaysHowToProceed) {
+  JobFacts job = Deleting(Submitted());
+  ClusterFacts gone;
+  gone.kind = ClusterFacts::Kind::kNotFound;
+  gone.name = "a3";
+  Decision d = Decide(job, gone, {}, {}, {}, kT0);
+  EXPECT_EQ(d.action, Action::kNone);
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "CancelBlocked");
+  EXPECT_THAT(d.events[0].note, HasSubstr("remove the finalizer"));
+}
+
+TEST(DecideDelete, AJobSubmittedButNotYetRecordedIsCancelled) {
+  JobFacts job = Deleting(NewJob());
+  job.has_finalizer = true;
+  Memo memo;
+  memo.uid = "uid-1";
+  memo.submitted_job_id = 99;
+  Decision d = Decide(job, Cluster(), {}, {}, memo, kT0);
+  ASSERT_EQ(d.action, Action::kQuery);
+  EXPECT_EQ(d.job_id, 99);
+}
+
+TEST(DecideDelete, UnknownSubmitOutcomeIsSearchedBeforeRelease) {
+  JobFacts job = Deleting(NewJob());
+  job.has_finalizer = true;
+  Memo memo;
+  memo.uid = "uid-1";
+  memo.submit_outcome_unknown = true;
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, memo, kT0).action, Action::kFindByTag);
+  Outcomes out;
+  out.tag_lookup = std::optional<int64_t>(12);
+  Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
+  ASSERT_EQ(d.action, Action::kQuery);
+  EXPECT_EQ(d.job_id, 12);
+}
+
+TEST(UpdateMemo, ANewIncarnationStartsClean) {
+  Memo memo;
+  memo.uid = "old";
+  memo.submitted_job_id = 5;
+  JobFacts job = NewJob();
+  UpdateMemo(&memo, {}, job, kT0);
+  EXPECT_EQ(memo.uid, "uid-1");
+  EXPECT_FALSE(memo.submitted_job_id.has_value());
+}
+
+}  // namespace
+}  // namespace slurmop::reconcile
