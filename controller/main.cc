@@ -37,8 +37,7 @@ ABSL_FLAG(std::string, kubeconfig, "",
           "Path to a kubeconfig file. Default: $KUBECONFIG, then the in-cluster service account, "
           "then ~/.kube/config.");
 ABSL_FLAG(std::string, context, "", "kubeconfig context to use (default: its current-context).");
-ABSL_FLAG(std::string, namespace, "",
-          "Watch only this namespace (default: all namespaces).");
+ABSL_FLAG(std::string, namespace, "", "Watch only this namespace (default: all namespaces).");
 ABSL_FLAG(std::string, health_address, "0.0.0.0", "Address for the gRPC health endpoint.");
 ABSL_FLAG(int, health_port, 9090, "Port for the gRPC health endpoint (0 picks a free one).");
 ABSL_FLAG(std::string, health_port_file, "",
@@ -65,8 +64,7 @@ Duration Seconds(double s) {
 class RecorderSink final : public slurmop::reconcile::EventSink {
  public:
   explicit RecorderSink(slurmop::kube::EventRecorder& recorder) : recorder_(recorder) {}
-  void Record(const nlohmann::json& regarding,
-              const slurmop::reconcile::EventSpec& e) override {
+  void Record(const nlohmann::json& regarding, const slurmop::reconcile::EventSpec& e) override {
     recorder_.Record(regarding, e.type, e.reason, e.action, e.note);
   }
 

@@ -16,7 +16,9 @@ KEEP=0
 scripts/install-deps.sh >/dev/null
 echo "== building"
 scripts/build.sh >/dev/null
-BIN="$ROOT/${BUILD_DIR:-build}/controller/slurmjob-operator"
+BUILD="${BUILD_DIR:-build}"
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+BIN="$BUILD/controller/slurmjob-operator"
 
 WORK=$(mktemp -d /tmp/slurmjob-local.XXXXXX)
 PIDS=()

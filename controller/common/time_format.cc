@@ -72,7 +72,8 @@ std::optional<Time> ParseRfc3339(std::string_view s) {
     t += std::chrono::duration_cast<Time::duration>(std::chrono::nanoseconds(frac));
   }
   if (i >= str.size()) return std::nullopt;
-  if (str[i] == 'Z' || str[i] == 'z') return i + 1 == str.size() ? std::optional<Time>(t) : std::nullopt;
+  if (str[i] == 'Z' || str[i] == 'z')
+    return i + 1 == str.size() ? std::optional<Time>(t) : std::nullopt;
   if (str[i] == '+' || str[i] == '-') {
     int oh, om;
     if (std::sscanf(str.c_str() + i + 1, "%2d:%2d", &oh, &om) != 2) return std::nullopt;

@@ -2,10 +2,10 @@
 //
 // TransportError() and MayHaveBeenDelivered() from http_transport.h.
 //
-// Contract: a transport failure is an absl::Status with code kUnavailable,
-// kDeadlineExceeded or kCancelled that carries one payload under
-// kRequestSentPayloadUrl whose value is "1" (the request may have reached
-// the server) or "0" (it certainly did not). MayHaveBeenDelivered() is
+// Contract: TransportError() builds an absl::Status of any non-OK code (the
+// transport uses kUnavailable, kDeadlineExceeded and kCancelled) carrying
+// one payload under kRequestSentPayloadUrl whose value is "1" (the request
+// may have reached the server) or "0" (it certainly did not). MayHaveBeenDelivered() is
 // conservative: it answers false only for a Status that says "0"; an OK
 // Status (delivered) or a Status without the payload (unknown) answers true.
 

@@ -47,10 +47,10 @@ absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> SecretCredentialsRes
   const nlohmann::json data = secret->value("data", nlohmann::json::object());
   auto it = data.find(key_name);
   std::string content;
-  if (it == data.end() || !it->is_string() || !absl::Base64Unescape(it->get<std::string>(), &content)) {
+  if (it == data.end() || !it->is_string() ||
+      !absl::Base64Unescape(it->get<std::string>(), &content)) {
     return absl::UnauthenticatedError(absl::StrCat("Secret \"", ref.name(), "\" has no key \"",
-                                                   key_name,
-                                                   "\" holding a credentials JSON file"));
+                                                   key_name, "\" holding a credentials JSON file"));
   }
   const std::string cache_key = absl::StrCat(std::string(ns), "/", ref.name(), "/", key_name);
   const std::string digest = std::to_string(std::hash<std::string>{}(content));

@@ -85,7 +85,8 @@ struct Refusal {
   bool retry_later = false;  // access problems can be fixed outside the spec
 };
 
-Refusal ExplainRefusal(const absl::Status& s, const ClusterFacts& cluster, const std::string& what) {
+Refusal ExplainRefusal(const absl::Status& s, const ClusterFacts& cluster,
+                       const std::string& what) {
   const std::string detail(s.message());
   switch (s.code()) {
     case absl::StatusCode::kPermissionDenied:
@@ -137,8 +138,8 @@ Decision DecideDeletion(const JobFacts& job, const ClusterFacts& cluster, const 
         return d;
       }
       if (!out.tag_lookup->ok()) {
-        return StopAndBackoff(absl::StrCat("cannot search for the job's tag: ",
-                                           out.tag_lookup->status().message()));
+        return StopAndBackoff(
+            absl::StrCat("cannot search for the job's tag: ", out.tag_lookup->status().message()));
       }
     }
     return Do(Action::kRemoveFinalizer, "deleting; no Slurm job was submitted");
@@ -146,9 +147,9 @@ Decision DecideDeletion(const JobFacts& job, const ClusterFacts& cluster, const 
 
   if (job.spec.deletion_policy() == "Orphan") {
     Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan");
-    d.events.push_back({"Normal", "Orphaned", "Delete",
-                        absl::StrCat("Slurm job ", job_id,
-                                     " is left running: deletionPolicy is Orphan.")});
+    d.events.push_back(
+        {"Normal", "Orphaned", "Delete",
+         absl::StrCat("Slurm job ", job_id, " is left running: deletionPolicy is Orphan.")});
     return d;
   }
   if (IsFinalJobState(job.status.job_state())) {
@@ -157,10 +158,9 @@ Decision DecideDeletion(const JobFacts& job, const ClusterFacts& cluster, const 
   if (cluster.kind != ClusterFacts::Kind::kFound) {
     // Without the cluster the job cannot be cancelled: keep the finalizer so
     // nothing is lost, and say how to proceed.
-    Decision d = StopAndRequeue(
-        std::chrono::seconds(30),
-        absl::StrCat("cannot cancel Slurm job ", job_id, ": SlurmCluster \"", cluster.name,
-                     "\" not found"));
+    Decision d = StopAndRequeue(std::chrono::seconds(30),
+                                absl::StrCat("cannot cancel Slurm job ", job_id,
+                                             ": SlurmCluster \"", cluster.name, "\" not found"));
     d.events.push_back(
         {"Warning", "CancelBlocked", "Cancel",
          absl::StrCat("Cannot cancel Slurm job ", job_id, ": SlurmCluster \"", cluster.name,
@@ -184,8 +184,8 @@ Decision DecideDeletion(const JobFacts& job, const ClusterFacts& cluster, const 
   if (!view.job || view.job->IsFinal()) {
     Decision d = Do(Action::kRemoveFinalizer, "deleting; the Slurm job has ended");
     if (memo.cancel_requested_at || out.cancel) {
-      d.events.push_back({"Normal", "Cancelled", "Cancel",
-                          absl::StrCat("Slurm job ", job_id, " was cancelled.")});
+      d.events.push_back(
+          {"Normal", "Cancelled", "Cancel", absl::StrCat("Slurm job ", job_id, " was cancelled.")});
     }
     return d;
   }
@@ -205,8 +205,7 @@ Decision DecideDeletion(const JobFacts& job, const ClusterFacts& cluster, const 
         absl::StrCat("cancel of Slurm job ", job_id, " failed: ", out.cancel->status().message()));
     d.events.push_back({"Warning", "CancelFailed", "Cancel",
                         absl::StrCat("Cancelling Slurm job ", job_id,
-                                     " failed: ", out.cancel->status().message(),
-                                     "; retrying.")});
+                                     " failed: ", out.cancel->status().message(), "; retrying.")});
     return d;
   }
   return StopAndRequeue(opt.cancel_wait_poll, "waiting for the cancelled job to end");
@@ -252,8 +251,8 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
                      std::nullopt);
     case ClusterFacts::Kind::kNotFound:
       return stalled("ClusterNotFound",
-                     absl::StrCat("SlurmCluster \"", cluster.name, "\" does not exist in namespace \"",
-                                  job.id.ns,
+                     absl::StrCat("SlurmCluster \"", cluster.name,
+                                  "\" does not exist in namespace \"", job.id.ns,
                                   "\"; create it or fix spec.clusterRef.name. Nothing was "
                                   "submitted."),
                      std::nullopt);
@@ -274,13 +273,13 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
       case ScriptFacts::Kind::kNotLoaded:
         return Do(Action::kLoadScript, "read the script from its ConfigMap");
       case ScriptFacts::Kind::kMissing:
-        return stalled("ScriptNotFound",
-                       absl::StrCat(script.error, ". Nothing was submitted; retrying every ",
-                                    std::chrono::duration_cast<std::chrono::seconds>(
-                                        opt.missing_script_retry)
-                                        .count(),
-                                    " s."),
-                       opt.missing_script_retry);
+        return stalled(
+            "ScriptNotFound",
+            absl::StrCat(
+                script.error, ". Nothing was submitted; retrying every ",
+                std::chrono::duration_cast<std::chrono::seconds>(opt.missing_script_retry).count(),
+                " s."),
+            opt.missing_script_retry);
       case ScriptFacts::Kind::kLoaded:
         script_text = script.text;
         break;
@@ -319,9 +318,9 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
     return d;
   }
   if (out.tag_lookup && !out.tag_lookup->ok()) {
-    std::string msg = absl::StrCat(
-        "The last submit's outcome is unknown and the search for the job failed: ",
-        out.tag_lookup->status().message(), ". Retrying; nothing is submitted twice.");
+    std::string msg =
+        absl::StrCat("The last submit's outcome is unknown and the search for the job failed: ",
+                     out.tag_lookup->status().message(), ". Retrying; nothing is submitted twice.");
     return WriteIfChanged(job, StatusRetrying(job.status, "SubmitOutcomeUnknown", msg, gen, now),
                           {}, StopAndBackoff(msg));
   }
@@ -336,9 +335,9 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
   // The submit failed.
   const absl::Status& err = out.submit->status();
   if (out.submit_may_have_been_delivered) {
-    std::string msg = absl::StrCat(
-        "The submit's outcome is unknown (", err.message(),
-        "); the operator looks for the job by its tag before submitting again.");
+    std::string msg =
+        absl::StrCat("The submit's outcome is unknown (", err.message(),
+                     "); the operator looks for the job by its tag before submitting again.");
     return WriteIfChanged(job, StatusRetrying(job.status, "SubmitOutcomeUnknown", msg, gen, now),
                           {{"Warning", "SubmitOutcomeUnknown", "Submit", msg}},
                           StopAndBackoff(msg));
@@ -371,9 +370,9 @@ Decision DecideTracking(const JobFacts& job, const ClusterFacts& cluster, const 
                           Stop("the Slurm job has ended"));
   }
   if (cluster.kind != ClusterFacts::Kind::kFound) {
-    std::string msg = absl::StrCat("SlurmCluster \"", cluster.name,
-                                   "\" is gone; cannot follow Slurm job ", job.status.job_id(),
-                                   ". Recreate the SlurmCluster to resume tracking.");
+    std::string msg =
+        absl::StrCat("SlurmCluster \"", cluster.name, "\" is gone; cannot follow Slurm job ",
+                     job.status.job_id(), ". Recreate the SlurmCluster to resume tracking.");
     return WriteIfChanged(job, StatusRetrying(job.status, "ClusterNotFound", msg, gen, now), {},
                           StopAndRequeue(std::chrono::seconds(30), msg));
   }

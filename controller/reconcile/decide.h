@@ -74,8 +74,8 @@ struct SlurmView {
 
 // Results of the steps taken during this reconcile (start empty).
 struct Outcomes {
-  std::optional<absl::StatusOr<int64_t>> submit;                // job id
-  bool submit_may_have_been_delivered = false;                  // with a failed submit
+  std::optional<absl::StatusOr<int64_t>> submit;                     // job id
+  bool submit_may_have_been_delivered = false;                       // with a failed submit
   std::optional<absl::StatusOr<std::optional<int64_t>>> tag_lookup;  // id of a job with our tag
   std::optional<absl::StatusOr<SlurmView>> query;
   std::optional<absl::StatusOr<slurm::CancelResponse>> cancel;
@@ -85,9 +85,9 @@ struct Outcomes {
 // Carried between reconciles of one SlurmJob, in the executor's memory only
 // (issue #5 makes the tag search cover a restart, where this memo is empty).
 struct Memo {
-  std::string uid;                        // the memo belongs to this incarnation
+  std::string uid;                          // the memo belongs to this incarnation
   std::optional<int64_t> submitted_job_id;  // submitted, status not yet written
-  bool submit_outcome_unknown = false;    // look for the tag before submitting again
+  bool submit_outcome_unknown = false;      // look for the tag before submitting again
   // This process knows that no earlier submit happened for this SlurmJob (it
   // added the finalizer itself, or searched for the tag and found nothing).
   // Without it, a finalizer with no jobId means an earlier process may have
@@ -100,8 +100,8 @@ struct Memo {
 
 // Tunables, with the defaults used in production.
 struct DecideOptions {
-  Duration min_poll = std::chrono::seconds(1);     // right after submit
-  Duration max_poll = std::chrono::seconds(30);    // long-running jobs
+  Duration min_poll = std::chrono::seconds(1);   // right after submit
+  Duration max_poll = std::chrono::seconds(30);  // long-running jobs
   Duration cancel_resend = std::chrono::seconds(30);
   Duration cancel_wait_poll = std::chrono::seconds(1);
   Duration missing_script_retry = std::chrono::seconds(30);
@@ -109,15 +109,15 @@ struct DecideOptions {
 };
 
 enum class Action {
-  kNone,             // stop: see requeue_after / retry_with_backoff
+  kNone,  // stop: see requeue_after / retry_with_backoff
   kAddFinalizer,
   kRemoveFinalizer,
-  kLoadScript,       // read spec.scriptFrom's ConfigMap key into ScriptFacts
-  kSubmit,           // descriptor + dialect version
-  kFindByTag,        // look for a live job carrying SubmissionTag(id)
-  kQuery,            // job_id: live queue, then accounting
-  kCancel,           // job_id
-  kWriteStatus,      // status
+  kLoadScript,   // read spec.scriptFrom's ConfigMap key into ScriptFacts
+  kSubmit,       // descriptor + dialect version
+  kFindByTag,    // look for a live job carrying SubmissionTag(id)
+  kQuery,        // job_id: live queue, then accounting
+  kCancel,       // job_id
+  kWriteStatus,  // status
 };
 
 struct Decision {

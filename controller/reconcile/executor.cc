@@ -10,9 +10,12 @@
 #include "controller/api/types.h"
 #include "controller/http/http_transport.h"
 #include "controller/kube/resource_types.h"
+#include "controller/reconcile/cluster_status.h"
+#include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/slurm/dialects.h"
 #include "glog/logging.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace slurmop::reconcile {
 namespace {
@@ -259,7 +262,9 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
             return finish({std::nullopt, true});
           }
           script.kind = ScriptFacts::Kind::kMissing;
-          script.error = absl::StrCat("ConfigMap \"", ref.name(), "\" (spec.scriptFrom) does not exist in namespace \"", ns, "\"");
+          script.error =
+              absl::StrCat("ConfigMap \"", ref.name(),
+                           "\" (spec.scriptFrom) does not exist in namespace \"", ns, "\"");
           continue;
         }
         const nlohmann::json data = cm->value("data", nlohmann::json::object());
@@ -280,12 +285,13 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
       case Action::kCancel: {
         absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(d.api_version);
         absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
-            dialect.ok() ? credentials_.For(ns, cluster.spec)
-                         : absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>>(
-                               dialect.status());
+            dialect.ok()
+                ? credentials_.For(ns, cluster.spec)
+                : absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>>(dialect.status());
         const agentplatform::ClusterName where = ClusterNameOf(cluster.spec);
-        auto call = [&](agentplatform::HttpMethod m, const std::string& path,
-                        const nlohmann::json* body) -> absl::StatusOr<agentplatform::SlurmResponse> {
+        auto call =
+            [&](agentplatform::HttpMethod m, const std::string& path,
+                const nlohmann::json* body) -> absl::StatusOr<agentplatform::SlurmResponse> {
           if (!creds.ok()) return creds.status();
           return slurm_api_.Call(where, **creds, m, path, body);
         };
@@ -305,12 +311,14 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
               call(agentplatform::HttpMethod::kPost, (*dialect)->SubmitPath(), &*body);
           if (!r.ok()) {
             out.submit = r.status();
-            out.submit_may_have_been_delivered = creds.ok() && http::MayHaveBeenDelivered(r.status());
+            out.submit_may_have_been_delivered =
+                creds.ok() && http::MayHaveBeenDelivered(r.status());
             LOG(WARNING) << key << ": submit failed: " << r.status()
                          << (out.submit_may_have_been_delivered ? " (outcome unknown)" : "");
             continue;
           }
-          absl::StatusOr<slurm::SubmitResponse> parsed = (*dialect)->ParseSubmit(r->status, r->body);
+          absl::StatusOr<slurm::SubmitResponse> parsed =
+              (*dialect)->ParseSubmit(r->status, r->body);
           if (parsed.ok()) {
             out.submit = parsed->job_id;
             LOG(INFO) << key << ": submitted as Slurm job " << parsed->job_id;
@@ -338,7 +346,8 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
           for (const slurm::JobInfo& j : list->jobs) {
             if (j.comment == tag && (!found || j.job_id > *found)) found = j.job_id;
           }
-          LOG(INFO) << key << ": tag search " << (found ? absl::StrCat("found job ", *found) : "found nothing");
+          LOG(INFO) << key << ": tag search "
+                    << (found ? absl::StrCat("found job ", *found) : "found nothing");
           out.tag_lookup = found;
           continue;
         }
@@ -349,7 +358,8 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
             out.query = r.status();
             continue;
           }
-          absl::StatusOr<slurm::JobLookup> live = (*dialect)->ParseJob(r->status, r->body, d.job_id);
+          absl::StatusOr<slurm::JobLookup> live =
+              (*dialect)->ParseJob(r->status, r->body, d.job_id);
           if (!live.ok()) {
             out.query = live.status();
             continue;
@@ -364,7 +374,8 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
             out.query = r.status();
             continue;
           }
-          absl::StatusOr<slurm::JobLookup> db = (*dialect)->ParseDbJob(r->status, r->body, d.job_id);
+          absl::StatusOr<slurm::JobLookup> db =
+              (*dialect)->ParseDbJob(r->status, r->body, d.job_id);
           if (!db.ok()) {
             out.query = db.status();
             continue;
@@ -408,6 +419,75 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
   LOG(ERROR) << key << ": no decision to stop after " << options_.max_steps
              << " steps; retrying with backoff";
   return finish({std::nullopt, true});
+}
+
+ReconcileResult Executor::ReconcileCluster(const std::string& key) {
+  size_t slash = key.find('/');
+  if (slash == std::string::npos) return {};
+  const std::string ns = key.substr(0, slash);
+  const std::string name = key.substr(slash + 1);
+  std::shared_ptr<const nlohmann::json> cached = clusters_.Get(ns, name);
+  if (!cached) return {};
+  absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*cached);
+  if (!cluster.ok()) {
+    events_.Record(*cached,
+                   {"Warning", "InvalidSpec", "Validate",
+                    absl::StrCat("The SlurmCluster cannot be read: ", cluster.status().message())});
+    return {};
+  }
+  const auto& meta = cached->value("metadata", nlohmann::json::object());
+  const int64_t generation = meta.value("generation", int64_t{0});
+
+  ProbeOutcome probe;
+  probe.spec = ValidateClusterSpec(cluster->spec());
+  if (probe.spec.ok()) {
+    const std::string version = cluster->spec().slurm_api_version().empty()
+                                    ? "v0.0.42"
+                                    : cluster->spec().slurm_api_version();
+    absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(version);
+    absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
+        credentials_.For(ns, cluster->spec());
+    if (!creds.ok()) {
+      probe.call = creds.status();
+    } else {
+      absl::StatusOr<agentplatform::SlurmResponse> r =
+          slurm_api_.Call(ClusterNameOf(cluster->spec()), **creds, agentplatform::HttpMethod::kGet,
+                          (*dialect)->PingPath(), nullptr);
+      if (!r.ok()) {
+        probe.call = r.status();
+      } else {
+        probe.slurm_http_status = r->status;
+        if (r->status != 200) {
+          probe.slurm_detail = r->body.is_string() ? r->body.get<std::string>()
+                               : r->body.is_null() ? ""
+                                                   : r->body.dump();
+          if (probe.slurm_detail.size() > 300) probe.slurm_detail.resize(300);
+        }
+      }
+    }
+  }
+  const Time now = clock_.Now();
+  v1alpha1::SlurmClusterStatus desired =
+      ClusterStatusFromProbe(cluster->status(), cluster->spec(), probe, generation, now);
+  if (!google::protobuf::util::MessageDifferencer::Equals(desired, cluster->status())) {
+    const bool was_ready = IsConditionTrue(cluster->status().conditions(), kReady);
+    const bool ready = IsConditionTrue(desired.conditions(), kReady);
+    nlohmann::json updated = *cached;
+    updated["status"] = api::StatusToJson(desired);
+    absl::StatusOr<nlohmann::json> w = kube_.UpdateStatus(SlurmClustersResource(), updated);
+    if (!w.ok()) {
+      if (kube::IsNotFound(w.status())) return {};
+      LOG(WARNING) << "SlurmCluster " << key << ": status write failed: " << w.status();
+      return {std::nullopt, true};
+    }
+    if (ready != was_ready || !ready) {
+      const v1alpha1::Condition* c = FindCondition(desired.conditions(), kReady);
+      events_.Record(*w, {ready ? "Normal" : "Warning", c ? c->reason() : "Probe", "Probe",
+                          c ? c->message() : ""});
+    }
+    LOG(INFO) << "SlurmCluster " << key << ": " << (ready ? "ready" : "not ready");
+  }
+  return {NextProbe(desired), false};
 }
 
 }  // namespace slurmop::reconcile

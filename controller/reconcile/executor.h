@@ -43,11 +43,14 @@ struct ReconcileResult {
 class Executor {
  public:
   Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCache& clusters,
-           agentplatform::SlurmApi& slurm_api, CredentialsResolver& credentials,
-           EventSink& events, const Clock& clock, ExecutorOptions options);
+           agentplatform::SlurmApi& slurm_api, CredentialsResolver& credentials, EventSink& events,
+           const Clock& clock, ExecutorOptions options);
 
   // Reconciles the SlurmJob "namespace/name".
   ReconcileResult Reconcile(const std::string& key);
+
+  // Probes the SlurmCluster "namespace/name" and writes its Ready condition.
+  ReconcileResult ReconcileCluster(const std::string& key);
 
   // Number of keys with a memo (for tests and metrics).
   size_t MemoCount() const;

@@ -62,13 +62,11 @@ absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec) {
   }
   if (has_ref && (spec.script_from().config_map_key_ref().name().empty() ||
                   spec.script_from().config_map_key_ref().key().empty())) {
-    return absl::InvalidArgumentError(
-        "spec.scriptFrom.configMapKeyRef needs both name and key");
+    return absl::InvalidArgumentError("spec.scriptFrom.configMapKeyRef needs both name and key");
   }
   if (spec.nodes() < 0 || spec.minimum_nodes() < 0 || spec.maximum_nodes() < 0 ||
       spec.tasks() < 0 || spec.tasks_per_node() < 0 || spec.cpus_per_task() < 0 ||
-      spec.gpus_per_node() < 0 || spec.memory_per_node_mb() < 0 ||
-      spec.time_limit_minutes() < 0) {
+      spec.gpus_per_node() < 0 || spec.memory_per_node_mb() < 0 || spec.time_limit_minutes() < 0) {
     return absl::InvalidArgumentError(
         "counts and limits in spec (nodes, minimumNodes, maximumNodes, tasks, tasksPerNode, "
         "cpusPerTask, gpusPerNode, memoryPerNodeMB, timeLimitMinutes) must be positive");
@@ -86,8 +84,7 @@ absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec) {
   }
   if (!spec.deletion_policy().empty() && spec.deletion_policy() != "Cancel" &&
       spec.deletion_policy() != "Orphan") {
-    return absl::InvalidArgumentError(absl::StrCat("spec.deletionPolicy \"",
-                                                   spec.deletion_policy(),
+    return absl::InvalidArgumentError(absl::StrCat("spec.deletionPolicy \"", spec.deletion_policy(),
                                                    "\" is not one of Cancel, Orphan"));
   }
   return CheckEnvironment(spec.environment(), "spec.environment");

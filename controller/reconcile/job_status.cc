@@ -65,8 +65,9 @@ std::string FinalMessage(const slurm::JobInfo& info, std::optional<int32_t> exit
                           ". If nobody deleted this SlurmJob, it was cancelled in Slurm directly "
                           "(scancel) or by an administrator.");
     case BaseState::kTimeout:
-      return absl::StrCat(id, " reached its time limit and was stopped; raise "
-                              "spec.timeLimitMinutes if it needs longer.");
+      return absl::StrCat(id,
+                          " reached its time limit and was stopped; raise "
+                          "spec.timeLimitMinutes if it needs longer.");
     case BaseState::kOutOfMemory:
       return absl::StrCat(id, " ran out of memory; raise spec.memoryPerNodeMB.");
     case BaseState::kNodeFail:
@@ -78,10 +79,9 @@ std::string FinalMessage(const slurm::JobInfo& info, std::optional<int32_t> exit
     case BaseState::kDeadline:
       return absl::StrCat(id, " missed its deadline.");
     default:
-      return absl::StrCat(id, " ended ", std::string(slurm::BaseStateName(info.state)), code,
-                          info.state_description.empty()
-                              ? "."
-                              : absl::StrCat(": ", info.state_description));
+      return absl::StrCat(
+          id, " ended ", std::string(slurm::BaseStateName(info.state)), code,
+          info.state_description.empty() ? "." : absl::StrCat(": ", info.state_description));
   }
 }
 
@@ -99,8 +99,8 @@ bool IsFinalJobState(std::string_view job_state) {
 }
 
 v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& current,
-                                           const slurm::JobInfo& info, int64_t generation,
-                                           Time now, std::vector<EventSpec>* events) {
+                                           const slurm::JobInfo& info, int64_t generation, Time now,
+                                           std::vector<EventSpec>* events) {
   v1alpha1::SlurmJobStatus s = current;
   s.set_observed_generation(generation);
   auto* conds = s.mutable_conditions();
@@ -123,7 +123,8 @@ v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& curre
   s.set_phase(std::string(phase));
   s.set_reason(Reason(info));
   if (info.submit_time) SetTimestamp(s.mutable_submit_time(), *info.submit_time);
-  if (info.start_time && phase != kPhasePending) SetTimestamp(s.mutable_start_time(), *info.start_time);
+  if (info.start_time && phase != kPhasePending)
+    SetTimestamp(s.mutable_start_time(), *info.start_time);
   if (final && info.end_time) SetTimestamp(s.mutable_end_time(), *info.end_time);
 
   if (!final) {
@@ -134,8 +135,8 @@ v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& curre
                            s.reason().empty() ? "" : absl::StrCat(" (", s.reason(), ")"), ".")
             : absl::StrCat("Slurm job ", info.job_id, " is running.");
     s.set_message(waiting);
-    SetCondition(conds, kReconciling, C::kTrue, phase == kPhasePending ? "JobPending" : "JobRunning",
-                 waiting, generation, now);
+    SetCondition(conds, kReconciling, C::kTrue,
+                 phase == kPhasePending ? "JobPending" : "JobRunning", waiting, generation, now);
     SetCondition(conds, kReady, C::kFalse, phase == kPhasePending ? "JobPending" : "JobRunning",
                  waiting, generation, now);
     SetCondition(conds, kStalled, C::kFalse, "Progressing", "", generation, now);
@@ -166,22 +167,20 @@ v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& curre
     RemoveCondition(conds, kFailed);
     if (!was_final && events) events->push_back({"Normal", "Completed", "Track", msg});
   } else {
-    std::string reason = phase == kPhaseCancelled
-                             ? "Cancelled"
-                             : absl::StrCat("Job", [&] {
-                                 // TIMEOUT -> JobTimeout, NODE_FAIL -> JobNodeFail, ...
-                                 std::string out;
-                                 bool upper = true;
-                                 for (char c : slurm::BaseStateName(info.state)) {
-                                   if (c == '_') {
-                                     upper = true;
-                                     continue;
-                                   }
-                                   out += upper ? c : static_cast<char>(std::tolower(c));
-                                   upper = false;
-                                 }
-                                 return out;
-                               }());
+    std::string reason = phase == kPhaseCancelled ? "Cancelled" : absl::StrCat("Job", [&] {
+      // TIMEOUT -> JobTimeout, NODE_FAIL -> JobNodeFail, ...
+      std::string out;
+      bool upper = true;
+      for (char c : slurm::BaseStateName(info.state)) {
+        if (c == '_') {
+          upper = true;
+          continue;
+        }
+        out += upper ? c : static_cast<char>(std::tolower(c));
+        upper = false;
+      }
+      return out;
+    }());
     SetCondition(conds, kReady, C::kFalse, reason, msg, generation, now);
     SetCondition(conds, kStalled, C::kTrue, reason, msg, generation, now);
     SetCondition(conds, kFailed, C::kTrue, reason, msg, generation, now);
@@ -209,10 +208,11 @@ v1alpha1::SlurmJobStatus StatusAfterSubmit(const v1alpha1::SlurmJobStatus& curre
   s.clear_start_time();
   s.clear_end_time();
   SetTimestamp(s.mutable_submit_time(), now);
-  std::string msg = adopted ? absl::StrCat("Found Slurm job ", job_id, " on cluster ", std::string(cluster),
-                                           " submitted earlier for this SlurmJob; tracking it.")
-                            : absl::StrCat("Submitted to cluster ", std::string(cluster), " as Slurm job ",
-                                           job_id, ".");
+  std::string msg =
+      adopted ? absl::StrCat("Found Slurm job ", job_id, " on cluster ", std::string(cluster),
+                             " submitted earlier for this SlurmJob; tracking it.")
+              : absl::StrCat("Submitted to cluster ", std::string(cluster), " as Slurm job ",
+                             job_id, ".");
   s.set_message(msg);
   auto* conds = s.mutable_conditions();
   ClearMilestones(&s);

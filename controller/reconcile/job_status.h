@@ -50,8 +50,8 @@ bool IsFinalJobState(std::string_view job_state);
 // The status after Slurm reported `info` for the job. `we_cancelled` tells
 // whether the operator asked for the cancellation (for the message).
 v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& current,
-                                           const slurm::JobInfo& info, int64_t generation,
-                                           Time now, std::vector<EventSpec>* events);
+                                           const slurm::JobInfo& info, int64_t generation, Time now,
+                                           std::vector<EventSpec>* events);
 
 // The status right after Slurm accepted the job as `job_id`.
 v1alpha1::SlurmJobStatus StatusAfterSubmit(const v1alpha1::SlurmJobStatus& current, int64_t job_id,

@@ -10,6 +10,8 @@
 namespace slurmop::reconcile {
 namespace {
 
+const std::string kClusterKeyPrefix = "scl:";
+
 std::string MetaField(const nlohmann::json& obj, const char* field) {
   auto meta = obj.find("metadata");
   if (meta == obj.end() || !meta->is_object()) return "";
@@ -61,6 +63,20 @@ void Manager::OnClusterEvent(const std::string& type,
   if (!obj || !jobs_) return;
   const std::string ns = MetaField(*obj, "namespace");
   const std::string name = MetaField(*obj, "name");
+  const std::string key = absl::StrCat(ns, "/", name);
+  {
+    int64_t generation =
+        obj->value("metadata", nlohmann::json::object()).value("generation", int64_t{0});
+    std::lock_guard<std::mutex> lock(generations_mu_);
+    if (type == "DELETED") {
+      cluster_generations_.erase(key);
+    } else {
+      auto [it, inserted] = cluster_generations_.try_emplace(key, generation);
+      if (!inserted && it->second == generation) return;  // a status write: nothing to redo
+      it->second = generation;
+      queue_.Add(kClusterKeyPrefix + key);
+    }
+  }
   for (const auto& job : jobs_->List()) {
     if (MetaField(*job, "namespace") != ns) continue;
     std::string ref;
@@ -101,7 +117,9 @@ void Manager::Work() {
   while (true) {
     std::optional<std::string> key = queue_.Get();
     if (!key) return;
-    ReconcileResult r = executor_.Reconcile(*key);
+    ReconcileResult r = key->rfind(kClusterKeyPrefix, 0) == 0
+                            ? executor_.ReconcileCluster(key->substr(kClusterKeyPrefix.size()))
+                            : executor_.Reconcile(*key);
     if (r.retry_with_backoff) {
       queue_.AddRateLimited(*key);
     } else {

@@ -7,13 +7,16 @@
 //   retry_with_backoff  -> AddRateLimited (per-key exponential backoff)
 //   requeue_after = d   -> Forget, then AddAfter(d)
 //   otherwise           -> Forget
-// A SlurmCluster change enqueues every SlurmJob that names it.
+// A SlurmCluster spec change enqueues every SlurmJob that names it, and the
+// cluster itself under the key "scl:namespace/name" (its probe).
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_MANAGER_H_
 #define SLURMOP_CONTROLLER_RECONCILE_MANAGER_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,9 +35,8 @@ struct ManagerOptions {
 
 class Manager {
  public:
-  Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
-          CredentialsResolver& credentials, EventSink& events, const Clock& clock,
-          ManagerOptions options);
+  Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api, CredentialsResolver& credentials,
+          EventSink& events, const Clock& clock, ManagerOptions options);
   ~Manager();
 
   // Starts the informers and the workers; returns at once.
@@ -64,6 +66,10 @@ class Manager {
   const Clock& clock_;
   const ManagerOptions options_;
   kube::WorkQueue queue_;
+  // Last generation seen per SlurmCluster: only spec changes (not our own
+  // status writes) fan out to the SlurmJobs that name it.
+  std::mutex generations_mu_;
+  std::map<std::string, int64_t> cluster_generations_;
   std::unique_ptr<kube::Informer> jobs_;
   std::unique_ptr<kube::Informer> clusters_;
   CacheView jobs_view_;

@@ -32,6 +32,8 @@ struct Case {
   absl::StatusCode code;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.status; }
+
 class GoogleStatusTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GoogleStatusTest, MapsStatusNameToCodeAndMessage) {
@@ -61,7 +63,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{500, "INTERNAL", absl::StatusCode::kInternal},
                       Case{503, "UNAVAILABLE", absl::StatusCode::kUnavailable},
                       Case{500, "DATA_LOSS", absl::StatusCode::kDataLoss},
-                      Case{401, "UNAUTHENTICATED", absl::StatusCode::kUnauthenticated}));
+                      Case{401, "UNAUTHENTICATED", absl::StatusCode::kUnauthenticated}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.status); });
 
 TEST(GoogleError, StatusNameWinsOverHttpCode) {
   // e.g. a 400 whose status says FAILED_PRECONDITION.

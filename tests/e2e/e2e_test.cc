@@ -13,8 +13,8 @@
 
 #include "controller/http/cpprest_transport.h"
 #include "gmock/gmock.h"
-#include "grpcpp/grpcpp.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/subprocess.h"
@@ -22,13 +22,13 @@
 namespace slurmop {
 namespace {
 
-using ::testing::HasSubstr;
+using std::chrono::seconds;
 using testing::CommandResult;
+using ::testing::HasSubstr;
 using testing::ReadFile;
 using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
-using std::chrono::seconds;
 
 constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "e2e";
@@ -54,36 +54,35 @@ class E2E : public ::testing::Test {
     dir_ = new std::string(testing::MakeTempDir("slurmop-e2e-"));
     const std::string src = SLURMOP_SOURCE_DIR;
 
-    apiserver_ = new Subprocess(
-        {kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0", "--port-file",
-         *dir_ + "/kube.port", "--kubeconfig-out", *dir_ + "/kubeconfig", "--tls-auto",
-         *dir_ + "/tls"},
-        *dir_ + "/kube_apiserver.log");
+    apiserver_ = new Subprocess({kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
+                                 "--port-file", *dir_ + "/kube.port", "--kubeconfig-out",
+                                 *dir_ + "/kubeconfig", "--tls-auto", *dir_ + "/tls"},
+                                *dir_ + "/kube_apiserver.log");
     agent_ = new Subprocess({kPython, src + "/tests/fakes/agent_platform.py", "--port", "0",
                              "--port-file", *dir_ + "/ap.port", "--verbose"},
                             *dir_ + "/agent_platform.log");
     ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
     ap_port_ = ReadPort(*dir_ + "/ap.port");
     ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
-    ASSERT_TRUE(WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); },
-                          seconds(10)));
+    ASSERT_TRUE(
+        WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); }, seconds(10)));
 
     CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
     ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
     CommandResult ns = Kubectl({"create", "namespace", kNs});
     ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
-    CommandResult cluster = Kubectl(
-        {"apply", "-f", "-"}, "apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
-                              "kind: SlurmCluster\n"
-                              "metadata: {name: local, namespace: e2e}\n"
-                              "spec:\n"
-                              "  projectId: demo-project\n"
-                              "  region: us-central1\n"
-                              "  clusterId: demo-cluster\n"
-                              "  slurmApiVersion: v0.0.42\n"
-                              "  defaultPartition: debug\n"
-                              "  endpoint: http://127.0.0.1:" +
-                                  std::to_string(ap_port_) + "\n");
+    CommandResult cluster = Kubectl({"apply", "-f", "-"},
+                                    "apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
+                                    "kind: SlurmCluster\n"
+                                    "metadata: {name: local, namespace: e2e}\n"
+                                    "spec:\n"
+                                    "  projectId: demo-project\n"
+                                    "  region: us-central1\n"
+                                    "  clusterId: demo-cluster\n"
+                                    "  slurmApiVersion: v0.0.42\n"
+                                    "  defaultPartition: debug\n"
+                                    "  endpoint: http://127.0.0.1:" +
+                                        std::to_string(ap_port_) + "\n");
     ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
 
     operator_ = new Subprocess(
@@ -163,9 +162,11 @@ class E2E : public ::testing::Test {
                                 const std::string& extra_spec = "") {
     std::string yaml =
         "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
-        "metadata: {name: " + name + ", namespace: e2e}\n"
-        "spec:\n  clusterRef: {name: local}\n  timeLimitMinutes: 5\n" + extra_spec +
-        "  script: |\n";
+        "metadata: {name: " +
+        name +
+        ", namespace: e2e}\n"
+        "spec:\n  clusterRef: {name: local}\n  timeLimitMinutes: 5\n" +
+        extra_spec + "  script: |\n";
     std::stringstream in(script_body);
     for (std::string line; std::getline(in, line);) yaml += "    " + line + "\n";
     return Kubectl({"apply", "-f", "-"}, yaml);
@@ -210,6 +211,31 @@ TEST_F(E2E, HealthServesLivenessAndReadinessOnceSynced) {
   EXPECT_EQ(code, grpc::StatusCode::NOT_FOUND);
 }
 
+TEST_F(E2E, ClusterIsProbedAndReady) {
+  CommandResult wait =
+      Kubectl({"wait", "-n", kNs, "scl/local", "--for=condition=Ready", "--timeout=30s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  CommandResult bad = Kubectl({"apply", "-f", "-"},
+                              "apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
+                              "kind: SlurmCluster\n"
+                              "metadata: {name: wrong, namespace: e2e}\n"
+                              "spec:\n"
+                              "  projectId: demo-project\n"
+                              "  region: us-central1\n"
+                              "  clusterId: no-such-cluster\n"
+                              "  endpoint: http://127.0.0.1:" +
+                                  std::to_string(ap_port_) + "\n");
+  ASSERT_EQ(bad.exit_code, 0) << bad.err;
+  CommandResult reason =
+      Kubectl({"wait", "-n", kNs, "scl/wrong",
+               "--for=jsonpath={.status.conditions[?(@.type==\"Ready\")].reason}="
+               "ClusterNotFound",
+               "--timeout=30s"});
+  EXPECT_EQ(reason.exit_code, 0) << reason.out << reason.err;
+  CommandResult table = Kubectl({"get", "-n", kNs, "scl"});
+  EXPECT_THAT(table.out, HasSubstr("READY"));
+}
+
 TEST_F(E2E, ApplyRunsToCompletedWithJobIdInTheTable) {
   CommandResult r = ApplyJob("hello", "#!/bin/bash\necho hello\nsleep 1\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -245,8 +271,8 @@ TEST_F(E2E, ApplyRunsToCompletedWithJobIdInTheTable) {
 
 TEST_F(E2E, NonZeroExitIsFailedWithItsExitCode) {
   ASSERT_EQ(ApplyJob("fails", "#!/bin/bash\necho oops\nexit 3\n").exit_code, 0);
-  CommandResult wait = Kubectl(
-      {"wait", "-n", kNs, "sj/fails", "--for=condition=Failed", "--timeout=60s"});
+  CommandResult wait =
+      Kubectl({"wait", "-n", kNs, "sj/fails", "--for=condition=Failed", "--timeout=60s"});
   ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
   EXPECT_EQ(Get("fails", "{.status.jobState}"), "FAILED");
   EXPECT_EQ(Get("fails", "{.status.exitCode}"), "3");
@@ -255,8 +281,8 @@ TEST_F(E2E, NonZeroExitIsFailedWithItsExitCode) {
 
 TEST_F(E2E, DeleteWhileRunningCancelsTheSlurmJobThenReleases) {
   ASSERT_EQ(ApplyJob("long", "#!/bin/bash\nsleep 120\n").exit_code, 0);
-  CommandResult wait = Kubectl({"wait", "-n", kNs, "sj/long",
-                                "--for=jsonpath={.status.jobState}=RUNNING", "--timeout=60s"});
+  CommandResult wait = Kubectl(
+      {"wait", "-n", kNs, "sj/long", "--for=jsonpath={.status.jobState}=RUNNING", "--timeout=60s"});
   ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
   std::vector<nlohmann::json> jobs = SlurmJobsFor("long");
   ASSERT_EQ(jobs.size(), 1u);
@@ -308,8 +334,7 @@ TEST_F(E2E, ScriptWithoutInterpreterLineIsAConditionAndNothingIsSubmitted) {
   CommandResult wait =
       Kubectl({"wait", "-n", kNs, "sj/noshebang", "--for=condition=Stalled", "--timeout=30s"});
   ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
-  EXPECT_EQ(Get("noshebang", "{.status.conditions[?(@.type==\"Stalled\")].reason}"),
-            "InvalidSpec");
+  EXPECT_EQ(Get("noshebang", "{.status.conditions[?(@.type==\"Stalled\")].reason}"), "InvalidSpec");
   EXPECT_THAT(Get("noshebang", "{.status.message}"), HasSubstr("#! line"));
   EXPECT_TRUE(SlurmJobsFor("noshebang").empty());
   // Fixing the spec submits it.

@@ -14,9 +14,9 @@
 namespace slurmop::reconcile {
 namespace {
 
+using std::chrono::seconds;
 using ::testing::HasSubstr;
 using ::testing::Pair;
-using std::chrono::seconds;
 
 const Time kT0 = Time(seconds(1'700'000'000));
 
@@ -300,7 +300,8 @@ INSTANTIATE_TEST_SUITE_P(
                        c.kind = ClusterFacts::Kind::kNotFound;
                        c.spec.Clear();
                      },
-                     "ClusterNotFound", "SlurmCluster \"a3\" does not exist in namespace \"team-a\""},
+                     "ClusterNotFound",
+                     "SlurmCluster \"a3\" does not exist in namespace \"team-a\""},
         BadInputCase{"EmptyScript", [](JobFacts& j, ClusterFacts&) { j.spec.clear_script(); },
                      "InvalidSpec", "spec.script is empty"},
         BadInputCase{"WhitespaceScript",
@@ -507,15 +508,15 @@ INSTANTIATE_TEST_SUITE_P(
         FinalCase{slurm::BaseState::kFailed, 3, std::nullopt, "Failed", "JobFailed", 3},
         FinalCase{slurm::BaseState::kTimeout, std::nullopt, 15, "Failed", "JobTimeout", 143},
         FinalCase{slurm::BaseState::kCancelled, std::nullopt, 9, "Cancelled", "Cancelled", 137},
-        FinalCase{slurm::BaseState::kNodeFail, std::nullopt, std::nullopt, "Failed",
-                  "JobNodeFail", std::nullopt},
+        FinalCase{slurm::BaseState::kNodeFail, std::nullopt, std::nullopt, "Failed", "JobNodeFail",
+                  std::nullopt},
         FinalCase{slurm::BaseState::kOutOfMemory, 0, std::nullopt, "Failed", "JobOutOfMemory", 0},
         FinalCase{slurm::BaseState::kPreempted, std::nullopt, std::nullopt, "Failed",
                   "JobPreempted", std::nullopt},
-        FinalCase{slurm::BaseState::kBootFail, std::nullopt, std::nullopt, "Failed",
-                  "JobBootFail", std::nullopt},
-        FinalCase{slurm::BaseState::kDeadline, std::nullopt, std::nullopt, "Failed",
-                  "JobDeadline", std::nullopt}));
+        FinalCase{slurm::BaseState::kBootFail, std::nullopt, std::nullopt, "Failed", "JobBootFail",
+                  std::nullopt},
+        FinalCase{slurm::BaseState::kDeadline, std::nullopt, std::nullopt, "Failed", "JobDeadline",
+                  std::nullopt}));
 
 TEST(DecideTrack, TerminalStateStillCompletingIsNotFinal) {
   JobFacts job = Submitted();
