@@ -16,7 +16,7 @@ PACKAGES=(
   libcpprest-dev libprotobuf-dev protobuf-compiler libprotoc-dev
   libgrpc++-dev protobuf-compiler-grpc libgoogle-glog-dev libabsl-dev
   nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgtest-dev libgmock-dev
-  python3 python3-yaml clang-format openssl curl
+  python3 python3-yaml clang-format openssl curl lua5.4
 )
 
 missing=()

@@ -28,6 +28,7 @@
 #   SLURM_LOCAL_SLURMD_PORT slurmd port                 (6818)
 #   SLURM_LOCAL_USER       user of the JWT; jobs run as this user (root)
 #   SLURM_LOCAL_MIN_JOB_AGE seconds a finished job stays in slurmctld (5)
+#   SLURM_LOCAL_EXTRA_PACKAGES more packages for `install` (space-separated)
 #   SLURM_LOCAL_CPUS       CPUs the node advertises (max(real, 4); more than real is fine for
 #                          test jobs, it lets a long job and short jobs run side by side)
 # Every daemon listens on TCP (slurmctld/slurmd/slurmdbd on all addresses, as Slurm 22.05 has
@@ -55,6 +56,8 @@ LAYOUT=3
 
 PKGS=(slurmctld slurmd slurmrestd slurm-client slurm-wlm-basic-plugins slurm-wlm-jwt-plugin
       munge slurmdbd slurm-wlm-mysql-plugin mariadb-server)
+# shellcheck disable=SC2206  # word splitting wanted
+PKGS+=(${SLURM_LOCAL_EXTRA_PACKAGES:-})
 
 export SLURM_CONF="$DIR/etc/slurm.conf"
 # A caller's SLURM_JWT would switch the client commands below to auth/jwt.
@@ -247,7 +250,7 @@ rest_ping() {
   local t
   t=$(token)
   [ -n "$t" ] || return 1
-  curl -sf --connect-timeout 2 -m 5 -H "X-SLURM-USER-NAME: $JOB_USER" -H "X-SLURM-USER-TOKEN: $t" \
+  curl -sf --connect-timeout 2 -m 3 -H "X-SLURM-USER-NAME: $JOB_USER" -H "X-SLURM-USER-TOKEN: $t" \
     "http://127.0.0.1:$REST_PORT/slurm/$API/ping" 2>/dev/null | grep -q '"pings"'
 }
 
@@ -550,18 +553,28 @@ cmd_status() {
 cmd_check() {
   need_root
   check_dir
+  local before
+  before=$(pid_of slurmrestd)
   if rest_ping; then log "slurmrestd OK"; return 0; fi
   take_lock
-  rest_ping && { log "slurmrestd OK"; return 0; }
+  # Another `check` may have restarted it while we waited for the lock.
+  if [ "$(pid_of slurmrestd)" != "$before" ] && rest_ping; then log "slurmrestd OK"; return 0; fi
   local d
   for d in munged mariadb slurmdbd slurmctld slurmd; do
     alive "$d" || { err "$d is not running; use: $0 restart"; return 1; }
   done
   T0=$(date +%s.%N)
   err "slurmrestd does not answer on 127.0.0.1:$REST_PORT; restarting it"
-  stop_pids 5 "$(pid_of slurmrestd)"
+  local p
+  p=$(pid_of slurmrestd)
+  if is_ours "$p"; then kill -CONT "$p" 2>/dev/null || true; fi
+  stop_pids 2 "$p"
   start_restd
-  wait_until slurmrestd 30 rest_ping || { err "slurmrestd still does not answer"; tail -n 20 "$DIR/log/slurmrestd.stdout" >&2; return 1; }
+  if ! wait_until slurmrestd 30 rest_ping; then
+    err "slurmrestd still does not answer"
+    tail -n 20 "$DIR/log/slurmrestd.stdout" >&2
+    return 1
+  fi
   step "slurmrestd restarted and answers"
 }
 

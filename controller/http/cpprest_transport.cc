@@ -133,8 +133,12 @@ class CpprestTransport::Impl {
                                   const std::shared_ptr<StreamHandle>& handle);
 
  private:
+  // The pooled client for `base` (connections kept alive and reused).
   std::shared_ptr<http_client> ClientFor(const std::string& base,
                                          std::chrono::milliseconds timeout);
+  // A client of its own, whose connections are never reused by others.
+  std::shared_ptr<http_client> NewClient(const std::string& base,
+                                         std::chrono::milliseconds timeout) const;
   web::http::http_request BuildMessage(const Request& request, const SplitUrl& url) const;
 
   const std::shared_ptr<const TlsMaterial> tls_;
@@ -149,7 +153,14 @@ std::shared_ptr<http_client> CpprestTransport::Impl::ClientFor(const std::string
   std::lock_guard<std::mutex> lock(mu_);
   auto it = clients_.find(key);
   if (it != clients_.end()) return it->second;
+  auto client = NewClient(base, timeout);
+  clients_.emplace(key, client);
+  return client;
+}
 
+std::shared_ptr<http_client> CpprestTransport::Impl::NewClient(
+    const std::string& base, std::chrono::milliseconds timeout) const {
+  if (timeout.count() <= 0) timeout = kDefaultTimeout;
   http_client_config config;
   config.set_timeout(timeout);
   config.set_validate_certificates(!tls_->insecure_skip_tls_verify);
@@ -159,9 +170,7 @@ std::shared_ptr<http_client> CpprestTransport::Impl::ClientFor(const std::string
     absl::Status configured = ConfigureSslContext(*tls, context);
     if (!configured.ok()) LOG(ERROR) << "TLS context setup failed: " << configured.message();
   });
-  auto client = std::make_shared<http_client>(web::uri(base), config);
-  clients_.emplace(key, client);
-  return client;
+  return std::make_shared<http_client>(web::uri(base), config);
 }
 
 web::http::http_request CpprestTransport::Impl::BuildMessage(const Request& request,
@@ -196,7 +205,14 @@ absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   pplx::cancellation_token_source cts;
   try {
-    std::shared_ptr<http_client> client = ClientFor(url->base, timeout);
+    // cpprest silently re-sends a request once when a pooled (kept-alive)
+    // connection turns out closed by the server, including the case where the
+    // server processed it and then closed: for a POST that is a duplicate
+    // submission. Non-idempotent requests therefore never use a pooled
+    // connection: a fresh client has none to reuse.
+    const bool idempotent = request.method != "POST" && request.method != "PATCH";
+    std::shared_ptr<http_client> client =
+        idempotent ? ClientFor(url->base, timeout) : NewClient(url->base, timeout);
     TaskOutcome<web::http::http_response> head(
         client->request(BuildMessage(request, *url), cts.get_token()));
     AwaitResult waited = AwaitTask(head, cts, nullptr, deadline);

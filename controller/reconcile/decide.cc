@@ -226,7 +226,7 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
 
   // A submit that returned an id, or an earlier job found by its tag: record it.
   std::optional<int64_t> known_id = memo.submitted_job_id;
-  bool adopted = false;
+  bool adopted = memo.submitted_job_id.has_value() && memo.submitted_job_adopted;
   if (out.submit && out.submit->ok()) known_id = out.submit->value();
   if (!known_id && out.tag_lookup && out.tag_lookup->ok() && out.tag_lookup->value()) {
     known_id = *out.tag_lookup->value();
@@ -444,6 +444,7 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, Time now) 
   if (out.submit) {
     if (out.submit->ok()) {
       memo->submitted_job_id = out.submit->value();
+      memo->submitted_job_adopted = false;
       memo->submit_outcome_unknown = false;
       // Just submitted: Slurm would only say PENDING; the first look can wait
       // one poll interval.
@@ -455,6 +456,7 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, Time now) 
   if (out.tag_lookup && out.tag_lookup->ok()) {
     if (out.tag_lookup->value()) {
       memo->submitted_job_id = *out.tag_lookup->value();
+      memo->submitted_job_adopted = true;
     } else {
       memo->no_earlier_submit = true;
     }

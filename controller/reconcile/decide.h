@@ -87,6 +87,7 @@ struct Outcomes {
 struct Memo {
   std::string uid;                          // the memo belongs to this incarnation
   std::optional<int64_t> submitted_job_id;  // submitted, status not yet written
+  bool submitted_job_adopted = false;       // ... found by its tag rather than submitted now
   bool submit_outcome_unknown = false;      // look for the tag before submitting again
   // This process knows that no earlier submit happened for this SlurmJob (it
   // added the finalizer itself, or searched for the tag and found nothing).

@@ -346,6 +346,26 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
           for (const slurm::JobInfo& j : list->jobs) {
             if (j.comment == tag && (!found || j.job_id > *found)) found = j.job_id;
           }
+          if (!found) {
+            // Not in the live queue: it may have finished and been purged
+            // while no operator was watching. Accounting keeps it (with its
+            // comment, given AccountingStoreFlags=job_comment).
+            const std::string job_name =
+                facts->spec.name().empty() ? facts->id.name : facts->spec.name();
+            r = call(agentplatform::HttpMethod::kGet, (*dialect)->DbJobsPath(job_name), nullptr);
+            if (!r.ok()) {
+              out.tag_lookup = r.status();
+              continue;
+            }
+            absl::StatusOr<slurm::JobList> db = (*dialect)->ParseDbJobs(r->status, r->body);
+            if (!db.ok()) {
+              out.tag_lookup = db.status();
+              continue;
+            }
+            for (const slurm::JobInfo& j : db->jobs) {
+              if (j.comment == tag && (!found || j.job_id > *found)) found = j.job_id;
+            }
+          }
           LOG(INFO) << key << ": tag search "
                     << (found ? absl::StrCat("found job ", *found) : "found nothing");
           out.tag_lookup = found;

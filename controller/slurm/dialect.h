@@ -47,6 +47,10 @@ class Dialect {
   virtual std::string JobPath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42
   // /slurm/v0.0.42/jobs/ or /slurm/v0.0.42/jobs/?update_time=N
   virtual std::string JobsPath(std::optional<int64_t> update_time) const = 0;
+  // Accounting records of jobs named `job_name`:
+  // /slurmdb/v0.0.42/jobs?job_name=NAME (NAME percent-encoded). Used to find
+  // a job by its tag once it has left the live queue.
+  virtual std::string DbJobsPath(std::string_view job_name) const = 0;
   virtual std::string CancelPath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42 (DELETE)
   virtual std::string DbJobPath(int64_t job_id) const = 0;   // /slurmdb/v0.0.42/job/42
   virtual std::string PingPath() const = 0;                  // /slurm/v0.0.42/ping/
@@ -83,6 +87,9 @@ class Dialect {
                                              int64_t job_id) const = 0;
   // 304, or a "No job changes since update_time" message -> unchanged.
   virtual absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body) const = 0;
+  // Every record of a /slurmdb/.../jobs answer; "nothing found" is an empty list.
+  virtual absl::StatusOr<JobList> ParseDbJobs(int http_status,
+                                              const nlohmann::json& body) const = 0;
   // Several records -> the latest submission (of those whose job_id matches,
   // if any does); "Nothing found" (9003) / warning "found nothing" / empty /
   // 404 -> job == nullopt.

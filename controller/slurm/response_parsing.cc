@@ -182,6 +182,30 @@ absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const json& b
   return JobLookup{std::move(latest), Surfaced(std::move(m))};
 }
 
+absl::StatusOr<JobList> ParseSlurmdbJobsResponse(int http_status, const json& body,
+                                                 SlurmdbExitCodes exit_codes) {
+  Messages m = ReadMessages(body);
+  if (IsUnknownPath(http_status, body)) return RejectionStatus(http_status, body, m.errors);
+  JobList out;
+  if (http_status == 404 || ContainsErrorNumber(m.errors, kErrorNothingFound) ||
+      ContainsText(m.warnings, "found nothing") || ContainsText(m.warnings, "nothing found")) {
+    return out;
+  }
+  const json* jobs = JobsArray(body);
+  const bool has_jobs = jobs != nullptr && !jobs->empty();
+  if (http_status >= 400 || (!m.errors.empty() && !has_jobs)) {
+    return RejectionStatus(http_status, body, m.errors);
+  }
+  if (jobs == nullptr) return MalformedResponse("slurmdb jobs query answered without a jobs array");
+  for (const json& record : *jobs) {
+    absl::StatusOr<JobInfo> info = DecodeSlurmdbJob(record, exit_codes);
+    if (!info.ok()) return info.status();
+    out.jobs.push_back(*std::move(info));
+  }
+  out.warnings = Surfaced(std::move(m));
+  return out;
+}
+
 absl::StatusOr<CancelResponse> ParseCancelResponse(int http_status, const json& body,
                                                    int64_t job_id) {
   Messages m = ReadMessages(body);

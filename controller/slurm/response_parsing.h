@@ -30,6 +30,10 @@ absl::StatusOr<JobList> ParseJobsResponse(int http_status, const nlohmann::json&
 absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const nlohmann::json& body,
                                                   int64_t job_id, SlurmdbExitCodes exit_codes);
 
+// Every record of a /slurmdb/.../jobs answer ("nothing found" -> empty list).
+absl::StatusOr<JobList> ParseSlurmdbJobsResponse(int http_status, const nlohmann::json& body,
+                                                 SlurmdbExitCodes exit_codes);
+
 absl::StatusOr<CancelResponse> ParseCancelResponse(int http_status, const nlohmann::json& body,
                                                    int64_t job_id);
 

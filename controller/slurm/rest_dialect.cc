@@ -4,6 +4,7 @@
 
 #include "controller/slurm/rest_dialect.h"
 
+#include <cctype>
 #include <exception>
 #include <utility>
 
@@ -44,6 +45,22 @@ std::string RestDialect::JobsPath(std::optional<int64_t> update_time) const {
   return path;
 }
 
+std::string RestDialect::DbJobsPath(std::string_view job_name) const {
+  // Percent-encode everything outside RFC 3986's unreserved set.
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string encoded;
+  for (unsigned char c : job_name) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      encoded += static_cast<char>(c);
+    } else {
+      encoded += '%';
+      encoded += kHex[c >> 4];
+      encoded += kHex[c & 15];
+    }
+  }
+  return absl::StrCat("/slurmdb/", ToAbsl(format_.version), "/jobs?job_name=", encoded);
+}
+
 std::string RestDialect::CancelPath(int64_t job_id) const { return JobPath(job_id); }
 
 std::string RestDialect::DbJobPath(int64_t job_id) const {
@@ -73,6 +90,13 @@ absl::StatusOr<JobLookup> RestDialect::ParseJob(int http_status, const nlohmann:
 
 absl::StatusOr<JobList> RestDialect::ParseJobs(int http_status, const nlohmann::json& body) const {
   return Fenced("reading the jobs response", [&] { return ParseJobsResponse(http_status, body); });
+}
+
+absl::StatusOr<JobList> RestDialect::ParseDbJobs(int http_status,
+                                                 const nlohmann::json& body) const {
+  return Fenced("reading the slurmdb jobs response", [&] {
+    return ParseSlurmdbJobsResponse(http_status, body, format_.slurmdb_exit_codes);
+  });
 }
 
 absl::StatusOr<JobLookup> RestDialect::ParseDbJob(int http_status, const nlohmann::json& body,

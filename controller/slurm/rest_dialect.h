@@ -24,6 +24,7 @@ class RestDialect final : public Dialect {
   std::string SubmitPath() const override;
   std::string JobPath(int64_t job_id) const override;
   std::string JobsPath(std::optional<int64_t> update_time) const override;
+  std::string DbJobsPath(std::string_view job_name) const override;
   std::string CancelPath(int64_t job_id) const override;
   std::string DbJobPath(int64_t job_id) const override;
   std::string PingPath() const override;
@@ -34,6 +35,7 @@ class RestDialect final : public Dialect {
   absl::StatusOr<JobLookup> ParseJob(int http_status, const nlohmann::json& body,
                                      int64_t job_id) const override;
   absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body) const override;
+  absl::StatusOr<JobList> ParseDbJobs(int http_status, const nlohmann::json& body) const override;
   absl::StatusOr<JobLookup> ParseDbJob(int http_status, const nlohmann::json& body,
                                        int64_t job_id) const override;
   absl::StatusOr<CancelResponse> ParseCancel(int http_status, const nlohmann::json& body,

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <regex>
+#include <thread>
 
 #include "controller/http/cpprest_transport.h"
 #include "gmock/gmock.h"
@@ -85,13 +86,7 @@ class E2E : public ::testing::Test {
                                         std::to_string(ap_port_) + "\n");
     ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
 
-    operator_ = new Subprocess(
-        {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
-         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5"},
-        *dir_ + "/operator.log",
-        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-         {"HOME", *dir_}});
+    StartOperator();
     health_port_ = ReadPort(*dir_ + "/health.port");
     ASSERT_GT(health_port_, 0) << ReadFile(*dir_ + "/operator.log");
   }
@@ -141,6 +136,28 @@ class E2E : public ::testing::Test {
     absl::StatusOr<http::Response> r = (*transport)->Send(req);
     if (!r.ok() || r->status != 200) return nullptr;
     return nlohmann::json::parse(r->body, nullptr, false);
+  }
+
+  // POST on the Agent Platform stand-in's admin API.
+  static bool AdminPost(const std::string& path, const nlohmann::json& body) {
+    static auto transport = http::CpprestTransport::Create({});
+    http::Request req;
+    req.method = "POST";
+    req.url = "http://127.0.0.1:" + std::to_string(ap_port_) + path;
+    req.headers["Content-Type"] = "application/json";
+    req.body = body.dump();
+    absl::StatusOr<http::Response> r = (*transport)->Send(req);
+    return r.ok() && r->status == 200;
+  }
+
+  static void StartOperator() {
+    operator_ = new Subprocess(
+        {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
+         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5"},
+        *dir_ + "/operator.log",
+        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
+         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
+         {"HOME", *dir_}});
   }
 
   // The Slurm jobs carrying a SlurmJob's tag (the operator writes the UID into `comment`).
@@ -353,6 +370,42 @@ TEST_F(E2E, UnknownPartitionIsRejectedOnceWithSlurmsMessage) {
   EXPECT_EQ(Get("badpart", "{.status.conditions[?(@.type==\"Stalled\")].reason}"),
             "SubmitRejected");
   EXPECT_THAT(Get("badpart", "{.status.message}"), HasSubstr("Invalid partition"));
+}
+
+TEST_F(E2E, ALostSubmitResponseIsFoundByItsTagNotSubmittedAgain) {
+  // Agent Platform performs the next submit, then drops the connection: the
+  // operator cannot know whether the job exists.
+  ASSERT_TRUE(AdminPost("/__admin/faults", {{"action", "perform_then_drop"},
+                                            {"method", "POST"},
+                                            {"path", "/job/submit$"},
+                                            {"count", 1}}));
+  ASSERT_EQ(ApplyJob("lostreply", "#!/bin/bash\necho hi\nsleep 1\n").exit_code, 0);
+  CommandResult wait = Kubectl({"wait", "-n", kNs, "sj/lostreply",
+                                "--for=jsonpath={.status.jobState}=COMPLETED", "--timeout=60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(SlurmJobsFor("lostreply").size(), 1u) << "submitted twice";
+  EXPECT_EQ(Get("lostreply", "{.status.conditions[?(@.type==\"Submitted\")].reason}"), "Adopted");
+}
+
+TEST_F(E2E, SigkillAndRestartLosesNothingAndDuplicatesNothing) {
+  constexpr int kJobs = 12;
+  for (int i = 0; i < kJobs; ++i) {
+    ASSERT_EQ(ApplyJob("crash-" + std::to_string(i), "#!/bin/bash\nsleep 2\n").exit_code, 0);
+  }
+  // Kill the operator mid-flight, without a chance to clean up.
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  operator_->Stop(SIGKILL);
+  delete operator_;
+  operator_ = nullptr;
+  std::this_thread::sleep_for(seconds(1));
+  StartOperator();
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string name = "crash-" + std::to_string(i);
+    CommandResult wait = Kubectl({"wait", "-n", kNs, "sj/" + name,
+                                  "--for=jsonpath={.status.jobState}=COMPLETED", "--timeout=90s"});
+    EXPECT_EQ(wait.exit_code, 0) << name << ": " << wait.out << wait.err;
+    EXPECT_EQ(SlurmJobsFor(name).size(), 1u) << name;
+  }
 }
 
 }  // namespace

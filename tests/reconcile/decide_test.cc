@@ -196,6 +196,21 @@ TEST(DecideSubmit, UnknownOutcomeLeadsToATagSearchNotASecondSubmit) {
   EXPECT_EQ(d.action, Action::kFindByTag);
 }
 
+TEST(DecideSubmit, TagFoundIsAdoptedAlsoWhenRecordedFromTheMemo) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Memo memo;
+  memo.uid = "uid-1";
+  memo.submit_outcome_unknown = true;
+  Outcomes out;
+  out.tag_lookup = std::optional<int64_t>(55);
+  UpdateMemo(&memo, out, job, kT0);  // as the executor does before deciding
+  Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.job_id(), 55);
+  EXPECT_EQ(Cond(d.status, kSubmitted).reason(), "Adopted");
+}
+
 TEST(DecideSubmit, TagFoundIsAdopted) {
   JobFacts job = NewJob();
   job.has_finalizer = true;

@@ -1,0 +1,558 @@
+// File: tests/e2e/real_slurm_test.cc
+//
+// The whole path against a REAL Slurm: the operator binary, the real kubectl
+// against the stand-in Kubernetes API server, and the Agent Platform stand-in
+// forwarding callSlurmRestApi to Debian's slurmrestd 22.05.8 (v0.0.38) of a
+// single-node cluster started by scripts/slurm-local.sh. Every scenario checks
+// the outcome with Slurm's own tools (sacct, squeue, scontrol), not only with
+// the operator's status.
+//
+// The suite is one ctest entry (label real-slurm): the scenarios share one
+// cluster, and the time-limit job (60-90 s in Slurm) is applied in
+// SetUpTestSuite and checked by the last test, so it runs while the others do.
+// It is skipped only when apt cannot install the Slurm packages; every other
+// problem fails. SLURM_LOCAL_KEEP=1 leaves the cluster running afterwards.
+
+#include <signal.h>
+
+#include <chrono>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "controller/http/cpprest_transport.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/subprocess.h"
+
+namespace slurmop {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::CommandResult;
+using testing::ReadFile;
+using testing::RunCommand;
+using testing::Subprocess;
+using testing::WaitUntil;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kPython[] = "/usr/bin/python3";
+constexpr char kNs[] = "realslurm";
+constexpr int kInstallSkipExit = 100;  // scripts/slurm-local.sh install: apt failed
+
+double Since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int ReadPort(const std::string& file) {
+  int port = 0;
+  WaitUntil(
+      [&] {
+        std::string s = ReadFile(file);
+        if (s.empty()) return false;
+        port = std::atoi(s.c_str());
+        return port > 0;
+      },
+      seconds(30));
+  return port;
+}
+
+std::string Tail(const std::string& text, size_t n) {
+  return text.size() > n ? "..." + text.substr(text.size() - n) : text;
+}
+
+// One row of `sacct -X -n -P -o JobID,State,ExitCode,Comment`.
+struct AcctRow {
+  std::string job_id, state, exit_code, comment;
+};
+
+class RealSlurm : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    suite_start_ = new std::chrono::steady_clock::time_point(std::chrono::steady_clock::now());
+    dir_ = new std::string(testing::MakeTempDir("slurmop-realslurm-"));
+    slurm_env_ = new std::map<std::string, std::string>();
+    skip_reason_ = new std::string();
+    const std::string src = SLURMOP_SOURCE_DIR;
+    std::cerr << "[real-slurm] logs in " << *dir_ << "\n";
+
+    // 1. Packages. Only an apt failure skips the suite.
+    auto t0 = std::chrono::steady_clock::now();
+    CommandResult install = Script("install", std::chrono::minutes(15));
+    if (install.exit_code == kInstallSkipExit) {
+      *skip_reason_ = "real-slurm: the Slurm packages are unavailable (apt-get failed): " +
+                      Tail(install.err, 1500);
+      std::cerr << *skip_reason_ << "\n";
+      return;
+    }
+    ASSERT_EQ(install.exit_code, 0) << install.out << install.err;
+    install_seconds_ = Since(t0);
+
+    // 2. The cluster.
+    t0 = std::chrono::steady_clock::now();
+    CommandResult start = Script("start", std::chrono::minutes(5));
+    ASSERT_EQ(start.exit_code, 0) << start.out << start.err;
+    start_seconds_ = Since(t0);
+    cluster_started_ = true;
+    std::cerr << start.out;
+    CommandResult env = Script("env", seconds(30));
+    ASSERT_EQ(env.exit_code, 0) << env.err;
+    std::stringstream lines(env.out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("export ", 0) != 0) continue;
+      size_t eq = line.find('=');
+      if (eq == std::string::npos) continue;
+      (*slurm_env_)[line.substr(7, eq - 7)] = line.substr(eq + 1);
+    }
+    for (const char* key : {"SLURM_CONF", "SLURMRESTD_URL", "SLURM_JWT_FILE", "SLURM_USER",
+                            "SLURM_JOBS_DIR", "SLURM_LOCAL_DIR"}) {
+      ASSERT_FALSE(SlurmEnv(key).empty()) << key << " missing from `slurm-local.sh env`:\n"
+                                          << env.out;
+    }
+
+    // 3. The stand-ins: Kubernetes API server, Agent Platform in front of slurmrestd.
+    apiserver_ = new Subprocess(
+        {kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0", "--port-file",
+         *dir_ + "/kube.port", "--kubeconfig-out", *dir_ + "/kubeconfig", "--tls-auto",
+         *dir_ + "/tls"},
+        *dir_ + "/kube_apiserver.log");
+    agent_ = new Subprocess(
+        {kPython, src + "/tests/fakes/agent_platform.py", "--port", "0", "--port-file",
+         *dir_ + "/ap.port", "--verbose", "--forward-to", SlurmEnv("SLURMRESTD_URL"),
+         "--slurm-user", SlurmEnv("SLURM_USER"), "--slurm-token-file", SlurmEnv("SLURM_JWT_FILE"),
+         "--slurm-api-version", "v0.0.38"},
+        *dir_ + "/agent_platform.log");
+    ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
+    ap_port_ = ReadPort(*dir_ + "/ap.port");
+    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
+    ASSERT_TRUE(WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); },
+                          seconds(10)));
+
+    CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
+    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
+    CommandResult ns = Kubectl({"create", "namespace", kNs});
+    ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
+    CommandResult cluster = Kubectl(
+        {"apply", "-f", "-"}, std::string("apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
+                                          "kind: SlurmCluster\n"
+                                          "metadata: {name: local, namespace: ") +
+                                  kNs +
+                                  "}\n"
+                                  "spec:\n"
+                                  "  projectId: demo-project\n"
+                                  "  region: us-central1\n"
+                                  "  clusterId: demo-cluster\n"
+                                  "  slurmApiVersion: v0.0.38\n"
+                                  "  defaultPartition: debug\n"
+                                  "  endpoint: http://127.0.0.1:" +
+                                  std::to_string(ap_port_) + "\n");
+    ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
+
+    // 4. The operator; Google credentials from the stand-in metadata server.
+    operator_ = new Subprocess(
+        {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
+         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
+         "--max-poll-seconds=5"},
+        *dir_ + "/operator.log",
+        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
+         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
+         {"HOME", *dir_}});
+    ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
+
+    // 5. The time-limit job runs for 60-90 s in Slurm: start it now, check it last.
+    timeout_applied_ = new std::chrono::steady_clock::time_point(std::chrono::steady_clock::now());
+    CommandResult slow = ApplyJob("overtime", "#!/bin/bash\necho started\nsleep 600\n",
+                                  "  timeLimitMinutes: 1\n");
+    ASSERT_EQ(slow.exit_code, 0) << slow.out << slow.err;
+    setup_seconds_ = Since(*suite_start_);
+  }
+
+  static void TearDownTestSuite() {
+    const bool failed = ::testing::UnitTest::GetInstance()->failed_test_count() > 0 ||
+                        ::testing::UnitTest::GetInstance()->ad_hoc_test_result().Failed();
+    if (operator_) {
+      int status = operator_->Stop(SIGTERM, seconds(10));
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "operator did not exit cleanly on SIGTERM (status " << status
+          << "); log: " << Tail(ReadFile(*dir_ + "/operator.log"), 4000);
+    }
+    delete operator_;
+    delete agent_;
+    delete apiserver_;
+    operator_ = agent_ = apiserver_ = nullptr;
+    if (failed && slurm_env_ && !SlurmEnv("SLURM_LOCAL_DIR").empty()) {
+      // The next `start` wipes the state directory: keep Slurm's logs with ours.
+      std::error_code ec;
+      std::filesystem::copy(SlurmEnv("SLURM_LOCAL_DIR") + "/log", *dir_ + "/slurm-log",
+                            std::filesystem::copy_options::recursive, ec);
+    }
+    if (cluster_started_) {
+      const char* keep = std::getenv("SLURM_LOCAL_KEEP");
+      if (keep != nullptr && std::string(keep) == "1") {
+        std::cerr << "[real-slurm] SLURM_LOCAL_KEEP=1: the cluster keeps running\n";
+      } else {
+        auto t0 = std::chrono::steady_clock::now();
+        CommandResult stop = Script("stop", std::chrono::minutes(2));
+        EXPECT_EQ(stop.exit_code, 0) << stop.out << stop.err;
+        std::cerr << "[real-slurm] " << stop.out << "[real-slurm] stop took " << Since(t0)
+                  << " s\n";
+      }
+    }
+    if (suite_start_) {
+      std::cerr << "[real-slurm] timings: install " << install_seconds_ << " s, cluster start "
+                << start_seconds_ << " s, suite set-up " << setup_seconds_ << " s, suite total "
+                << Since(*suite_start_) << " s\n";
+    }
+    if (!failed) {
+      std::filesystem::remove_all(*dir_);
+    } else {
+      std::cerr << "[real-slurm] logs kept in " << *dir_
+                << " (operator.log, agent_platform.log, kube_apiserver.log, slurm-log/)\n";
+    }
+    delete dir_;
+    delete suite_start_;
+    delete timeout_applied_;
+    delete slurm_env_;
+    delete skip_reason_;
+    dir_ = nullptr;
+    suite_start_ = timeout_applied_ = nullptr;
+    slurm_env_ = nullptr;
+    skip_reason_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (skip_reason_ != nullptr && !skip_reason_->empty()) GTEST_SKIP() << *skip_reason_;
+    test_start_ = std::chrono::steady_clock::now();
+    // Slurm 22.05.8's slurmrestd can stop accepting connections (fixed in 22.05.9):
+    // ping it, restart it when it does not answer.
+    CommandResult check = Script("check", seconds(60));
+    ASSERT_EQ(check.exit_code, 0) << check.out << check.err;
+    if (check.err.find("restarting") != std::string::npos) {
+      std::cerr << "[real-slurm] slurmrestd was restarted before this test: " << check.err;
+    }
+  }
+
+  void TearDown() override {
+    if (IsSkipped()) return;
+    std::cerr << "[real-slurm] "
+              << ::testing::UnitTest::GetInstance()->current_test_info()->name() << " took "
+              << Since(test_start_) << " s\n";
+    if (HasFailure()) {
+      std::cerr << "---- operator log (tail) ----\n"
+                << Tail(ReadFile(*dir_ + "/operator.log"), 6000) << "\n"
+                << "---- agent platform log (tail) ----\n"
+                << Tail(ReadFile(*dir_ + "/agent_platform.log"), 4000) << "\n"
+                << "---- slurmctld log (tail) ----\n"
+                << Tail(ReadFile(SlurmEnv("SLURM_LOCAL_DIR") + "/log/slurmctld.log"), 3000)
+                << "\n";
+    }
+  }
+
+  static std::string SlurmEnv(const std::string& key) {
+    if (slurm_env_ == nullptr) return "";
+    auto it = slurm_env_->find(key);
+    return it == slurm_env_->end() ? "" : it->second;
+  }
+
+  static CommandResult Script(const std::string& command, milliseconds timeout) {
+    CommandResult r = RunCommand({"bash", std::string(SLURMOP_SOURCE_DIR) + "/scripts/slurm-local.sh",
+                                  command},
+                                 {}, timeout);
+    std::ofstream(*dir_ + "/slurm-local." + command + ".log", std::ios::app)
+        << "== exit " << r.exit_code << "\n" << r.out << r.err;
+    return r;
+  }
+
+  // A Slurm client command (sacct, squeue, scontrol) against this cluster. A
+  // caller's SLURM_JWT would switch the client to auth/jwt, so it is dropped.
+  static CommandResult SlurmTool(std::vector<std::string> args) {
+    std::vector<std::string> argv = {"env", "-u", "SLURM_JWT", "SLURM_CONF=" + SlurmEnv("SLURM_CONF")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv, {}, seconds(30));
+  }
+
+  static std::vector<AcctRow> Sacct(const std::vector<std::string>& selection) {
+    std::vector<std::string> args = {"sacct", "-X", "-n", "-P", "-o",
+                                     "JobID,State,ExitCode,Comment"};
+    args.insert(args.end(), selection.begin(), selection.end());
+    CommandResult r = SlurmTool(args);
+    std::vector<AcctRow> rows;
+    if (r.exit_code != 0) return rows;
+    std::stringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      AcctRow row;
+      std::stringstream fields(line);
+      std::getline(fields, row.job_id, '|');
+      std::getline(fields, row.state, '|');
+      std::getline(fields, row.exit_code, '|');
+      std::getline(fields, row.comment);
+      rows.push_back(row);
+    }
+    return rows;
+  }
+
+  // sacct's record of one job, once accounting shows `state` (a prefix: "CANCELLED by 0").
+  static AcctRow SacctJobOnceIn(const std::string& job_id, const std::string& state) {
+    AcctRow found;
+    WaitUntil(
+        [&] {
+          for (const AcctRow& row : Sacct({"-j", job_id})) {
+            if (row.job_id == job_id) found = row;
+          }
+          return found.state.rfind(state, 0) == 0;
+        },
+        seconds(30), milliseconds(300));
+    return found;
+  }
+
+  // The Slurm jobs (all users, everything the database knows) carrying `tag`.
+  static std::vector<AcctRow> SacctWithComment(const std::string& tag) {
+    std::vector<AcctRow> out;
+    for (const AcctRow& row : Sacct({"-a", "-S", "now-7days"})) {
+      if (row.comment == tag) out.push_back(row);
+    }
+    return out;
+  }
+
+  static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "",
+                               milliseconds timeout = seconds(120)) {
+    args.insert(args.begin(), "kubectl");
+    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}}, timeout, stdin_data);
+  }
+
+  static std::string Get(const std::string& name, const std::string& jsonpath) {
+    CommandResult r = Kubectl({"get", "-n", kNs, "sj", name, "-o", "jsonpath=" + jsonpath});
+    return r.exit_code == 0 ? r.out : "";
+  }
+
+  static std::string Tag(const std::string& name) {
+    std::string uid = Get(name, "{.metadata.uid}");
+    return uid.empty() ? "" : "slurmjob-operator:" + uid;
+  }
+
+  static CommandResult WaitFor(const std::string& name, const std::string& condition,
+                               int timeout_seconds) {
+    return Kubectl({"wait", "-n", kNs, "sj/" + name, "--for=" + condition,
+                    "--timeout=" + std::to_string(timeout_seconds) + "s"},
+                   "", seconds(timeout_seconds + 30));
+  }
+
+  // GET on the Agent Platform stand-in's admin API.
+  static nlohmann::json Admin(const std::string& path) {
+    static auto transport = http::CpprestTransport::Create({});
+    http::Request req;
+    req.url = "http://127.0.0.1:" + std::to_string(ap_port_) + path;
+    absl::StatusOr<http::Response> r = (*transport)->Send(req);
+    if (!r.ok() || r->status != 200) return nullptr;
+    return nlohmann::json::parse(r->body, nullptr, false);
+  }
+
+  // Calls the operator made through callSlurmRestApi to exactly this Slurm path.
+  static std::vector<nlohmann::json> CallsTo(const std::string& slurm_path) {
+    std::vector<nlohmann::json> out;
+    nlohmann::json calls = Admin("/__admin/calls");
+    if (!calls.is_object() || !calls.contains("recent")) return out;
+    for (const auto& c : calls["recent"]) {
+      if (c.value("path", "") == slurm_path) out.push_back(c);
+    }
+    return out;
+  }
+
+  static CommandResult ApplyJob(const std::string& name, const std::string& script_body,
+                                const std::string& extra_spec = "") {
+    std::string yaml = "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
+                       "metadata: {name: " + name + ", namespace: " + kNs + "}\n"
+                       "spec:\n  clusterRef: {name: local}\n"
+                       "  currentWorkingDirectory: " + SlurmEnv("SLURM_JOBS_DIR") + "\n" +
+                       (extra_spec.find("timeLimitMinutes") == std::string::npos
+                            ? "  timeLimitMinutes: 5\n"
+                            : "") +
+                       extra_spec + "  script: |\n";
+    std::stringstream in(script_body);
+    for (std::string line; std::getline(in, line);) yaml += "    " + line + "\n";
+    return Kubectl({"apply", "-f", "-"}, yaml);
+  }
+
+  static std::string* dir_;
+  static std::map<std::string, std::string>* slurm_env_;
+  static std::string* skip_reason_;
+  static Subprocess* apiserver_;
+  static Subprocess* agent_;
+  static Subprocess* operator_;
+  static int ap_port_;
+  static bool cluster_started_;
+  static std::chrono::steady_clock::time_point* suite_start_;
+  static std::chrono::steady_clock::time_point* timeout_applied_;
+  static double install_seconds_, start_seconds_, setup_seconds_;
+  std::chrono::steady_clock::time_point test_start_;
+};
+
+std::string* RealSlurm::dir_ = nullptr;
+std::map<std::string, std::string>* RealSlurm::slurm_env_ = nullptr;
+std::string* RealSlurm::skip_reason_ = nullptr;
+Subprocess* RealSlurm::apiserver_ = nullptr;
+Subprocess* RealSlurm::agent_ = nullptr;
+Subprocess* RealSlurm::operator_ = nullptr;
+int RealSlurm::ap_port_ = 0;
+bool RealSlurm::cluster_started_ = false;
+std::chrono::steady_clock::time_point* RealSlurm::suite_start_ = nullptr;
+std::chrono::steady_clock::time_point* RealSlurm::timeout_applied_ = nullptr;
+double RealSlurm::install_seconds_ = 0;
+double RealSlurm::start_seconds_ = 0;
+double RealSlurm::setup_seconds_ = 0;
+
+TEST_F(RealSlurm, ExitZeroIsCompletedAndSacctAgrees) {
+  ASSERT_EQ(ApplyJob("ok", "#!/bin/bash\necho hello from slurm\nexit 0\n").exit_code, 0);
+  CommandResult wait = WaitFor("ok", "jsonpath={.status.jobState}=COMPLETED", 60);
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  const std::string job_id = Get("ok", "{.status.jobId}");
+  ASSERT_GT(std::atoll(job_id.c_str()), 0);
+  EXPECT_EQ(Get("ok", "{.status.exitCode}"), "0");
+  CommandResult ready = WaitFor("ok", "condition=Ready", 10);
+  EXPECT_EQ(ready.exit_code, 0) << ready.err;
+  EXPECT_EQ(Get("ok", "{.status.conditions[?(@.type==\"Ready\")].status}"), "True");
+
+  // Slurm's own account of it.
+  AcctRow row = SacctJobOnceIn(job_id, "COMPLETED");
+  EXPECT_EQ(row.state, "COMPLETED");
+  EXPECT_EQ(row.exit_code, "0:0");
+  const std::string tag = Tag("ok");
+  EXPECT_EQ(row.comment, tag);
+  std::vector<AcctRow> tagged = SacctWithComment(tag);
+  ASSERT_EQ(tagged.size(), 1u) << "Slurm jobs carrying " << tag;
+  EXPECT_EQ(tagged[0].job_id, job_id);
+  // The script really ran, in the working directory the SlurmJob names.
+  EXPECT_THAT(ReadFile(SlurmEnv("SLURM_JOBS_DIR") + "/slurm-" + job_id + ".out"),
+              HasSubstr("hello from slurm"));
+}
+
+TEST_F(RealSlurm, ExitThreeIsFailedWithExitCodeThree) {
+  ASSERT_EQ(ApplyJob("three", "#!/bin/bash\necho failing on purpose\nexit 3\n").exit_code, 0);
+  CommandResult wait = WaitFor("three", "jsonpath={.status.jobState}=FAILED", 60);
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(Get("three", "{.status.exitCode}"), "3");
+  const std::string job_id = Get("three", "{.status.jobId}");
+  AcctRow row = SacctJobOnceIn(job_id, "FAILED");
+  EXPECT_EQ(row.state, "FAILED");
+  EXPECT_EQ(row.exit_code, "3:0");
+  EXPECT_EQ(SacctWithComment(Tag("three")).size(), 1u);
+}
+
+TEST_F(RealSlurm, DeleteWhileRunningCancelsTheSlurmJob) {
+  ASSERT_EQ(ApplyJob("long", "#!/bin/bash\nsleep 300\n").exit_code, 0);
+  CommandResult wait = WaitFor("long", "jsonpath={.status.jobState}=RUNNING", 60);
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  const std::string job_id = Get("long", "{.status.jobId}");
+  ASSERT_GT(std::atoll(job_id.c_str()), 0);
+  CommandResult sq = SlurmTool({"squeue", "-h", "-j", job_id, "-o", "%T"});
+  EXPECT_EQ(sq.out, "RUNNING\n") << sq.err;
+  const std::string tag = Tag("long");
+
+  CommandResult del = Kubectl({"delete", "-n", kNs, "sj", "long", "--timeout=60s"});
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  CommandResult gone = Kubectl({"get", "-n", kNs, "sj", "long"});
+  EXPECT_NE(gone.exit_code, 0);
+  EXPECT_THAT(gone.err, HasSubstr("NotFound"));
+
+  AcctRow row = SacctJobOnceIn(job_id, "CANCELLED");
+  EXPECT_THAT(row.state, StartsWith("CANCELLED"));
+  EXPECT_EQ(row.comment, tag);
+  EXPECT_TRUE(WaitUntil(
+      [&] { return SlurmTool({"squeue", "-h", "-j", job_id, "-o", "%T"}).out.empty(); },
+      seconds(20), milliseconds(300)))
+      << "the job is still in Slurm's live queue";
+}
+
+// The operator must read a job that slurmctld has already forgotten (MinJobAge)
+// from /slurmdb. The operator is paused while the job ends and is purged.
+TEST_F(RealSlurm, JobPurgedFromSlurmctldIsReadFromSlurmdb) {
+  ASSERT_EQ(ApplyJob("late", "#!/bin/bash\nsleep 2\necho done late\n").exit_code, 0);
+  CommandResult wait = WaitFor("late", "jsonpath={.status.jobState}=RUNNING", 60);
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  const std::string job_id = Get("late", "{.status.jobId}");
+  ASSERT_GT(std::atoll(job_id.c_str()), 0);
+
+  ASSERT_EQ(kill(operator_->pid(), SIGSTOP), 0);
+  auto paused = std::chrono::steady_clock::now();
+  // slurmctld forgets the job MinJobAge after its end (the purge runs every few seconds).
+  bool purged = WaitUntil(
+      [&] {
+        CommandResult r = SlurmTool({"scontrol", "-o", "show", "job", job_id});
+        return r.exit_code != 0 && r.err.find("Invalid job id") != std::string::npos;
+      },
+      seconds(90), milliseconds(500));
+  const double paused_for = Since(paused);
+  ASSERT_EQ(kill(operator_->pid(), SIGCONT), 0);
+  ASSERT_TRUE(purged) << "slurmctld still knows job " << job_id << " after 90 s";
+  std::cerr << "[real-slurm] job " << job_id << " purged from slurmctld; operator paused for "
+            << paused_for << " s\n";
+  EXPECT_TRUE(CallsTo("/slurmdb/v0.0.38/job/" + job_id).empty())
+      << "slurmdb was already asked before the job left slurmctld";
+
+  CommandResult done = WaitFor("late", "jsonpath={.status.jobState}=COMPLETED", 60);
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  EXPECT_EQ(Get("late", "{.status.exitCode}"), "0");
+  EXPECT_EQ(Get("late", "{.status.conditions[?(@.type==\"Ready\")].status}"), "True");
+  std::vector<nlohmann::json> slurmdb = CallsTo("/slurmdb/v0.0.38/job/" + job_id);
+  ASSERT_FALSE(slurmdb.empty()) << Admin("/__admin/calls").dump(1);
+  EXPECT_EQ(slurmdb.back().value("result", ""), "slurm_200");
+  // ...after /slurm/ said it no longer knows the job (HTTP 500, error 2017).
+  bool unknown = false;
+  for (const auto& c : CallsTo("/slurm/v0.0.38/job/" + job_id)) {
+    if (c.value("result", "") == "slurm_500") unknown = true;
+  }
+  EXPECT_TRUE(unknown) << "no GET /slurm/v0.0.38/job/" << job_id << " answered 500";
+  AcctRow row = SacctJobOnceIn(job_id, "COMPLETED");
+  EXPECT_EQ(row.state, "COMPLETED");
+  EXPECT_EQ(row.exit_code, "0:0");
+}
+
+TEST_F(RealSlurm, UnknownPartitionIsRejectedOnceWithSlurmsMessage) {
+  ASSERT_EQ(ApplyJob("badpart", "#!/bin/bash\ntrue\n", "  partition: nosuch\n").exit_code, 0);
+  CommandResult wait = WaitFor("badpart", "condition=Stalled", 30);
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(Get("badpart", "{.status.conditions[?(@.type==\"Stalled\")].reason}"),
+            "SubmitRejected");
+  EXPECT_THAT(Get("badpart", "{.status.message}"), HasSubstr("Invalid partition"));
+  const std::string tag = Tag("badpart");
+  ASSERT_FALSE(tag.empty());
+
+  // No retry storm: still one submit attempt 5 s later.
+  std::this_thread::sleep_for(seconds(5));
+  nlohmann::json jobs = Admin("/__admin/jobs?comment=" + tag);
+  ASSERT_TRUE(jobs.is_object()) << "no /__admin/jobs view";
+  ASSERT_EQ(jobs["submits"].size(), 1u) << jobs.dump(1);
+  EXPECT_EQ(jobs["submits"][0].value("http_status", 0), 500);
+  EXPECT_FALSE(jobs["submits"][0].value("accepted", true));
+  EXPECT_EQ(Get("badpart", "{.status.conditions[?(@.type==\"Stalled\")].reason}"),
+            "SubmitRejected");
+  // And Slurm never saw a job with that tag.
+  EXPECT_TRUE(SacctWithComment(tag).empty());
+}
+
+// Applied in SetUpTestSuite; Slurm checks time limits about every 30 s, so a
+// 1-minute limit ends the job 60-90 s after it started.
+TEST_F(RealSlurm, TimeLimitEndsInTimeout) {
+  const int left = std::max(30, 240 - static_cast<int>(Since(*timeout_applied_)));
+  CommandResult wait = WaitFor("overtime", "jsonpath={.status.jobState}=TIMEOUT", left);
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err << " state "
+                               << Get("overtime", "{.status.jobState}");
+  std::cerr << "[real-slurm] TIMEOUT seen " << Since(*timeout_applied_)
+            << " s after the apply\n";
+  const std::string job_id = Get("overtime", "{.status.jobId}");
+  AcctRow row = SacctJobOnceIn(job_id, "TIMEOUT");
+  EXPECT_EQ(row.state, "TIMEOUT");
+  EXPECT_EQ(row.comment, Tag("overtime"));
+  EXPECT_EQ(SacctWithComment(Tag("overtime")).size(), 1u);
+}
+
+}  // namespace
+}  // namespace slurmop
