@@ -463,9 +463,6 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, Time now) 
     memo->submit_outcome_unknown = false;
   }
   if (out.added_finalizer) memo->no_earlier_submit = true;
-  if (job.status.job_id() != 0 && memo->submitted_job_id == job.status.job_id()) {
-    memo->submitted_job_id.reset();  // recorded in the status now
-  }
   if (out.query && out.query->ok()) {
     memo->last_query_at = now;
     if (out.query->value().job) {

@@ -85,10 +85,14 @@ struct Outcomes {
 // Carried between reconciles of one SlurmJob, in the executor's memory only
 // (issue #5 makes the tag search cover a restart, where this memo is empty).
 struct Memo {
-  std::string uid;                          // the memo belongs to this incarnation
-  std::optional<int64_t> submitted_job_id;  // submitted, status not yet written
-  bool submitted_job_adopted = false;       // ... found by its tag rather than submitted now
-  bool submit_outcome_unknown = false;      // look for the tag before submitting again
+  std::string uid;  // the memo belongs to this incarnation
+  // The Slurm job this process submitted (or adopted) for this incarnation.
+  // Kept after the status records it: the informer cache can lag behind our
+  // own writes, and a stale object without jobId must never cause a second
+  // submit (the write based on it fails with a conflict instead).
+  std::optional<int64_t> submitted_job_id;
+  bool submitted_job_adopted = false;   // ... found by its tag rather than submitted now
+  bool submit_outcome_unknown = false;  // look for the tag before submitting again
   // This process knows that no earlier submit happened for this SlurmJob (it
   // added the finalizer itself, or searched for the tag and found nothing).
   // Without it, a finalizer with no jobId means an earlier process may have

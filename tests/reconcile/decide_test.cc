@@ -130,6 +130,23 @@ TEST(DecideSubmit, AJobIdInTheMemoIsRecordedNeverResubmitted) {
   EXPECT_EQ(d.status.job_id(), 77);
 }
 
+TEST(DecideSubmit, AStaleCacheAfterOurOwnStatusWriteNeverResubmits) {
+  // Reconcile 1 submitted job 42 and recorded it; reconcile 2 starts from an
+  // informer cache that has not seen that write yet (no jobId).
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Memo memo = Fresh();
+  Outcomes out;
+  out.submit = int64_t{42};
+  UpdateMemo(&memo, out, job, kT0);
+  JobFacts recorded = job;
+  recorded.status = StatusAfterSubmit(job.status, 42, "a3", false, 1, kT0, nullptr);
+  UpdateMemo(&memo, {}, recorded, kT0);
+  Decision d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(1));
+  ASSERT_EQ(d.action, Action::kWriteStatus) << "must not submit again";
+  EXPECT_EQ(d.status.job_id(), 42);
+}
+
 TEST(DecideSubmit, RejectionStallsWithTheSlurmMessageAndNoRetry) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
