@@ -8,6 +8,7 @@
 // and workers stop (a reconcile in flight finishes), Events are flushed.
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -28,6 +29,7 @@
 #include "controller/kube/client.h"
 #include "controller/kube/config.h"
 #include "controller/kube/events.h"
+#include "controller/kube/leader_election.h"
 #include "controller/reconcile/credentials_resolver.h"
 #include "controller/reconcile/manager.h"
 #include "controller/server/health_server.h"
@@ -50,6 +52,20 @@ ABSL_FLAG(double, max_poll_seconds, 30.0, "Longest poll interval for long-runnin
 ABSL_FLAG(double, agent_platform_qps, 5.0,
           "Client-side limit on callSlurmRestApi requests per second per cluster (Agent "
           "Platform allows about 600 per minute per project and region).");
+ABSL_FLAG(bool, leader_elect, false,
+          "Run leader election on a coordination.k8s.io/v1 Lease so that only one replica "
+          "reconciles; the others wait as hot standbys.");
+ABSL_FLAG(std::string, leader_elect_namespace, "",
+          "Namespace of the Lease (default: $POD_NAMESPACE, else the in-cluster namespace, else "
+          "slurmjob-operator-system).");
+ABSL_FLAG(std::string, leader_elect_lease_name, "slurmjob-operator", "Name of the Lease.");
+ABSL_FLAG(std::string, leader_elect_identity, "",
+          "This replica's identity in the Lease (default: $POD_NAME, else hostname_pid).");
+ABSL_FLAG(double, leader_elect_lease_duration_seconds, 15.0,
+          "How long a standby waits after the last renewal before taking over.");
+ABSL_FLAG(double, leader_elect_renew_deadline_seconds, 10.0,
+          "How long the leader retries renewing before it gives up leading.");
+ABSL_FLAG(double, leader_elect_retry_period_seconds, 2.0, "Interval between Lease attempts.");
 ABSL_FLAG(int, verbosity, 0, "Verbose logging level (glog VLOG).");
 
 namespace {
@@ -71,6 +87,26 @@ class RecorderSink final : public slurmop::reconcile::EventSink {
  private:
   slurmop::kube::EventRecorder& recorder_;
 };
+
+std::string EnvOr(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+std::string LeaseNamespace() {
+  std::string ns = absl::GetFlag(FLAGS_leader_elect_namespace);
+  if (!ns.empty()) return ns;
+  ns = EnvOr("POD_NAMESPACE", "");
+  if (!ns.empty()) return ns;
+  FILE* f = std::fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r");
+  if (f != nullptr) {
+    char buf[256] = {0};
+    size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    if (n > 0) return std::string(buf, n);
+  }
+  return "slurmjob-operator-system";
+}
 
 std::string Hostname() {
   char buf[256] = {0};
@@ -151,6 +187,47 @@ int Run() {
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;
+  std::atomic<bool> leading{!absl::GetFlag(FLAGS_leader_elect)};
+  std::atomic<bool> lost_leadership{false};
+  std::atomic<bool> shutting_down{false};
+
+  std::unique_ptr<slurmop::kube::LeaderElector> elector;
+  if (absl::GetFlag(FLAGS_leader_elect)) {
+    slurmop::kube::LeaderElectionConfig le;
+    le.lease_namespace = LeaseNamespace();
+    le.lease_name = absl::GetFlag(FLAGS_leader_elect_lease_name);
+    le.identity = absl::GetFlag(FLAGS_leader_elect_identity);
+    if (le.identity.empty()) {
+      le.identity = EnvOr("POD_NAME", Hostname() + "_" + std::to_string(getpid()));
+    }
+    le.lease_duration = Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds));
+    le.renew_deadline = Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds));
+    le.retry_period = Seconds(absl::GetFlag(FLAGS_leader_elect_retry_period_seconds));
+    le.on_started_leading = [&] {
+      LOG(INFO) << "became the leader";
+      leading = true;
+      cv.notify_all();
+    };
+    le.on_stopped_leading = [&] {
+      if (shutting_down) return;  // our own release on SIGTERM
+      // As client-go advises: a replica that lost the Lease exits, so that
+      // nothing it still has in flight races the new leader.
+      LOG(ERROR) << "lost the leader Lease; exiting";
+      lost_leadership = true;
+      cv.notify_all();
+    };
+    le.on_new_leader = [](const std::string& who) { LOG(INFO) << "leader is now " << who; };
+    absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> created =
+        slurmop::kube::LeaderElector::Create(**kube, clock, le);
+    if (!created.ok()) {
+      LOG(ERROR) << "leader election: " << created.status();
+      return 2;
+    }
+    elector = std::move(*created);
+    LOG(INFO) << "leader election on Lease " << le.lease_namespace << "/" << le.lease_name << " as "
+              << le.identity;
+    elector->Start();
+  }
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
@@ -160,12 +237,16 @@ int Run() {
     cv.notify_all();
   });
 
-  manager.Start();
+  bool started = false;
   bool ready = false;
   {
     std::unique_lock<std::mutex> lock(mu);
-    while (!stop) {
-      bool synced = manager.Synced();
+    while (!stop && !lost_leadership) {
+      if (leading && !started) {
+        manager.Start();
+        started = true;
+      }
+      bool synced = started && manager.Synced();
       if (synced != ready) {
         ready = synced;
         health.SetReady(ready);
@@ -174,10 +255,16 @@ int Run() {
       cv.wait_for(lock, std::chrono::milliseconds(200));
     }
   }
+  shutting_down = true;
   health.SetReady(false);
   manager.Stop();
+  if (elector) elector->Stop();  // releases the Lease if held
   recorder.Flush();
   health.Shutdown();
+  if (lost_leadership) {
+    LOG(ERROR) << "stopped after losing leadership";
+    std::_Exit(1);  // the signal thread still waits in sigwait
+  }
   signal_thread.join();
   LOG(INFO) << "stopped";
   return 0;

@@ -87,7 +87,6 @@ class E2E : public ::testing::Test {
     ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
 
     StartOperator();
-    health_port_ = ReadPort(*dir_ + "/health.port");
     ASSERT_GT(health_port_, 0) << ReadFile(*dir_ + "/operator.log");
   }
 
@@ -150,7 +149,10 @@ class E2E : public ::testing::Test {
     return r.ok() && r->status == 200;
   }
 
+  // Starts the operator and waits until it serves health (and so has its
+  // signal handling in place).
   static void StartOperator() {
+    std::filesystem::remove(*dir_ + "/health.port");
     operator_ = new Subprocess(
         {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
          "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5"},
@@ -158,6 +160,7 @@ class E2E : public ::testing::Test {
         {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
          {"GOOGLE_APPLICATION_CREDENTIALS", ""},
          {"HOME", *dir_}});
+    health_port_ = ReadPort(*dir_ + "/health.port");
   }
 
   // The Slurm jobs carrying a SlurmJob's tag (the operator writes the UID into `comment`).
@@ -406,6 +409,84 @@ TEST_F(E2E, SigkillAndRestartLosesNothingAndDuplicatesNothing) {
     EXPECT_EQ(wait.exit_code, 0) << name << ": " << wait.out << wait.err;
     EXPECT_EQ(SlurmJobsFor(name).size(), 1u) << name;
   }
+}
+
+grpc::health::v1::HealthCheckResponse::ServingStatus Readiness(int port) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + seconds(3));
+  grpc::health::v1::HealthCheckRequest req;
+  req.set_service("readiness");
+  grpc::health::v1::HealthCheckResponse resp;
+  if (!stub->Check(&ctx, req, &resp).ok()) return grpc::health::v1::HealthCheckResponse::UNKNOWN;
+  return resp.status();
+}
+
+TEST_F(E2E, StandbyTakesOverAfterTheLeaderIsKilled) {
+  // Replace the suite's operator by two replicas that elect a leader.
+  operator_->Stop(SIGTERM, seconds(10));
+  delete operator_;
+  operator_ = nullptr;
+  auto replica = [&](const std::string& id) {
+    return std::make_unique<Subprocess>(
+        std::vector<std::string>{
+            SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
+            "--health-port-file=" + *dir_ + "/" + id + ".port", "--min-poll-seconds=0.5",
+            "--leader-elect", "--leader-elect-namespace=e2e", "--leader-elect-identity=" + id,
+            "--leader-elect-lease-duration-seconds=3", "--leader-elect-renew-deadline-seconds=2",
+            "--leader-elect-retry-period-seconds=0.5"},
+        *dir_ + "/operator-" + id + ".log",
+        std::map<std::string, std::string>{
+            {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
+            {"GOOGLE_APPLICATION_CREDENTIALS", ""},
+            {"HOME", *dir_}});
+  };
+  std::map<std::string, std::unique_ptr<Subprocess>> replicas;
+  replicas["a"] = replica("a");
+  replicas["b"] = replica("b");
+  std::map<std::string, int> ports = {{"a", ReadPort(*dir_ + "/a.port")},
+                                      {"b", ReadPort(*dir_ + "/b.port")}};
+  auto holder = [&] {
+    CommandResult r = Kubectl(
+        {"get", "lease", "-n", kNs, "slurmjob-operator", "-o", "jsonpath={.spec.holderIdentity}"});
+    return r.exit_code == 0 ? r.out : std::string();
+  };
+  std::string leader;
+  ASSERT_TRUE(WaitUntil([&] { return !(leader = holder()).empty(); }, seconds(20)));
+  const std::string standby = leader == "a" ? "b" : "a";
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Readiness(ports[leader]) == grpc::health::v1::HealthCheckResponse::SERVING; },
+      seconds(20)));
+  EXPECT_EQ(Readiness(ports[standby]), grpc::health::v1::HealthCheckResponse::NOT_SERVING)
+      << "only the leader is ready";
+
+  ASSERT_EQ(ApplyJob("le-1", "#!/bin/bash\nsleep 1\n").exit_code, 0);
+  CommandResult w1 = Kubectl({"wait", "-n", kNs, "sj/le-1",
+                              "--for=jsonpath={.status.jobState}=COMPLETED", "--timeout=60s"});
+  EXPECT_EQ(w1.exit_code, 0) << w1.err;
+
+  // SIGKILL: no chance to release the Lease. The standby must wait out the
+  // lease duration (3 s here) and then take over.
+  ASSERT_EQ(ApplyJob("le-2", "#!/bin/bash\nsleep 3\n").exit_code, 0);
+  auto killed_at = std::chrono::steady_clock::now();
+  replicas[leader]->Stop(SIGKILL);
+  ASSERT_TRUE(WaitUntil([&] { return holder() == standby; }, seconds(20)));
+  double takeover =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  std::cerr << "takeover after SIGKILL: " << takeover << " s (lease duration 3 s)\n";
+  EXPECT_LT(takeover, 3.0 + 2 * 0.5 * 1.2 + 2.0);
+
+  CommandResult w2 = Kubectl({"wait", "-n", kNs, "sj/le-2",
+                              "--for=jsonpath={.status.jobState}=COMPLETED", "--timeout=60s"});
+  EXPECT_EQ(w2.exit_code, 0) << w2.err;
+  EXPECT_EQ(SlurmJobsFor("le-1").size(), 1u);
+  EXPECT_EQ(SlurmJobsFor("le-2").size(), 1u);
+
+  // A clean stop releases the Lease at once.
+  EXPECT_EQ(replicas[standby]->Stop(SIGTERM, seconds(10)), 0);
+  replicas.clear();
+  StartOperator();
 }
 
 }  // namespace
