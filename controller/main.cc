@@ -33,6 +33,7 @@
 #include "controller/reconcile/credentials_resolver.h"
 #include "controller/reconcile/manager.h"
 #include "controller/server/health_server.h"
+#include "controller/server/metrics.h"
 #include "glog/logging.h"
 
 ABSL_FLAG(std::string, kubeconfig, "",
@@ -44,6 +45,9 @@ ABSL_FLAG(std::string, health_address, "0.0.0.0", "Address for the gRPC health e
 ABSL_FLAG(int, health_port, 9090, "Port for the gRPC health endpoint (0 picks a free one).");
 ABSL_FLAG(std::string, health_port_file, "",
           "If set, the bound health port is written to this file once listening.");
+ABSL_FLAG(int, metrics_port, 0,
+          "Port for Prometheus metrics at /metrics; 0 (the default) serves none. deploy/ uses "
+          "8080.");
 ABSL_FLAG(int, workers, 4, "Number of SlurmJobs reconciled concurrently.");
 ABSL_FLAG(std::string, default_cluster, "",
           "SlurmCluster (in the SlurmJob's namespace) used when spec.clusterRef.name is empty.");
@@ -184,6 +188,15 @@ int Run() {
     }
   }
 
+  slurmop::server::MetricsServer metrics(slurmop::server::GlobalMetrics());
+  if (const int port = absl::GetFlag(FLAGS_metrics_port); port > 0) {
+    if (absl::Status s = metrics.Start(absl::GetFlag(FLAGS_health_address), port); !s.ok()) {
+      LOG(ERROR) << s;
+      return 2;
+    }
+    LOG(INFO) << "metrics on port " << port << " at /metrics";
+  }
+
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;
@@ -260,6 +273,7 @@ int Run() {
   manager.Stop();
   if (elector) elector->Stop();  // releases the Lease if held
   recorder.Flush();
+  metrics.Stop();
   health.Shutdown();
   if (lost_leadership) {
     LOG(ERROR) << "stopped after losing leadership";

@@ -13,6 +13,7 @@
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/server/metrics.h"
 #include "controller/slurm/dialects.h"
 #include "glog/logging.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -106,6 +107,50 @@ ClusterFacts ResolveCluster(const ObjectCache& clusters, const std::string& ns,
   c.kind = ClusterFacts::Kind::kFound;
   c.spec = cluster->spec();
   return c;
+}
+
+// "/slurm/v0.0.42/job/123" -> "/slurm/v0.0.42/job/{id}", query dropped: a
+// bounded label set.
+std::string PathTemplate(const std::string& path) {
+  std::string out;
+  const std::string p = path.substr(0, path.find('?'));
+  size_t i = 0;
+  while (i <= p.size()) {
+    size_t slash = p.find('/', i);
+    std::string seg = p.substr(i, slash == std::string::npos ? std::string::npos : slash - i);
+    bool digits = !seg.empty() && seg.find_first_not_of("0123456789_") == std::string::npos;
+    out += digits ? "{id}" : seg;
+    if (slash == std::string::npos) break;
+    out += '/';
+    i = slash + 1;
+  }
+  return out;
+}
+
+void RecordSlurmCall(agentplatform::HttpMethod method, const std::string& path,
+                     const absl::StatusOr<agentplatform::SlurmResponse>& r, Duration took) {
+  server::Labels labels = {{"method", std::string(agentplatform::HttpMethodName(method))},
+                           {"path", PathTemplate(path)}};
+  server::Labels with_code = labels;
+  with_code["code"] =
+      r.ok() ? std::to_string(r->status) : absl::StatusCodeToString(r.status().code());
+  server::GlobalMetrics().Add("slurmjob_operator_slurm_api_requests_total", with_code);
+  server::GlobalMetrics().Observe("slurmjob_operator_slurm_api_request_duration_seconds", labels,
+                                  std::chrono::duration<double>(took).count());
+}
+
+// Queue wait (start - submit) and run time (end - start) of a job that just ended.
+void RecordFinishedJob(const v1alpha1::SlurmJobStatus& s) {
+  if (s.has_submit_time() && s.has_start_time() &&
+      s.start_time().seconds() >= s.submit_time().seconds()) {
+    server::GlobalMetrics().Observe("slurmjob_operator_job_queue_wait_seconds", {},
+                                    s.start_time().seconds() - s.submit_time().seconds());
+  }
+  if (s.has_start_time() && s.has_end_time() &&
+      s.end_time().seconds() >= s.start_time().seconds()) {
+    server::GlobalMetrics().Observe("slurmjob_operator_job_run_seconds", {{"state", s.job_state()}},
+                                    s.end_time().seconds() - s.start_time().seconds());
+  }
 }
 
 agentplatform::ClusterName ClusterNameOf(const v1alpha1::SlurmClusterSpec& spec) {
@@ -293,7 +338,11 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
             [&](agentplatform::HttpMethod m, const std::string& path,
                 const nlohmann::json* body) -> absl::StatusOr<agentplatform::SlurmResponse> {
           if (!creds.ok()) return creds.status();
-          return slurm_api_.Call(where, **creds, m, path, body);
+          const auto started = std::chrono::steady_clock::now();
+          absl::StatusOr<agentplatform::SlurmResponse> r =
+              slurm_api_.Call(where, **creds, m, path, body);
+          RecordSlurmCall(m, path, r, std::chrono::steady_clock::now() - started);
+          return r;
         };
         auto warn = [&](const std::vector<slurm::SlurmMessage>& warnings, const char* action) {
           for (const auto& w : warnings) {
@@ -426,6 +475,10 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
         absl::StatusOr<nlohmann::json> r = kube_.UpdateStatus(jobs_rt, updated);
         if (r.ok()) {
           record(d.events);
+          if (IsFinalJobState(d.status.job_state()) &&
+              !IsFinalJobState(facts->status.job_state())) {
+            RecordFinishedJob(d.status);
+          }
           adopt_response(std::move(*r));
           continue;
         }
@@ -470,9 +523,12 @@ ReconcileResult Executor::ReconcileCluster(const std::string& key) {
     if (!creds.ok()) {
       probe.call = creds.status();
     } else {
+      const auto started = std::chrono::steady_clock::now();
       absl::StatusOr<agentplatform::SlurmResponse> r =
           slurm_api_.Call(ClusterNameOf(cluster->spec()), **creds, agentplatform::HttpMethod::kGet,
                           (*dialect)->PingPath(), nullptr);
+      RecordSlurmCall(agentplatform::HttpMethod::kGet, (*dialect)->PingPath(), r,
+                      std::chrono::steady_clock::now() - started);
       if (!r.ok()) {
         probe.call = r.status();
       } else {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/api/resources.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/server/metrics.h"
 #include "glog/logging.h"
 
 namespace slurmop::reconcile {
@@ -92,6 +93,48 @@ void Manager::OnClusterEvent(const std::string& type,
 
 void Manager::Start() {
   if (started_.exchange(true)) return;
+  server::Metrics& m = server::GlobalMetrics();
+  m.Declare("controller_runtime_reconcile_total", server::Metrics::Type::kCounter,
+            "Total number of reconciliations per controller and result.");
+  m.Declare("controller_runtime_reconcile_time_seconds", server::Metrics::Type::kHistogram,
+            "Length of time per reconciliation per controller.", server::LatencyBuckets());
+  m.Declare("workqueue_depth", server::Metrics::Type::kGauge, "Current depth of the work queue.");
+  m.Declare("slurmjob_operator_slurm_api_requests_total", server::Metrics::Type::kCounter,
+            "callSlurmRestApi calls by method, Slurm path template and code (Slurm's HTTP "
+            "status, or the canonical error code when no Slurm answer arrived).");
+  m.Declare("slurmjob_operator_slurm_api_request_duration_seconds",
+            server::Metrics::Type::kHistogram,
+            "Latency of callSlurmRestApi calls, retries included.", server::LatencyBuckets());
+  m.Declare("slurmjob_operator_job_queue_wait_seconds", server::Metrics::Type::kHistogram,
+            "Time Slurm jobs waited in the queue (start - submit), observed when they end.",
+            server::JobDurationBuckets());
+  m.Declare("slurmjob_operator_job_run_seconds", server::Metrics::Type::kHistogram,
+            "Run time of Slurm jobs (end - start) by final state.", server::JobDurationBuckets());
+  m.SetCallback("workqueue_depth", [this] {
+    return std::vector<std::pair<server::Labels, double>>{
+        {{{"name", "slurmjob"}}, static_cast<double>(queue_.Len())}};
+  });
+  m.Declare("slurmjob_operator_slurmjobs", server::Metrics::Type::kGauge,
+            "SlurmJobs known to the operator, by status.phase (\"\" before the first status).");
+  m.SetCallback("slurmjob_operator_slurmjobs", [this] {
+    std::map<std::string, double> by_phase;
+    for (const std::string p :
+         {"Pending", "Running", "Succeeded", "Failed", "Cancelled", "Unknown", ""}) {
+      by_phase[p] = 0;
+    }
+    if (jobs_) {
+      for (const auto& job : jobs_->List()) {
+        std::string phase;
+        if (auto st = job->find("status"); st != job->end() && st->is_object()) {
+          phase = st->value("phase", "");
+        }
+        by_phase[phase] += 1;
+      }
+    }
+    std::vector<std::pair<server::Labels, double>> out;
+    for (const auto& [phase, n] : by_phase) out.push_back({{{"phase", phase}}, n});
+    return out;
+  });
   clusters_->Start();
   jobs_->Start();
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
@@ -117,9 +160,20 @@ void Manager::Work() {
   while (true) {
     std::optional<std::string> key = queue_.Get();
     if (!key) return;
-    ReconcileResult r = key->rfind(kClusterKeyPrefix, 0) == 0
+    const bool is_cluster = key->rfind(kClusterKeyPrefix, 0) == 0;
+    const auto started = std::chrono::steady_clock::now();
+    ReconcileResult r = is_cluster
                             ? executor_.ReconcileCluster(key->substr(kClusterKeyPrefix.size()))
                             : executor_.Reconcile(*key);
+    const server::Labels controller = {{"controller", is_cluster ? "slurmcluster" : "slurmjob"}};
+    server::Labels result = controller;
+    result["result"] = r.retry_with_backoff ? "error"
+                       : r.requeue_after    ? "requeue_after"
+                                            : "success";
+    server::GlobalMetrics().Add("controller_runtime_reconcile_total", result);
+    server::GlobalMetrics().Observe(
+        "controller_runtime_reconcile_time_seconds", controller,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (r.retry_with_backoff) {
       queue_.AddRateLimited(*key);
     } else {

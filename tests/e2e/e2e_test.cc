@@ -6,7 +6,11 @@
 // The operator authenticates with Application Default Credentials from the
 // stand-in metadata server (GCE_METADATA_HOST), as on GKE.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <regex>
@@ -149,13 +153,29 @@ class E2E : public ::testing::Test {
     return r.ok() && r->status == 200;
   }
 
+  // A port nobody listens on right now (the metrics listener needs a number).
+  static int FreePort() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    close(fd);
+    return ntohs(addr.sin_port);
+  }
+
   // Starts the operator and waits until it serves health (and so has its
   // signal handling in place).
   static void StartOperator() {
     std::filesystem::remove(*dir_ + "/health.port");
+    metrics_port_ = FreePort();
     operator_ = new Subprocess(
         {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
-         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5"},
+         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
+         "--metrics-port=" + std::to_string(metrics_port_)},
         *dir_ + "/operator.log",
         {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
          {"GOOGLE_APPLICATION_CREDENTIALS", ""},
@@ -198,6 +218,7 @@ class E2E : public ::testing::Test {
   static Subprocess* operator_;
   static int ap_port_;
   static int health_port_;
+  static int metrics_port_;
 };
 
 std::string* E2E::dir_ = nullptr;
@@ -206,6 +227,7 @@ Subprocess* E2E::agent_ = nullptr;
 Subprocess* E2E::operator_ = nullptr;
 int E2E::ap_port_ = 0;
 int E2E::health_port_ = 0;
+int E2E::metrics_port_ = 0;
 
 TEST_F(E2E, HealthServesLivenessAndReadinessOnceSynced) {
   auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(health_port_),
@@ -282,6 +304,23 @@ TEST_F(E2E, ApplyRunsToCompletedWithJobIdInTheTable) {
 
   // Exactly one Slurm job was submitted for it.
   EXPECT_EQ(SlurmJobsFor("hello").size(), 1u);
+
+  // Prometheus metrics count what happened.
+  {
+    http::Request req;
+    req.url = "http://127.0.0.1:" + std::to_string(metrics_port_) + "/metrics";
+    auto transport = http::CpprestTransport::Create({});
+    absl::StatusOr<http::Response> m = (*transport)->Send(req);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_EQ(m->status, 200);
+    EXPECT_THAT(m->body, HasSubstr("controller_runtime_reconcile_total{controller=\"slurmjob\""));
+    EXPECT_THAT(m->body, HasSubstr("slurmjob_operator_slurm_api_requests_total{code=\"200\",method="
+                                   "\"POST\",path=\"/slurm/v0.0.42/job/submit\"} 1"));
+    EXPECT_THAT(m->body, HasSubstr("slurmjob_operator_slurmjobs{phase=\"Succeeded\"} 1"));
+    EXPECT_THAT(m->body,
+                HasSubstr("slurmjob_operator_job_run_seconds_count{state=\"COMPLETED\"} 1"));
+    EXPECT_THAT(m->body, HasSubstr("workqueue_depth{name=\"slurmjob\"}"));
+  }
 
   // describe shows the Events.
   CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "hello"});
