@@ -135,6 +135,18 @@ class SlurmApiClient final : public SlurmApi {
     const std::string method_name(HttpMethodName(method));
     Backoff backoff(opts_.initial_backoff, opts_.max_backoff, opts_.jitter);
     bool auth_retried = false;
+    // A cluster whose quota ran out (RESOURCE_EXHAUSTED) is left alone until
+    // the server's retry delay passed: calls fail fast instead of adding
+    // load or holding a worker in a sleep.
+    if (std::optional<Time> until = limiter_.BlockedUntil(limiter_key)) {
+      const auto wait =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*until - clock_->Now());
+      absl::Status s = absl::ResourceExhaustedError(
+          absl::StrCat("Agent Platform: quota for ", cluster.ResourceName(),
+                       " is exhausted; calls paused for another ", wait.count() / 1000.0, " s"));
+      SetRetryDelay(s, wait);
+      return NotSent(s);
+    }
     for (int attempt = 1;; ++attempt) {
       const bool attempts_left = attempt < opts_.max_attempts;
       Sleep(limiter_.Reserve(limiter_key));
@@ -205,6 +217,13 @@ class SlurmApiClient final : public SlurmApi {
       if (s.code() == absl::StatusCode::kUnauthenticated ||
           s.code() == absl::StatusCode::kPermissionDenied) {
         return WithMessage(s, absl::StrCat(s.message(), "; caller: ", credentials.Describe()));
+      }
+      if (s.code() == absl::StatusCode::kResourceExhausted) {
+        // Slow this cluster down: at least the server's delay, else 30 s.
+        const std::chrono::milliseconds pause = std::max(
+            RetryDelay(s).value_or(std::chrono::milliseconds(0)), std::chrono::milliseconds(30000));
+        limiter_.Block(limiter_key, clock_->Now() + pause);
+        SetRetryDelay(s, pause);
       }
       const bool transient =
           s.code() == absl::StatusCode::kUnavailable || IsTransientHttpStatus(response->status);

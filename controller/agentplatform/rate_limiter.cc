@@ -30,4 +30,21 @@ std::chrono::nanoseconds RateLimiter::Reserve(const std::string& key) {
   return std::chrono::nanoseconds(static_cast<int64_t>(std::ceil(-b.tokens * 1e9 / rate_)));
 }
 
+void RateLimiter::Block(const std::string& key, Time until) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Time& t = blocked_until_[key];
+  if (until > t) t = until;
+}
+
+std::optional<Time> RateLimiter::BlockedUntil(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = blocked_until_.find(key);
+  if (it == blocked_until_.end()) return std::nullopt;
+  if (it->second <= clock_->Now()) {
+    blocked_until_.erase(it);
+    return std::nullopt;
+  }
+  return it->second;
+}
+
 }  // namespace slurmop::agentplatform

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "controller/common/clock.h"
@@ -27,6 +28,12 @@ class RateLimiter {
 
   std::chrono::nanoseconds Reserve(const std::string& key);
 
+  // After RESOURCE_EXHAUSTED: no call to `key` until `until` (a later time
+  // than one already set wins).
+  void Block(const std::string& key, Time until);
+  // When `key` may be called again, if it is blocked now.
+  std::optional<Time> BlockedUntil(const std::string& key);
+
  private:
   struct Bucket {
     double tokens;
@@ -37,6 +44,7 @@ class RateLimiter {
   const double burst_;
   std::mutex mu_;
   std::map<std::string, Bucket> buckets_;
+  std::map<std::string, Time> blocked_until_;
 };
 
 }  // namespace slurmop::agentplatform

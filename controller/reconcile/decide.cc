@@ -308,6 +308,28 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
     return Do(Action::kAddFinalizer, "protect the job before submitting it");
   }
 
+  // A submit refused for this spec is not sent again until the spec (or the
+  // cluster) changes; the status already says why. Refusals that access
+  // changes can fix are retried after a while.
+  if (!out.submit) {
+    const v1alpha1::Condition* stalled = FindCondition(job.status.conditions(), kStalled);
+    const bool rejected_this_generation = stalled != nullptr && stalled->status() == "True" &&
+                                          stalled->reason() == "SubmitRejected" &&
+                                          stalled->observed_generation() == job.generation;
+    const bool cluster_changed =
+        memo.refused_cluster_generation && *memo.refused_cluster_generation != cluster.generation;
+    if (rejected_this_generation && !cluster_changed) {
+      return Stop("the submit was rejected for this spec; waiting for a change");
+    }
+    const bool refused_this_generation =
+        memo.submit_refused_at && memo.refused_generation == job.generation;
+    if (!rejected_this_generation && refused_this_generation && !cluster_changed &&
+        now - *memo.submit_refused_at < opt.permission_retry) {
+      return StopAndRequeue(opt.permission_retry - (now - *memo.submit_refused_at),
+                            "the last submit was refused; retrying later");
+    }
+  }
+
   // A previous submit (by this process or one before it) may have reached
   // Slurm: look for it first.
   if ((memo.submit_outcome_unknown || !memo.no_earlier_submit) && !out.tag_lookup) {
@@ -436,7 +458,26 @@ Decision Decide(const JobFacts& job, const ClusterFacts& cluster, const ScriptFa
   return DecideTracking(job, cluster, outcomes, memo, now, options);
 }
 
-void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, Time now) {
+bool SubmitMayHaveReachedSlurm(const absl::Status& error, bool transport_says_delivered) {
+  if (!transport_says_delivered) return false;
+  switch (error.code()) {
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kAlreadyExists:
+      return false;
+    default:
+      return true;
+  }
+}
+
+void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const ClusterFacts& cluster,
+                Time now) {
   if (memo->uid != job.id.uid) {
     *memo = Memo{};
     memo->uid = job.id.uid;
@@ -451,6 +492,12 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, Time now) 
       memo->last_query_at = now;
     } else if (out.submit_may_have_been_delivered) {
       memo->submit_outcome_unknown = true;
+    } else if (!IsTransient(out.submit->status().code()) &&
+               (!memo->submit_refused_at || memo->refused_generation != job.generation ||
+                memo->refused_cluster_generation != cluster.generation)) {
+      memo->submit_refused_at = now;
+      memo->refused_generation = job.generation;
+      memo->refused_cluster_generation = cluster.generation;
     }
   }
   if (out.tag_lookup && out.tag_lookup->ok()) {

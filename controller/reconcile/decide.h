@@ -56,6 +56,7 @@ struct ClusterFacts {
   enum class Kind { kUnspecified, kNotFound, kFound };
   Kind kind = Kind::kUnspecified;
   std::string name;
+  int64_t generation = 0;  // the SlurmCluster's metadata.generation
   v1alpha1::SlurmClusterSpec spec;
 };
 
@@ -98,6 +99,11 @@ struct Memo {
   // Without it, a finalizer with no jobId means an earlier process may have
   // submitted and died before recording the id: search before submitting.
   bool no_earlier_submit = false;
+  // A submit refused for good (not transient, not ambiguous): when, and the
+  // SlurmCluster generation it was refused under (a cluster edit may fix it).
+  std::optional<Time> submit_refused_at;
+  std::optional<int64_t> refused_generation;
+  std::optional<int64_t> refused_cluster_generation;
   std::optional<Time> cancel_requested_at;
   std::optional<Time> last_query_at;
   std::optional<Time> not_found_since;
@@ -146,7 +152,15 @@ Decision Decide(const JobFacts& job, const ClusterFacts& cluster, const ScriptFa
                 const DecideOptions& options = {});
 
 // Folds this reconcile's outcomes into the memo (after each step).
-void UpdateMemo(Memo* memo, const Outcomes& outcomes, const JobFacts& job, Time now);
+void UpdateMemo(Memo* memo, const Outcomes& outcomes, const JobFacts& job,
+                const ClusterFacts& cluster, Time now);
+
+// True when a failed submit may have reached Slurm: a transport failure after
+// the request was written, or an answer that does not prove a refusal.
+// Agent Platform's own refusals (PERMISSION_DENIED, NOT_FOUND,
+// INVALID_ARGUMENT, UNAUTHENTICATED, RESOURCE_EXHAUSTED, ...) happen before
+// anything reaches Slurm.
+bool SubmitMayHaveReachedSlurm(const absl::Status& error, bool transport_says_delivered);
 
 // How long to wait before asking Slurm again about an active job.
 Duration PollInterval(const v1alpha1::SlurmJobStatus& status, Time now,

@@ -105,6 +105,7 @@ ClusterFacts ResolveCluster(const ObjectCache& clusters, const std::string& ns,
     return c;
   }
   c.kind = ClusterFacts::Kind::kFound;
+  c.generation = obj->value("metadata", nlohmann::json::object()).value("generation", int64_t{0});
   c.spec = cluster->spec();
   return c;
 }
@@ -259,7 +260,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
 
   for (int step = 0; step < options_.max_steps; ++step) {
     Time now = clock_.Now();
-    UpdateMemo(&memo, out, *facts, now);
+    UpdateMemo(&memo, out, *facts, cluster, now);
     Decision d = Decide(*facts, cluster, script, out, memo, now, options_.decide);
     VLOG(1) << key << ": " << ActionName(d.action) << " (" << d.why << ")";
 
@@ -361,7 +362,8 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
           if (!r.ok()) {
             out.submit = r.status();
             out.submit_may_have_been_delivered =
-                creds.ok() && http::MayHaveBeenDelivered(r.status());
+                creds.ok() &&
+                SubmitMayHaveReachedSlurm(r.status(), http::MayHaveBeenDelivered(r.status()));
             LOG(WARNING) << key << ": submit failed: " << r.status()
                          << (out.submit_may_have_been_delivered ? " (outcome unknown)" : "");
             continue;

@@ -412,6 +412,13 @@ TEST_F(E2E, UnknownPartitionIsRejectedOnceWithSlurmsMessage) {
   EXPECT_EQ(Get("badpart", "{.status.conditions[?(@.type==\"Stalled\")].reason}"),
             "SubmitRejected");
   EXPECT_THAT(Get("badpart", "{.status.message}"), HasSubstr("Invalid partition"));
+  // No retry storm: one submit attempt, also after our own status writes.
+  std::this_thread::sleep_for(seconds(3));
+  const std::string tag = "slurmjob-operator:" + Get("badpart", "{.metadata.uid}");
+  nlohmann::json view = Admin("/__admin/jobs?comment=" + tag);
+  ASSERT_TRUE(view.is_object()) << view.dump();
+  EXPECT_EQ(view["submit_counts"]["total"], 1) << view["submit_counts"].dump();
+  EXPECT_EQ(view["submit_counts"]["rejected"], 1);
 }
 
 TEST_F(E2E, ALostSubmitResponseIsFoundByItsTagNotSubmittedAgain) {

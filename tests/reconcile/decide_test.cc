@@ -138,10 +138,10 @@ TEST(DecideSubmit, AStaleCacheAfterOurOwnStatusWriteNeverResubmits) {
   Memo memo = Fresh();
   Outcomes out;
   out.submit = int64_t{42};
-  UpdateMemo(&memo, out, job, kT0);
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
   JobFacts recorded = job;
   recorded.status = StatusAfterSubmit(job.status, 42, "a3", false, 1, kT0, nullptr);
-  UpdateMemo(&memo, {}, recorded, kT0);
+  UpdateMemo(&memo, {}, recorded, Cluster(), kT0);
   Decision d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(1));
   ASSERT_EQ(d.action, Action::kWriteStatus) << "must not submit again";
   EXPECT_EQ(d.status.job_id(), 42);
@@ -168,6 +168,46 @@ TEST(DecideSubmit, RejectionStallsWithTheSlurmMessageAndNoRetry) {
   EXPECT_FALSE(again.retry_with_backoff);
 }
 
+TEST(DecideSubmit, ARejectedSpecIsNotSentAgainUntilSpecOrClusterChanges) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Memo memo = Fresh();
+  Outcomes out;
+  out.submit = absl::FailedPreconditionError("Invalid partition name specified (error 2000)");
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
+  Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  job.status = d.status;
+
+  // Woken by our own status write, or later by anything: no second submit.
+  Decision again = Decide(job, Cluster(), {}, {}, memo, kT0 + std::chrono::hours(1));
+  EXPECT_EQ(again.action, Action::kNone);
+  EXPECT_FALSE(again.requeue_after.has_value());
+  // A restarted process (empty memo) reads the same from the status.
+  Memo restarted;
+  restarted.uid = "uid-1";
+  restarted.no_earlier_submit = true;
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, restarted, kT0).action, Action::kNone);
+
+  // The user fixes the SlurmCluster (e.g. its defaultPartition): submit again.
+  ClusterFacts edited = Cluster();
+  edited.generation = 2;
+  EXPECT_EQ(Decide(job, edited, {}, {}, memo, kT0).action, Action::kSubmit);
+  // Or edits the SlurmJob's spec.
+  job.generation = 2;
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, memo, kT0).action, Action::kSubmit);
+}
+
+TEST(DecideSubmit, AgentPlatformRefusalsNeverReachedSlurm) {
+  EXPECT_FALSE(SubmitMayHaveReachedSlurm(absl::PermissionDeniedError("x"), true));
+  EXPECT_FALSE(SubmitMayHaveReachedSlurm(absl::NotFoundError("x"), true));
+  EXPECT_FALSE(SubmitMayHaveReachedSlurm(absl::InvalidArgumentError("x"), true));
+  EXPECT_FALSE(SubmitMayHaveReachedSlurm(absl::ResourceExhaustedError("x"), true));
+  EXPECT_TRUE(SubmitMayHaveReachedSlurm(absl::UnavailableError("x"), true));
+  EXPECT_TRUE(SubmitMayHaveReachedSlurm(absl::DeadlineExceededError("x"), true));
+  EXPECT_FALSE(SubmitMayHaveReachedSlurm(absl::UnavailableError("refused"), false));
+}
+
 TEST(DecideSubmit, PermissionDeniedSaysWhichRoleAndRetriesSlowly) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
@@ -182,6 +222,16 @@ TEST(DecideSubmit, PermissionDeniedSaysWhichRoleAndRetriesSlowly) {
   EXPECT_EQ(again.action, Action::kNone);
   ASSERT_TRUE(again.requeue_after.has_value());
   EXPECT_EQ(*again.requeue_after, DecideOptions{}.permission_retry);
+
+  // Next reconciles: no submit until the retry time, then one.
+  Memo memo = Fresh();
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
+  Decision soon = Decide(job, Cluster(), {}, {}, memo, kT0 + std::chrono::minutes(1));
+  EXPECT_EQ(soon.action, Action::kNone);
+  ASSERT_TRUE(soon.requeue_after.has_value());
+  EXPECT_EQ(*soon.requeue_after, std::chrono::minutes(4));
+  EXPECT_EQ(Decide(job, Cluster(), {}, {}, memo, kT0 + std::chrono::minutes(5)).action,
+            Action::kSubmit);
 }
 
 TEST(DecideSubmit, TransientFailureRetriesWithBackoff) {
@@ -205,7 +255,7 @@ TEST(DecideSubmit, UnknownOutcomeLeadsToATagSearchNotASecondSubmit) {
   out.submit = absl::DeadlineExceededError("timed out after sending");
   out.submit_may_have_been_delivered = true;
   Memo memo;
-  UpdateMemo(&memo, out, job, kT0);
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
   EXPECT_TRUE(memo.submit_outcome_unknown);
 
   // Next reconcile: fresh outcomes, the memo remembers.
@@ -221,7 +271,7 @@ TEST(DecideSubmit, TagFoundIsAdoptedAlsoWhenRecordedFromTheMemo) {
   memo.submit_outcome_unknown = true;
   Outcomes out;
   out.tag_lookup = std::optional<int64_t>(55);
-  UpdateMemo(&memo, out, job, kT0);  // as the executor does before deciding
+  UpdateMemo(&memo, out, job, Cluster(), kT0);  // as the executor does before deciding
   Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
   ASSERT_EQ(d.action, Action::kWriteStatus);
   EXPECT_EQ(d.status.job_id(), 55);
@@ -253,7 +303,7 @@ TEST(DecideSubmit, AddingTheFinalizerOurselvesMeansNoEarlierSubmit) {
   Memo memo;
   Outcomes out;
   out.added_finalizer = true;
-  UpdateMemo(&memo, out, job, kT0);
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
   job.has_finalizer = true;
   EXPECT_EQ(Decide(job, Cluster(), {}, out, memo, kT0).action, Action::kSubmit);
 }
@@ -266,7 +316,7 @@ TEST(DecideSubmit, TagNotFoundSubmits) {
   memo.submit_outcome_unknown = true;
   Outcomes out;
   out.tag_lookup = std::optional<int64_t>();
-  UpdateMemo(&memo, out, job, kT0);
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
   EXPECT_FALSE(memo.submit_outcome_unknown);
   Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
   EXPECT_EQ(d.action, Action::kSubmit);
@@ -685,7 +735,7 @@ TEST(DecideDelete, ActiveJobIsCancelledThenWaitedFor) {
 
   // The cancel was accepted; the job is still completing.
   out.cancel = slurm::CancelResponse{};
-  UpdateMemo(&memo, out, job, kT0);
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
   ASSERT_TRUE(memo.cancel_requested_at.has_value());
   d = Decide(job, Cluster(), {}, out, memo, kT0);
   EXPECT_EQ(d.action, Action::kNone);
@@ -777,7 +827,7 @@ TEST(UpdateMemo, ANewIncarnationStartsClean) {
   memo.uid = "old";
   memo.submitted_job_id = 5;
   JobFacts job = NewJob();
-  UpdateMemo(&memo, {}, job, kT0);
+  UpdateMemo(&memo, {}, job, Cluster(), kT0);
   EXPECT_EQ(memo.uid, "uid-1");
   EXPECT_FALSE(memo.submitted_job_id.has_value());
 }

@@ -12,7 +12,8 @@
 //
 // Contract of ScriptedAgentPlatform:
 //  * On(method, path, reply...) queues replies for one (envelope method,
-//    Slurm path); they are used in order and the LAST one repeats.
+//    Slurm path); they are used in order and the LAST one repeats, until
+//    the next On() for that call replaces it.
 //  * A call without a script is answered with a Google INTERNAL error and
 //    listed in unexpected(); tests check that list is empty.
 //  * Thread-safe.
@@ -54,8 +55,8 @@ inline Reply StructuredBody(int slurm_status, const std::string& slurm_json) {
   http::Response r;
   r.status = 200;
   r.headers["content-type"] = "application/json; charset=UTF-8";
-  r.body = absl::StrCat("{\n  \"status\": ", slurm_status, ",\n  \"structuredBody\": ",
-                        slurm_json, "\n}\n");
+  r.body = absl::StrCat("{\n  \"status\": ", slurm_status, ",\n  \"structuredBody\": ", slurm_json,
+                        "\n}\n");
   return r;
 }
 
@@ -83,8 +84,12 @@ class ScriptedAgentPlatform : public http::Transport {
   template <typename... R>
   void On(const std::string& method, const std::string& path, R... replies) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto& q = script_[{method, path}];
-    (q.push_back(std::move(replies)), ...);
+    Script& q = script_[{method, path}];
+    if (q.last_served) {  // a repeating last reply is replaced by new ones
+      q.replies.clear();
+      q.last_served = false;
+    }
+    (q.replies.push_back(std::move(replies)), ...);
   }
 
   absl::StatusOr<http::Response> Send(const http::Request& request) override {
@@ -101,14 +106,19 @@ class ScriptedAgentPlatform : public http::Transport {
     std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back(call);
     auto it = script_.find({call.method, call.path});
-    if (it == script_.end() || it->second.empty()) {
+    if (it == script_.end() || it->second.replies.empty()) {
       unexpected_.push_back(absl::StrCat(call.method, " ", call.path));
       return GoogleErrorReply(
           500, absl::StrCat(R"({"error":{"code":500,"message":"ScriptedAgentPlatform: no script )",
                             R"(for this call","status":"INTERNAL"}})"));
     }
-    Reply r = it->second.front();
-    if (it->second.size() > 1) it->second.pop_front();
+    Script& q = it->second;
+    Reply r = q.replies.front();
+    if (q.replies.size() > 1) {
+      q.replies.pop_front();
+    } else {
+      q.last_served = true;
+    }
     return r;
   }
 
@@ -144,7 +154,11 @@ class ScriptedAgentPlatform : public http::Transport {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, std::deque<Reply>> script_;
+  struct Script {
+    std::deque<Reply> replies;
+    bool last_served = false;  // the last reply was used (and now repeats)
+  };
+  std::map<std::pair<std::string, std::string>, Script> script_;
   std::vector<WireCall> calls_;
   std::vector<std::string> unexpected_;
 };

@@ -63,6 +63,21 @@ struct KubeCall {
   absl::Status result;  // what the fake answered
 };
 
+inline std::string Meta(const nlohmann::json& obj, const char* field) {
+  return obj.value("metadata", nlohmann::json::object()).value(field, "");
+}
+
+inline KubeCall MakeCall(std::string verb, std::string plural, std::string ns, std::string name,
+                         nlohmann::json body = nullptr) {
+  KubeCall c;
+  c.verb = std::move(verb);
+  c.plural = std::move(plural);
+  c.ns = std::move(ns);
+  c.name = std::move(name);
+  c.body = std::move(body);
+  return c;
+}
+
 class InMemoryKube : public kube::Client {
  public:
   // Runs before every call, outside the lock.
@@ -125,7 +140,7 @@ class InMemoryKube : public kube::Client {
 
   absl::StatusOr<nlohmann::json> Get(const kube::ResourceType& rt, std::string_view ns,
                                      std::string_view name) override {
-    KubeCall call{"get", rt.plural, std::string(ns), std::string(name)};
+    KubeCall call = MakeCall("get", rt.plural, std::string(ns), std::string(name));
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> {
       auto it = objects_.find(Key(call));
       if (it == objects_.end()) return NotFound(call);
@@ -135,7 +150,7 @@ class InMemoryKube : public kube::Client {
 
   absl::StatusOr<nlohmann::json> List(const kube::ResourceType& rt, std::string_view ns,
                                       const kube::ListOptions&) override {
-    KubeCall call{"list", rt.plural, std::string(ns), ""};
+    KubeCall call = MakeCall("list", rt.plural, std::string(ns), "");
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> {
       nlohmann::json items = nlohmann::json::array();
       for (const auto& [k, obj] : objects_) {
@@ -152,13 +167,13 @@ class InMemoryKube : public kube::Client {
 
   absl::StatusOr<nlohmann::json> Create(const kube::ResourceType& rt, std::string_view ns,
                                         const nlohmann::json& obj) override {
-    KubeCall call{"create", rt.plural,
-                  ns.empty() ? obj["metadata"].value("namespace", "") : std::string(ns),
-                  obj["metadata"].value("name", ""), obj};
+    KubeCall call =
+        MakeCall("create", rt.plural, ns.empty() ? Meta(obj, "namespace") : std::string(ns),
+                 Meta(obj, "name"), obj);
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> {
       if (objects_.count(Key(call))) {
-        return absl::AlreadyExistsError(absl::StrCat(call.plural, " \"", call.name,
-                                                     "\" already exists"));
+        return absl::AlreadyExistsError(
+            absl::StrCat(call.plural, " \"", call.name, "\" already exists"));
       }
       nlohmann::json o = obj;
       auto& m = o["metadata"];
@@ -174,8 +189,7 @@ class InMemoryKube : public kube::Client {
 
   absl::StatusOr<nlohmann::json> Update(const kube::ResourceType& rt,
                                         const nlohmann::json& obj) override {
-    KubeCall call{"update", rt.plural, obj["metadata"].value("namespace", ""),
-                  obj["metadata"].value("name", ""), obj};
+    KubeCall call = MakeCall("update", rt.plural, Meta(obj, "namespace"), Meta(obj, "name"), obj);
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> {
       auto it = objects_.find(Key(call));
       if (it == objects_.end()) return NotFound(call);
@@ -196,8 +210,8 @@ class InMemoryKube : public kube::Client {
 
   absl::StatusOr<nlohmann::json> UpdateStatus(const kube::ResourceType& rt,
                                               const nlohmann::json& obj) override {
-    KubeCall call{"update-status", rt.plural, obj["metadata"].value("namespace", ""),
-                  obj["metadata"].value("name", ""), obj};
+    KubeCall call =
+        MakeCall("update-status", rt.plural, Meta(obj, "namespace"), Meta(obj, "name"), obj);
     call.status_subresource = true;
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> {
       auto it = objects_.find(Key(call));
@@ -217,7 +231,7 @@ class InMemoryKube : public kube::Client {
                                        std::string_view name, kube::PatchType type,
                                        const nlohmann::json& patch, bool status_subresource,
                                        std::string_view) override {
-    KubeCall call{"patch", rt.plural, std::string(ns), std::string(name), patch};
+    KubeCall call = MakeCall("patch", rt.plural, std::string(ns), std::string(name), patch);
     call.status_subresource = status_subresource;
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> {
       if (type != kube::PatchType::kMerge) {
@@ -244,7 +258,7 @@ class InMemoryKube : public kube::Client {
 
   absl::StatusOr<nlohmann::json> Delete(const kube::ResourceType& rt, std::string_view ns,
                                         std::string_view name) override {
-    KubeCall call{"delete", rt.plural, std::string(ns), std::string(name)};
+    KubeCall call = MakeCall("delete", rt.plural, std::string(ns), std::string(name));
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> {
       auto it = objects_.find(Key(call));
       if (it == objects_.end()) return NotFound(call);
@@ -265,7 +279,7 @@ class InMemoryKube : public kube::Client {
   absl::Status Watch(const kube::ResourceType& rt, std::string_view ns, const kube::WatchOptions&,
                      const std::function<bool(const kube::WatchEvent&)>&,
                      std::shared_ptr<http::StreamHandle>) override {
-    KubeCall call{"watch", rt.plural, std::string(ns), ""};
+    KubeCall call = MakeCall("watch", rt.plural, std::string(ns), "");
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> { return nlohmann::json(); })
         .status();
   }
@@ -284,8 +298,9 @@ class InMemoryKube : public kube::Client {
     const nlohmann::json meta = sent.value("metadata", nlohmann::json::object());
     if (!meta.contains("resourceVersion")) {
       if (c.verb == "update" || c.verb == "update-status") {
-        return absl::InvalidArgumentError("metadata.resourceVersion: Invalid value: 0x0: must be "
-                                          "specified for an update");
+        return absl::InvalidArgumentError(
+            "metadata.resourceVersion: Invalid value: 0x0: must be "
+            "specified for an update");
       }
       return absl::OkStatus();
     }

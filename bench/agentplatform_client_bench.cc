@@ -1,0 +1,603 @@
+// File: bench/agentplatform_client_bench.cc
+//
+// The Agent Platform client's own cost per call (time and heap allocations),
+// without the server's time.
+//
+// Part 1, in process: N GETs and N submits through NewSlurmApiClient() over a
+// Transport that returns a canned response at once. That transport's own cost
+// (copying the canned response) is measured by calling it directly N times and
+// subtracted. Also: rendering the v0.0.42 submit body and parsing the job
+// answer with the v0.0.42 dialect (ParseJob), per call.
+//
+// Part 2, loopback: the same client over the real CpprestTransport against
+// the Python stand-in tests/fakes/agent_platform.py (started here as a
+// subprocess), with a token from the stand-in's metadata server
+// (MetadataServerCredentials). Reports the round trip per call and the
+// client-side share, measured two ways in the same run: (a) the client alone,
+// replayed in process (as in part 1) on the exact answers the stand-in sent,
+// divided by the round trip; (b) the wall time spent outside the transport's
+// Send() (a timing decorator around the transport) over the round trip.
+//
+// Allocations are counted by replacing the global operator new/delete of this
+// binary with an atomic counter (all threads, so part 2's figures include
+// cpprestsdk's own allocations).
+//
+//   agentplatform_client_bench [--n=20000] [--reps=1] [--rt-get=1000]
+//                              [--rt-post=200] [--no-loopback]
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <new>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "controller/agentplatform/client.h"
+#include "controller/agentplatform/credentials.h"
+#include "controller/agentplatform/envelope.h"
+#include "controller/http/cpprest_transport.h"
+#include "controller/http/http_transport.h"
+#include "controller/slurm/dialects.h"
+#include "nlohmann/json.hpp"
+
+// ------------------------------------------------------------ allocations
+
+namespace {
+std::atomic<uint64_t> g_allocs{0};
+std::atomic<uint64_t> g_alloc_bytes{0};
+
+void* CountedAlloc(std::size_t n) {
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  g_alloc_bytes.fetch_add(n, std::memory_order_relaxed);
+  return std::malloc(n == 0 ? 1 : n);
+}
+void* CountedAlignedAlloc(std::size_t n, std::align_val_t al) {
+  g_allocs.fetch_add(1, std::memory_order_relaxed);
+  g_alloc_bytes.fetch_add(n, std::memory_order_relaxed);
+  const std::size_t a = static_cast<std::size_t>(al);
+  const std::size_t size = ((n == 0 ? 1 : n) + a - 1) / a * a;
+  return std::aligned_alloc(a, size);
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (void* p = CountedAlloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  if (void* p = CountedAlloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return CountedAlloc(n); }
+void* operator new(std::size_t n, std::align_val_t al) {
+  if (void* p = CountedAlignedAlloc(n, al)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t al) {
+  if (void* p = CountedAlignedAlloc(n, al)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t al, const std::nothrow_t&) noexcept {
+  return CountedAlignedAlloc(n, al);
+}
+void* operator new[](std::size_t n, std::align_val_t al, const std::nothrow_t&) noexcept {
+  return CountedAlignedAlloc(n, al);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+
+namespace slurmop::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace ap = ::slurmop::agentplatform;
+
+struct Options {
+  int n = 20000;
+  int reps = 1;
+  int rt_get = 1000;
+  int rt_post = 200;
+  bool loopback = true;
+};
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&](const char* flag) -> const char* {
+      const size_t len = std::strlen(flag);
+      return a.compare(0, len, flag) == 0 ? a.c_str() + len : nullptr;
+    };
+    if (const char* v = val("--n=")) {
+      o.n = std::atoi(v);
+    } else if (const char* v = val("--reps=")) {
+      o.reps = std::max(1, std::atoi(v));
+    } else if (const char* v = val("--rt-get=")) {
+      o.rt_get = std::atoi(v);
+    } else if (const char* v = val("--rt-post=")) {
+      o.rt_post = std::atoi(v);
+    } else if (a == "--no-loopback") {
+      o.loopback = false;
+    } else {
+      std::cerr << "unknown argument " << a << "\n";
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+// One measured loop: nanoseconds and allocations per call.
+struct Sample {
+  double ns = 0;
+  double allocs = 0;
+  double bytes = 0;
+};
+
+template <typename F>
+Sample MeasureOnce(int n, F&& f) {
+  const uint64_t a0 = g_allocs.load();
+  const uint64_t b0 = g_alloc_bytes.load();
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) f();
+  const auto t1 = Clock::now();
+  const uint64_t a1 = g_allocs.load();
+  const uint64_t b1 = g_alloc_bytes.load();
+  Sample s;
+  s.ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / n;
+  s.allocs = static_cast<double>(a1 - a0) / n;
+  s.bytes = static_cast<double>(b1 - b0) / n;
+  return s;
+}
+
+// Warm-up, then `reps` loops of n calls; the fastest loop (the least
+// disturbed by other processes; allocations are the same in every loop).
+template <typename F>
+Sample Measure(int n, int reps, F&& f) {
+  MeasureOnce(std::max(1, n / 20), f);
+  std::vector<Sample> samples;
+  for (int r = 0; r < reps; ++r) samples.push_back(MeasureOnce(n, f));
+  std::sort(samples.begin(), samples.end(),
+            [](const Sample& a, const Sample& b) { return a.ns < b.ns; });
+  return samples.front();
+}
+
+// ------------------------------------------------------------ canned data
+
+constexpr char kMeta42[] =
+    R"("meta": {"plugin": {"type": "openapi/slurmctld", "name": "Slurm OpenAPI slurmctld", )"
+    R"("data_parser": "data_parser/v0.0.42", "accounting_storage": "accounting_storage/slurmdbd"}, )"
+    R"("client": {"source": "[unix]:/run/slurmrestd.socket", "user": "alice", "group": "alice"}, )"
+    R"("command": [], "slurm": {"version": {"major": "24", "micro": "7", "minor": "11"}, )"
+    R"("release": "24.11.7", "cluster": "cluster"}})";
+
+// GET /slurm/v0.0.42/job/42 for a running job (slurm-rest-versions.md §5).
+std::string JobAnswer() {
+  return absl::StrCat(
+      R"({"jobs": [{"job_id": 42, "name": "train", "account": "acct", )"
+      R"("comment": "slurmjob-operator:3f2a9c1e-0b7d-4e55-9a63-1c2d3e4f5a6b", )"
+      R"("partition": "gpu", "job_state": ["RUNNING"], "state_reason": "None", )"
+      R"("state_description": "", "exit_code": {"status": ["SUCCESS"], "return_code": )"
+      R"({"set": true, "infinite": false, "number": 0}, "signal": {"id": {"set": false, )"
+      R"("infinite": false, "number": 0}, "name": ""}}, "derived_exit_code": {"status": )"
+      R"(["SUCCESS"], "return_code": {"set": true, "infinite": false, "number": 0}, "signal": )"
+      R"({"id": {"set": false, "infinite": false, "number": 0}, "name": ""}}, "submit_time": )"
+      R"({"set": true, "infinite": false, "number": 1700000000}, "eligible_time": {"set": )"
+      R"(true, "infinite": false, "number": 1700000000}, "start_time": {"set": true, )"
+      R"("infinite": false, "number": 1700000005}, "end_time": {"set": true, "infinite": )"
+      R"(false, "number": 1700007205}, "time_limit": {"set": true, "infinite": false, )"
+      R"("number": 120}, "nodes": "node1", "user_name": "alice", )"
+      R"("current_working_directory": "/home/alice", "standard_output": )"
+      R"("/home/alice/train-%j.out", "flags": ["JOB_WAS_RUNNING"]}], "last_backfill": )"
+      R"({"set": true, "infinite": false, "number": 1700000010}, "last_update": {"set": )"
+      R"(true, "infinite": false, "number": 1700000017}, )",
+      kMeta42, R"(, "errors": [], "warnings": []})");
+}
+
+std::string SubmitAnswer() {
+  return absl::StrCat(R"({"job_id": 42, "step_id": "batch", "job_submit_user_msg": "", )", kMeta42,
+                      R"(, "errors": [], "warnings": []})");
+}
+
+http::Response Envelope(const std::string& slurm_json) {
+  http::Response r;
+  r.status = 200;
+  r.headers["content-type"] = "application/json; charset=UTF-8";
+  r.body = absl::StrCat(R"({"status": 200, "structuredBody": )", slurm_json, "}");
+  return r;
+}
+
+slurm::JobDescriptor Descriptor(const std::string& script, const std::string& partition) {
+  slurm::JobDescriptor d;
+  d.script = script;
+  d.name = "train";
+  d.partition = partition;
+  d.current_working_directory = "/tmp";
+  d.tasks_per_node = 1;
+  d.minimum_nodes = 1;
+  d.time_limit_minutes = 120;
+  d.environment = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"OMP_NUM_THREADS", "8"}};
+  d.comment = "slurmjob-operator:3f2a9c1e-0b7d-4e55-9a63-1c2d3e4f5a6b";
+  return d;
+}
+
+constexpr char kScript[] =
+    "#!/bin/bash\n#SBATCH --output=/home/alice/train-%j.out\nset -euo pipefail\n"
+    "source /shared/venv/bin/activate\nsrun python /shared/train.py --epochs 10\n";
+
+// Returns a canned response instantly.
+class CannedTransport : public http::Transport {
+ public:
+  void Set(const http::Response* r) { current_ = r; }
+  absl::StatusOr<http::Response> Send(const http::Request&) override { return *current_; }
+  absl::StatusOr<http::Response> Stream(const http::Request&, const http::LineCallback&,
+                                        std::shared_ptr<http::StreamHandle>) override {
+    return absl::UnimplementedError("Stream");
+  }
+
+ private:
+  const http::Response* current_ = nullptr;
+};
+
+// Measures the time spent inside the wrapped transport.
+class TimingTransport : public http::Transport {
+ public:
+  explicit TimingTransport(http::Transport* inner) : inner_(inner) {}
+  absl::StatusOr<http::Response> Send(const http::Request& request) override {
+    const auto t0 = Clock::now();
+    absl::StatusOr<http::Response> r = inner_->Send(request);
+    inside_ns_ += std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+    if (capture_ && r.ok()) captured_ = *r;
+    return r;
+  }
+  // Keeps a copy of every response from now on (the last one is kept).
+  void Capture() { capture_ = true; }
+  const http::Response& captured() const { return captured_; }
+  absl::StatusOr<http::Response> Stream(const http::Request& r, const http::LineCallback& cb,
+                                        std::shared_ptr<http::StreamHandle> h) override {
+    return inner_->Stream(r, cb, std::move(h));
+  }
+  double inside_ns() const { return inside_ns_; }
+  void Reset() { inside_ns_ = 0; }
+
+ private:
+  http::Transport* inner_;
+  double inside_ns_ = 0;  // single caller thread
+  bool capture_ = false;
+  http::Response captured_;
+};
+
+class FixedToken : public ap::TokenSource {
+ public:
+  absl::StatusOr<std::string> Token() override { return token_; }
+  void Invalidate() override {}
+  std::string Describe() const override { return "bench token"; }
+
+ private:
+  std::string token_ = "ya29.bench-token-0123456789abcdefghijklmnopqrstuvwxyz0123456789";
+};
+
+void Row(const char* what, const Sample& s) {
+  std::printf("  %-44s %10.0f ns %9.1f allocs %10.0f bytes\n", what, s.ns, s.allocs, s.bytes);
+}
+
+Sample Minus(const Sample& a, const Sample& b) {
+  return {a.ns - b.ns, a.allocs - b.allocs, a.bytes - b.bytes};
+}
+
+void Check(const absl::StatusOr<ap::SlurmResponse>& r, const char* what) {
+  if (!r.ok() || r->status != 200) {
+    std::cerr << what << " failed: "
+              << (r.ok() ? absl::StrCat("status ", r->status) : std::string(r.status().message()))
+              << "\n";
+    std::exit(1);
+  }
+}
+
+struct InProcess {
+  Sample get, post, render, parse;
+};
+
+InProcess RunInProcess(const Options& o) {
+  const slurm::Dialect* dialect = *slurm::DialectFor("v0.0.42");
+  const http::Response get_resp = Envelope(JobAnswer());
+  const http::Response post_resp = Envelope(SubmitAnswer());
+  CannedTransport transport;
+  ap::ClientOptions co;
+  co.transport = &transport;
+  co.requests_per_second_per_cluster = 0;  // the limiter would throttle the loop
+  std::unique_ptr<ap::SlurmApi> client = ap::NewSlurmApiClient(co);
+  FixedToken token;
+  ap::ClusterName cluster;
+  cluster.project_id = "proj";
+  cluster.region = "us-central1";
+  cluster.cluster_id = "c1";
+  const std::string get_path = dialect->JobPath(42);
+  const nlohmann::json submit_body = *dialect->RenderSubmit(Descriptor(kScript, "gpu"));
+
+  std::printf("In process (canned answers, N=%d per row, fastest of %d loop(s))\n", o.n, o.reps);
+  std::printf("  GET answer %zu bytes, submit body %zu bytes, submit answer %zu bytes\n",
+              get_resp.body.size(), submit_body.dump().size(), post_resp.body.size());
+
+  // The fake transport's own cost, with requests like the client's.
+  http::Request req;
+  req.method = "POST";
+  req.url = cluster.CallUrl();
+  req.headers = {{"Authorization", "Bearer x"}, {"Content-Type", "application/json"}};
+  transport.Set(&get_resp);
+  Sample fake_get = Measure(o.n, std::max(3, o.reps), [&] { (void)transport.Send(req); });
+  transport.Set(&post_resp);
+  Sample fake_post = Measure(o.n, std::max(3, o.reps), [&] { (void)transport.Send(req); });
+
+  transport.Set(&get_resp);
+  Check(client->Call(cluster, token, ap::HttpMethod::kGet, get_path, nullptr), "GET");
+  Sample get_total = Measure(o.n, o.reps, [&] {
+    (void)client->Call(cluster, token, ap::HttpMethod::kGet, get_path, nullptr);
+  });
+  transport.Set(&post_resp);
+  Check(client->Call(cluster, token, ap::HttpMethod::kPost, dialect->SubmitPath(), &submit_body),
+        "POST");
+  Sample post_total = Measure(o.n, o.reps, [&] {
+    (void)client->Call(cluster, token, ap::HttpMethod::kPost, dialect->SubmitPath(), &submit_body);
+  });
+  // Where the client's time goes: the envelope through protobuf's JSON mapping
+  // (N/10 calls each, to keep the run short).
+  Sample encode_get = Measure(
+      o.n / 10, o.reps, [&] { (void)ap::EncodeRequest(ap::HttpMethod::kGet, get_path, nullptr); });
+  Sample encode_post = Measure(o.n / 10, o.reps, [&] {
+    (void)ap::EncodeRequest(ap::HttpMethod::kPost, dialect->SubmitPath(), &submit_body);
+  });
+  Sample decode_get = Measure(o.n / 10, o.reps, [&] { (void)ap::DecodeResponse(get_resp.body); });
+  Sample decode_post = Measure(o.n / 10, o.reps, [&] { (void)ap::DecodeResponse(post_resp.body); });
+  // For scale: the same GET answer through nlohmann::json alone.
+  size_t sink = 0;
+  Sample plain_parse =
+      Measure(o.n / 10, o.reps, [&] { sink += nlohmann::json::parse(get_resp.body).size(); });
+  if (sink == 0) std::printf("(nothing parsed)\n");
+  const slurm::JobDescriptor desc = Descriptor(kScript, "gpu");
+  Sample render = Measure(o.n, o.reps, [&] { (void)dialect->RenderSubmit(desc); });
+  const nlohmann::json answer = nlohmann::json::parse(JobAnswer());
+  if (!dialect->ParseJob(200, answer, 42).ok()) {
+    std::cerr << "ParseJob failed\n";
+    std::exit(1);
+  }
+  Sample parse = Measure(o.n, o.reps, [&] { (void)dialect->ParseJob(200, answer, 42); });
+
+  InProcess out{Minus(get_total, fake_get), Minus(post_total, fake_post), render, parse};
+  std::printf("  %-44s %13s %16s %16s\n", "", "time/call", "allocations/call", "bytes/call");
+  Row("fake transport alone (GET answer copy)", fake_get);
+  Row("fake transport alone (submit answer copy)", fake_post);
+  Row("client GET job, incl. fake", get_total);
+  Row("client POST submit, incl. fake", post_total);
+  Row("=> client GET job (client only)", out.get);
+  Row("=> client POST submit v0.0.42 (client only)", out.post);
+  Row("  part: EncodeRequest, GET envelope (N/10)", encode_get);
+  Row("  part: DecodeResponse, GET answer (N/10)", decode_get);
+  Row("  part: EncodeRequest, POST envelope (N/10)", encode_post);
+  Row("  part: DecodeResponse, submit answer (N/10)", decode_post);
+  Row("  (for scale: nlohmann::json::parse, GET answer)", plain_parse);
+  Row("v0.0.42 RenderSubmit (body for the POST)", render);
+  Row("v0.0.42 ParseJob (job answer -> JobInfo)", parse);
+  Row("=> GET job + ParseJob",
+      {out.get.ns + parse.ns, out.get.allocs + parse.allocs, out.get.bytes + parse.bytes});
+  return out;
+}
+
+// ------------------------------------------------------------ loopback
+
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::string& log) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~Child() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 50; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  bool ok() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void RunLoopback(const Options& o, const InProcess& inproc) {
+  char dir_template[] = "/tmp/ap-bench-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string port_file = dir + "/port";
+  const std::string log = dir + "/agent_platform.log";
+  Child server(
+      {"/usr/bin/python3", std::string(SLURMOP_SOURCE_DIR) + "/tests/fakes/agent_platform.py",
+       "--port", "0", "--port-file", port_file},
+      log);
+  if (!server.ok()) {
+    std::printf("Loopback: cannot start the stand-in\n");
+    return;
+  }
+  int port = 0;
+  for (int i = 0; i < 300 && port == 0; ++i) {
+    port = std::atoi(ReadAll(port_file).c_str());
+    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (port == 0) {
+    std::printf("Loopback: the stand-in did not start; log:\n%s\n", ReadAll(log).c_str());
+    return;
+  }
+  absl::StatusOr<std::unique_ptr<http::CpprestTransport>> cpprest =
+      http::CpprestTransport::Create({});
+  if (!cpprest.ok()) {
+    std::printf("Loopback: %s\n", std::string(cpprest.status().message()).c_str());
+    return;
+  }
+  ap::CredentialsOptions cred_opts;
+  cred_opts.transport = cpprest->get();
+  cred_opts.metadata_host = absl::StrCat("127.0.0.1:", port);
+  absl::StatusOr<std::shared_ptr<ap::TokenSource>> creds = ap::MetadataServerCredentials(cred_opts);
+  if (!creds.ok()) {
+    std::printf("Loopback: %s\n", std::string(creds.status().message()).c_str());
+    return;
+  }
+  TimingTransport timing(cpprest->get());
+  ap::ClientOptions co;
+  co.transport = &timing;
+  co.requests_per_second_per_cluster = 0;
+  std::unique_ptr<ap::SlurmApi> client = ap::NewSlurmApiClient(co);
+  ap::ClusterName cluster;
+  cluster.endpoint = absl::StrCat("http://127.0.0.1:", port);
+  cluster.project_id = "demo-project";
+  cluster.region = "us-central1";
+  cluster.cluster_id = "demo-cluster";
+  const slurm::Dialect* dialect = *slurm::DialectFor("v0.0.42");
+  const nlohmann::json long_job =
+      *dialect->RenderSubmit(Descriptor("#!/bin/bash\nsleep 3600\n", "debug"));
+
+  absl::StatusOr<ap::SlurmResponse> first =
+      client->Call(cluster, **creds, ap::HttpMethod::kPost, dialect->SubmitPath(), &long_job);
+  Check(first, "loopback submit");
+  absl::StatusOr<slurm::SubmitResponse> sub = dialect->ParseSubmit(first->status, first->body);
+  if (!sub.ok()) {
+    std::printf("Loopback: submit refused: %s\n", std::string(sub.status().message()).c_str());
+    return;
+  }
+  const std::string get_path = dialect->JobPath(sub->job_id);
+
+  auto run = [&](int n, ap::HttpMethod m, const std::string& path, const nlohmann::json* body) {
+    for (int i = 0; i < std::max(1, n / 10); ++i)
+      (void)client->Call(cluster, **creds, m, path, body);
+    timing.Reset();
+    int failures = 0;
+    Sample s = MeasureOnce(n, [&] {
+      absl::StatusOr<ap::SlurmResponse> r = client->Call(cluster, **creds, m, path, body);
+      failures += !r.ok() || r->status != 200;
+    });
+    const double inside = timing.inside_ns() / n;
+    return std::make_tuple(s, inside, failures);
+  };
+  auto [get_s, get_inside, get_fail] =
+      run(o.rt_get, ap::HttpMethod::kGet, get_path, static_cast<const nlohmann::json*>(nullptr));
+  auto [post_s, post_inside, post_fail] =
+      run(o.rt_post, ap::HttpMethod::kPost, dialect->SubmitPath(), &long_job);
+  // Parse what came back, once, to make sure it is a job; keep the raw
+  // answers to replay them in process.
+  timing.Capture();
+  Check(client->Call(cluster, **creds, ap::HttpMethod::kPost, dialect->SubmitPath(), &long_job),
+        "loopback submit");
+  const http::Response post_raw = timing.captured();
+  absl::StatusOr<ap::SlurmResponse> last =
+      client->Call(cluster, **creds, ap::HttpMethod::kGet, get_path, nullptr);
+  Check(last, "loopback GET");
+  const http::Response get_raw = timing.captured();
+
+  // (a): the client alone on exactly these answers, in process.
+  CannedTransport canned;
+  ap::ClientOptions cco;
+  cco.transport = &canned;
+  cco.requests_per_second_per_cluster = 0;
+  std::unique_ptr<ap::SlurmApi> replay = ap::NewSlurmApiClient(cco);
+  FixedToken fixed;
+  const int nr = std::max(1, o.n / 10);
+  canned.Set(&get_raw);
+  Sample rg = Measure(
+      nr, 1, [&] { (void)replay->Call(cluster, fixed, ap::HttpMethod::kGet, get_path, nullptr); });
+  Sample rg_fake = Measure(nr, 3, [&] { (void)canned.Send(http::Request()); });
+  canned.Set(&post_raw);
+  Sample rp = Measure(nr, 1, [&] {
+    (void)replay->Call(cluster, fixed, ap::HttpMethod::kPost, dialect->SubmitPath(), &long_job);
+  });
+  Sample rp_fake = Measure(nr, 3, [&] { (void)canned.Send(http::Request()); });
+  const Sample replay_get = Minus(rg, rg_fake);
+  const Sample replay_post = Minus(rp, rp_fake);
+  const bool parsed = dialect->ParseJob(last->status, last->body, sub->job_id).ok();
+  const size_t get_answer_bytes = last->body.dump().size();
+
+  std::printf(
+      "\nLoopback: real CpprestTransport -> tests/fakes/agent_platform.py on 127.0.0.1:%d\n", port);
+  std::printf(
+      "  (token from the stand-in's metadata server; GETs reuse a pooled connection, "
+      "each POST opens its own)\n");
+  std::printf("  %-34s %8s %14s %14s %14s %12s %10s\n", "", "calls", "round trip", "in transport",
+              "client (b)", "allocs/call", "failures");
+  std::printf("  %-34s %8d %11.0f ns %11.0f ns %11.0f ns %12.1f %10d\n", "GET job", o.rt_get,
+              get_s.ns, get_inside, get_s.ns - get_inside, get_s.allocs, get_fail);
+  std::printf("  %-34s %8d %11.0f ns %11.0f ns %11.0f ns %12.1f %10d\n", "POST submit (v0.0.42)",
+              o.rt_post, post_s.ns, post_inside, post_s.ns - post_inside, post_s.allocs, post_fail);
+  std::printf("  GET answer (Slurm JSON) %zu bytes, parsed as a job: %s\n", get_answer_bytes,
+              parsed ? "yes" : "NO");
+  std::printf("  client alone on these exact answers, in process (N/10 = %d calls):\n", nr);
+  Row("  GET job (stand-in's answer)", replay_get);
+  Row("  POST submit (stand-in's answer)", replay_post);
+  std::printf("\nRatios (this run)\n");
+  std::printf(
+      "  client-only share of a GET round trip:  (a) in process, same answer %.1f%%   "
+      "(b) wall time outside Send() %.1f%%\n",
+      100.0 * replay_get.ns / get_s.ns, 100.0 * (get_s.ns - get_inside) / get_s.ns);
+  std::printf(
+      "  client-only share of a POST round trip: (a) in process, same answer %.1f%%   "
+      "(b) wall time outside Send() %.1f%%\n",
+      100.0 * replay_post.ns / post_s.ns, 100.0 * (post_s.ns - post_inside) / post_s.ns);
+  std::printf("  GET + ParseJob (canned answer) / GET round trip: %.1f%%\n",
+              100.0 * (inproc.get.ns + inproc.parse.ns) / get_s.ns);
+  std::printf("  round trip / client-only time (a): GET %.1fx, POST %.1fx\n",
+              get_s.ns / replay_get.ns, post_s.ns / replay_post.ns);
+  std::string rm = "rm -rf " + dir;
+  if (std::system(rm.c_str()) != 0) std::printf("(could not remove %s)\n", dir.c_str());
+}
+
+}  // namespace
+}  // namespace slurmop::bench
+
+int main(int argc, char** argv) {
+  using namespace slurmop::bench;
+  const Options o = ParseArgs(argc, argv);
+  const auto t0 = Clock::now();
+  InProcess inproc = RunInProcess(o);
+  if (o.loopback) RunLoopback(o, inproc);
+  std::printf("\nTotal bench time %.1f s\n",
+              std::chrono::duration<double>(Clock::now() - t0).count());
+  return 0;
+}
