@@ -487,6 +487,10 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
         if (kube::IsNotFound(r.status())) return finish({});
         if (kube::IsConflict(r.status()) && refresh()) continue;
         LOG(WARNING) << key << ": status write failed: " << r.status();
+        // A 429 says when to come back; honour it rather than the per-key backoff.
+        if (std::optional<Duration> after = kube::RetryAfter(r.status())) {
+          return finish({*after, false});
+        }
         return finish({std::nullopt, true});
       }
     }

@@ -320,8 +320,23 @@ TEST_F(ClientTest, ResourceExhaustedIsNotRetried) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(r.status().message(),
             "Agent Platform: Quota exceeded for aiplatform requests (retry after 1.5s)");
-  EXPECT_EQ(RetryDelay(r.status()), ms(1500));
+  // The cluster is paused for at least 30 s (more if the server asks).
+  EXPECT_EQ(RetryDelay(r.status()), ms(30000));
   EXPECT_EQ(transport_.request_count(), 1u);
+
+  // Within the pause, calls to that cluster fail fast and send nothing.
+  clock_.Advance(std::chrono::seconds(10));
+  absl::StatusOr<SlurmResponse> paused = Get(*api);
+  ASSERT_FALSE(paused.ok());
+  EXPECT_EQ(paused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(RetryDelay(paused.status()), ms(20000));
+  EXPECT_EQ(transport_.request_count(), 1u);
+
+  // Afterwards they go through again.
+  clock_.Advance(std::chrono::seconds(21));
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"jobs":[]})")));
+  EXPECT_TRUE(Get(*api).ok());
+  EXPECT_EQ(transport_.request_count(), 2u);
 }
 
 TEST_F(ClientTest, PermanentErrorsAreNotRetried) {
