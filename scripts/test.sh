@@ -11,5 +11,10 @@ scripts/build.sh
 built=$(date +%s)
 echo "build: $((built - start)) s (including dependency check)"
 cd "${BUILD_DIR:-build}"
-ctest --output-on-failure --timeout 900 -j "${TEST_JOBS:-2}"
+# The suite on Debian's real Slurm (label real-slurm) installs and runs
+# slurmctld/slurmd/slurmdbd/slurmrestd; it runs with SLURMOP_REAL_SLURM=1 or
+# scripts/test-real-slurm.sh while it is being stabilised.
+exclude=(-LE real-slurm)
+[ "${SLURMOP_REAL_SLURM:-0}" = 1 ] && exclude=()
+ctest --output-on-failure --timeout 900 -j "${TEST_JOBS:-2}" "${exclude[@]}"
 echo "tests: $(( $(date +%s) - built )) s"
