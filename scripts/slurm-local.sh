@@ -65,8 +65,10 @@ unset SLURM_JWT SLURMRESTD_SECURITY || true
 export LC_ALL=C
 
 T0=$(date +%s.%N)
-log() { echo "slurm-local: $*"; }
-err() { echo "slurm-local: $*" >&2; }
+# A reader that goes away (`start | head`) must not kill a half-done start.
+trap '' PIPE
+log() { echo "slurm-local: $*" 2>/dev/null || true; }
+err() { echo "slurm-local: $*" >&2 2>/dev/null || true; }
 elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}'; }
 step() { log "$(printf '%-44s %6ss' "$1" "$(elapsed)")"; }
 
@@ -414,7 +416,7 @@ fresh_start() {
   local dsock="$DIR/mysql/mysqld.sock"
   launch mariadb mariadbd --no-defaults --user=mysql --datadir="$DIR/mysql/data" \
     --socket="$dsock" --port="$DB_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
-    --pid-file="$DIR/mysql/mysqld.pid"\
+    --pid-file="$DIR/mysql/mysqld.pid" \
     --innodb-log-file-size=8M --innodb-buffer-pool-size=32M --skip-log-bin
   wait_until mariadb 60 mariadb-admin --no-defaults -S "$dsock" -u root ping || fail_start mariadb
   mariadb --no-defaults -S "$dsock" -u root -e \
@@ -445,9 +447,10 @@ fresh_start() {
     fail_start slurmd
   step "warm-up job $wid COMPLETED"
 
-  scontrol token username="$JOB_USER" lifespan=86400 | sed -n 's/^SLURM_JWT=//p' >"$DIR/token"
+  # The token lets anyone submit as $JOB_USER: readable by root only.
+  (umask 077; scontrol token username="$JOB_USER" lifespan=86400 |
+     sed -n 's/^SLURM_JWT=//p' >"$DIR/token")
   [ -s "$DIR/token" ] || fail_start slurmctld
-  chmod 0644 "$DIR/token"
   start_restd
   wait_until slurmrestd 60 rest_ping || fail_start slurmrestd
   step "slurmrestd answers GET /slurm/$API/ping"

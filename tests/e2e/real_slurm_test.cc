@@ -11,16 +11,26 @@
 // cluster, and the time-limit job (60-90 s in Slurm) is applied in
 // SetUpTestSuite and checked by the last test, so it runs while the others do.
 // It is skipped only when apt cannot install the Slurm packages; every other
-// problem fails. SLURM_LOCAL_KEEP=1 leaves the cluster running afterwards.
+// problem fails.
+//
+// The cluster gets a private state directory and free ports, so that two runs
+// at once (two build trees, CI and a developer) never share or stop each
+// other's cluster; SLURM_LOCAL_DIR (and SLURM_LOCAL_*_PORT) in the environment
+// use that cluster instead. SLURM_LOCAL_KEEP=1 leaves the cluster running
+// afterwards; SLURMOP_OPERATOR_BINARY=path runs another operator build.
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -33,15 +43,15 @@
 namespace slurmop {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
-using testing::CommandResult;
-using testing::ReadFile;
-using testing::RunCommand;
-using testing::Subprocess;
-using testing::WaitUntil;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using testing::CommandResult;
+using ::testing::HasSubstr;
+using testing::ReadFile;
+using testing::RunCommand;
+using ::testing::StartsWith;
+using testing::Subprocess;
+using testing::WaitUntil;
 
 constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "realslurm";
@@ -68,6 +78,29 @@ std::string Tail(const std::string& text, size_t n) {
   return text.size() > n ? "..." + text.substr(text.size() - n) : text;
 }
 
+// `n` distinct TCP ports that can be bound on all addresses now (slurmctld,
+// slurmd and slurmdbd bind 0.0.0.0), below the ephemeral range so that no
+// outgoing connection takes one meanwhile.
+std::vector<int> FreePorts(size_t n) {
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> pick(20000, 32000);
+  std::vector<int> out;
+  for (int tries = 0; out.size() < n && tries < 1000; ++tries) {
+    int port = pick(rng);
+    if (std::find(out.begin(), out.end(), port) != out.end()) continue;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) continue;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (free) out.push_back(port);
+  }
+  return out;
+}
+
 // One row of `sacct -X -n -P -o JobID,State,ExitCode,Comment`.
 struct AcctRow {
   std::string job_id, state, exit_code, comment;
@@ -80,8 +113,23 @@ class RealSlurm : public ::testing::Test {
     dir_ = new std::string(testing::MakeTempDir("slurmop-realslurm-"));
     slurm_env_ = new std::map<std::string, std::string>();
     skip_reason_ = new std::string();
+    script_env_ = new std::map<std::string, std::string>();
     const std::string src = SLURMOP_SOURCE_DIR;
     std::cerr << "[real-slurm] logs in " << *dir_ << "\n";
+    const char* chosen = std::getenv("SLURM_LOCAL_DIR");
+    if (chosen == nullptr || *chosen == '\0') {
+      // munged, mysql and slurmrest must traverse the path: 0755, not mkdtemp's 0700.
+      slurm_dir_ = new std::string(testing::MakeTempDir("slurmop-realslurm-cluster-"));
+      std::filesystem::permissions(*slurm_dir_, std::filesystem::perms(0755));
+      std::vector<int> ports = FreePorts(5);
+      ASSERT_EQ(ports.size(), 5u) << "no free ports";
+      *script_env_ = {{"SLURM_LOCAL_DIR", *slurm_dir_ + "/cluster"},
+                      {"SLURM_LOCAL_REST_PORT", std::to_string(ports[0])},
+                      {"SLURM_LOCAL_DB_PORT", std::to_string(ports[1])},
+                      {"SLURM_LOCAL_DBD_PORT", std::to_string(ports[2])},
+                      {"SLURM_LOCAL_CTLD_PORT", std::to_string(ports[3])},
+                      {"SLURM_LOCAL_SLURMD_PORT", std::to_string(ports[4])}};
+    }
 
     // 1. Packages. Only an apt failure skips the suite.
     auto t0 = std::chrono::steady_clock::now();
@@ -95,13 +143,8 @@ class RealSlurm : public ::testing::Test {
     ASSERT_EQ(install.exit_code, 0) << install.out << install.err;
     install_seconds_ = Since(t0);
 
-    // 2. The cluster.
-    t0 = std::chrono::steady_clock::now();
-    CommandResult start = Script("start", std::chrono::minutes(5));
-    ASSERT_EQ(start.exit_code, 0) << start.out << start.err;
-    start_seconds_ = Since(t0);
-    cluster_started_ = true;
-    std::cerr << start.out;
+    // 2. The cluster (`env` needs no running cluster: read it first, so that a
+    // failed start still finds Slurm's logs).
     CommandResult env = Script("env", seconds(30));
     ASSERT_EQ(env.exit_code, 0) << env.err;
     std::stringstream lines(env.out);
@@ -117,12 +160,18 @@ class RealSlurm : public ::testing::Test {
                                           << env.out;
     }
 
+    t0 = std::chrono::steady_clock::now();
+    cluster_started_ = true;  // stopped in TearDownTestSuite even if `start` fails halfway
+    CommandResult start = Script("start", std::chrono::minutes(5));
+    ASSERT_EQ(start.exit_code, 0) << start.out << start.err;
+    start_seconds_ = Since(t0);
+    std::cerr << start.out;
+
     // 3. The stand-ins: Kubernetes API server, Agent Platform in front of slurmrestd.
-    apiserver_ = new Subprocess(
-        {kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0", "--port-file",
-         *dir_ + "/kube.port", "--kubeconfig-out", *dir_ + "/kubeconfig", "--tls-auto",
-         *dir_ + "/tls"},
-        *dir_ + "/kube_apiserver.log");
+    apiserver_ = new Subprocess({kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
+                                 "--port-file", *dir_ + "/kube.port", "--kubeconfig-out",
+                                 *dir_ + "/kubeconfig", "--tls-auto", *dir_ + "/tls"},
+                                *dir_ + "/kube_apiserver.log");
     agent_ = new Subprocess(
         {kPython, src + "/tests/fakes/agent_platform.py", "--port", "0", "--port-file",
          *dir_ + "/ap.port", "--verbose", "--forward-to", SlurmEnv("SLURMRESTD_URL"),
@@ -132,71 +181,79 @@ class RealSlurm : public ::testing::Test {
     ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
     ap_port_ = ReadPort(*dir_ + "/ap.port");
     ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
-    ASSERT_TRUE(WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); },
-                          seconds(10)));
+    ASSERT_TRUE(
+        WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); }, seconds(10)));
 
     CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
     ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
     CommandResult ns = Kubectl({"create", "namespace", kNs});
     ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
-    CommandResult cluster = Kubectl(
-        {"apply", "-f", "-"}, std::string("apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
-                                          "kind: SlurmCluster\n"
-                                          "metadata: {name: local, namespace: ") +
-                                  kNs +
-                                  "}\n"
-                                  "spec:\n"
-                                  "  projectId: demo-project\n"
-                                  "  region: us-central1\n"
-                                  "  clusterId: demo-cluster\n"
-                                  "  slurmApiVersion: v0.0.38\n"
-                                  "  defaultPartition: debug\n"
-                                  "  endpoint: http://127.0.0.1:" +
-                                  std::to_string(ap_port_) + "\n");
+    CommandResult cluster =
+        Kubectl({"apply", "-f", "-"}, std::string("apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
+                                                  "kind: SlurmCluster\n"
+                                                  "metadata: {name: local, namespace: ") +
+                                          kNs +
+                                          "}\n"
+                                          "spec:\n"
+                                          "  projectId: demo-project\n"
+                                          "  region: us-central1\n"
+                                          "  clusterId: demo-cluster\n"
+                                          "  slurmApiVersion: v0.0.38\n"
+                                          "  defaultPartition: debug\n"
+                                          "  endpoint: http://127.0.0.1:" +
+                                          std::to_string(ap_port_) + "\n");
     ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
 
     // 4. The operator; Google credentials from the stand-in metadata server.
-    operator_ = new Subprocess(
-        {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
-         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
-         "--max-poll-seconds=5"},
-        *dir_ + "/operator.log",
-        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-         {"HOME", *dir_}});
+    // SLURMOP_OPERATOR_BINARY in the environment runs another build (e.g. a sanitizer one).
+    const char* binary = std::getenv("SLURMOP_OPERATOR_BINARY");
+    operator_ =
+        new Subprocess({binary != nullptr && *binary != '\0' ? binary : SLURMOP_OPERATOR_BINARY,
+                        "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
+                        "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
+                        "--max-poll-seconds=5"},
+                       *dir_ + "/operator.log",
+                       {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
+                        {"GOOGLE_APPLICATION_CREDENTIALS", ""},
+                        {"HOME", *dir_}});
     ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
 
     // 5. The time-limit job runs for 60-90 s in Slurm: start it now, check it last.
     timeout_applied_ = new std::chrono::steady_clock::time_point(std::chrono::steady_clock::now());
-    CommandResult slow = ApplyJob("overtime", "#!/bin/bash\necho started\nsleep 600\n",
-                                  "  timeLimitMinutes: 1\n");
+    CommandResult slow =
+        ApplyJob("overtime", "#!/bin/bash\necho started\nsleep 600\n", "  timeLimitMinutes: 1\n");
     ASSERT_EQ(slow.exit_code, 0) << slow.out << slow.err;
     setup_seconds_ = Since(*suite_start_);
+    setup_complete_ = true;
   }
 
   static void TearDownTestSuite() {
-    const bool failed = ::testing::UnitTest::GetInstance()->failed_test_count() > 0 ||
-                        ::testing::UnitTest::GetInstance()->ad_hoc_test_result().Failed();
+    bool operator_clean = true;
     if (operator_) {
       int status = operator_->Stop(SIGTERM, seconds(10));
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-          << "operator did not exit cleanly on SIGTERM (status " << status
-          << "); log: " << Tail(ReadFile(*dir_ + "/operator.log"), 4000);
+      operator_clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      EXPECT_TRUE(operator_clean) << "operator did not exit cleanly on SIGTERM (status " << status
+                                  << "); log: " << Tail(ReadFile(*dir_ + "/operator.log"), 4000);
     }
+    const bool failed = ::testing::UnitTest::GetInstance()->failed_test_count() > 0 ||
+                        !operator_clean ||
+                        (!setup_complete_ && skip_reason_ != nullptr && skip_reason_->empty());
     delete operator_;
     delete agent_;
     delete apiserver_;
     operator_ = agent_ = apiserver_ = nullptr;
-    if (failed && slurm_env_ && !SlurmEnv("SLURM_LOCAL_DIR").empty()) {
+    if (failed && slurm_dir_ == nullptr && !SlurmEnv("SLURM_LOCAL_DIR").empty()) {
       // The next `start` wipes the state directory: keep Slurm's logs with ours.
       std::error_code ec;
       std::filesystem::copy(SlurmEnv("SLURM_LOCAL_DIR") + "/log", *dir_ + "/slurm-log",
                             std::filesystem::copy_options::recursive, ec);
     }
+    const char* keep = std::getenv("SLURM_LOCAL_KEEP");
+    const bool keep_cluster = keep != nullptr && std::string(keep) == "1";
     if (cluster_started_) {
-      const char* keep = std::getenv("SLURM_LOCAL_KEEP");
-      if (keep != nullptr && std::string(keep) == "1") {
-        std::cerr << "[real-slurm] SLURM_LOCAL_KEEP=1: the cluster keeps running\n";
+      if (keep_cluster) {
+        std::cerr << "[real-slurm] SLURM_LOCAL_KEEP=1: the cluster keeps running; use it with: "
+                  << "eval \"$(" << ScriptEnvPrefix() << " scripts/slurm-local.sh env)\"\n";
       } else {
         auto t0 = std::chrono::steady_clock::now();
         CommandResult stop = Script("stop", std::chrono::minutes(2));
@@ -212,11 +269,17 @@ class RealSlurm : public ::testing::Test {
     }
     if (!failed) {
       std::filesystem::remove_all(*dir_);
+      if (slurm_dir_ != nullptr && !keep_cluster) std::filesystem::remove_all(*slurm_dir_);
     } else {
       std::cerr << "[real-slurm] logs kept in " << *dir_
-                << " (operator.log, agent_platform.log, kube_apiserver.log, slurm-log/)\n";
+                << " (operator.log, agent_platform.log, kube_apiserver.log, slurm-local.*.log)"
+                << " and in " << SlurmEnv("SLURM_LOCAL_DIR") << "/log (Slurm's own)\n";
     }
     delete dir_;
+    delete slurm_dir_;
+    delete script_env_;
+    slurm_dir_ = nullptr;
+    script_env_ = nullptr;
     delete suite_start_;
     delete timeout_applied_;
     delete slurm_env_;
@@ -241,17 +304,15 @@ class RealSlurm : public ::testing::Test {
 
   void TearDown() override {
     if (IsSkipped()) return;
-    std::cerr << "[real-slurm] "
-              << ::testing::UnitTest::GetInstance()->current_test_info()->name() << " took "
-              << Since(test_start_) << " s\n";
+    std::cerr << "[real-slurm] " << ::testing::UnitTest::GetInstance()->current_test_info()->name()
+              << " took " << Since(test_start_) << " s\n";
     if (HasFailure()) {
       std::cerr << "---- operator log (tail) ----\n"
                 << Tail(ReadFile(*dir_ + "/operator.log"), 6000) << "\n"
                 << "---- agent platform log (tail) ----\n"
                 << Tail(ReadFile(*dir_ + "/agent_platform.log"), 4000) << "\n"
                 << "---- slurmctld log (tail) ----\n"
-                << Tail(ReadFile(SlurmEnv("SLURM_LOCAL_DIR") + "/log/slurmctld.log"), 3000)
-                << "\n";
+                << Tail(ReadFile(SlurmEnv("SLURM_LOCAL_DIR") + "/log/slurmctld.log"), 3000) << "\n";
     }
   }
 
@@ -261,28 +322,40 @@ class RealSlurm : public ::testing::Test {
     return it == slurm_env_->end() ? "" : it->second;
   }
 
+  // The settings given to scripts/slurm-local.sh, as shell assignments.
+  static std::string ScriptEnvPrefix() {
+    std::string out;
+    if (script_env_ == nullptr) return out;
+    for (const auto& [k, v] : *script_env_) out += (out.empty() ? "" : " ") + k + "=" + v;
+    return out;
+  }
+
   static CommandResult Script(const std::string& command, milliseconds timeout) {
-    CommandResult r = RunCommand({"bash", std::string(SLURMOP_SOURCE_DIR) + "/scripts/slurm-local.sh",
-                                  command},
-                                 {}, timeout);
+    CommandResult r = RunCommand(
+        {"bash", std::string(SLURMOP_SOURCE_DIR) + "/scripts/slurm-local.sh", command},
+        script_env_ != nullptr ? *script_env_ : std::map<std::string, std::string>{}, timeout);
     std::ofstream(*dir_ + "/slurm-local." + command + ".log", std::ios::app)
-        << "== exit " << r.exit_code << "\n" << r.out << r.err;
+        << "== exit " << r.exit_code << "\n"
+        << r.out << r.err;
     return r;
   }
 
   // A Slurm client command (sacct, squeue, scontrol) against this cluster. A
   // caller's SLURM_JWT would switch the client to auth/jwt, so it is dropped.
   static CommandResult SlurmTool(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"env", "-u", "SLURM_JWT", "SLURM_CONF=" + SlurmEnv("SLURM_CONF")};
+    std::vector<std::string> argv = {"env", "-u", "SLURM_JWT",
+                                     "SLURM_CONF=" + SlurmEnv("SLURM_CONF")};
     argv.insert(argv.end(), args.begin(), args.end());
     return RunCommand(argv, {}, seconds(30));
   }
 
-  static std::vector<AcctRow> Sacct(const std::vector<std::string>& selection) {
-    std::vector<std::string> args = {"sacct", "-X", "-n", "-P", "-o",
-                                     "JobID,State,ExitCode,Comment"};
+  static std::vector<AcctRow> Sacct(const std::vector<std::string>& selection,
+                                    std::string* raw = nullptr) {
+    std::vector<std::string> args = {"sacct", "-X", "-n",
+                                     "-P",    "-o", "JobID,State,ExitCode,Comment"};
     args.insert(args.end(), selection.begin(), selection.end());
     CommandResult r = SlurmTool(args);
+    if (raw != nullptr) *raw = "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err;
     std::vector<AcctRow> rows;
     if (r.exit_code != 0) return rows;
     std::stringstream in(r.out);
@@ -313,11 +386,37 @@ class RealSlurm : public ::testing::Test {
     return found;
   }
 
-  // The Slurm jobs (all users, everything the database knows) carrying `tag`.
-  static std::vector<AcctRow> SacctWithComment(const std::string& tag) {
+  // Every job the accounting database lists (all users, the last week). The
+  // listing lags behind `sacct -j` by a few seconds: with `until_job_id`, poll
+  // until that job is in it.
+  static std::vector<AcctRow> SacctAll(const std::string& until_job_id = "",
+                                       std::string* raw = nullptr) {
+    std::vector<AcctRow> rows;
+    std::string text;
+    WaitUntil(
+        [&] {
+          rows = Sacct({"-a", "-S", "now-7days", "-E", "now+1days"}, &text);
+          if (until_job_id.empty()) return true;
+          for (const AcctRow& row : rows) {
+            if (row.job_id == until_job_id) return true;
+          }
+          return false;
+        },
+        seconds(30), milliseconds(500));
+    if (raw != nullptr) *raw = text;
+    return rows;
+  }
+
+  // The Slurm jobs carrying `tag` in their comment.
+  static std::vector<AcctRow> SacctWithComment(const std::string& tag,
+                                               const std::string& until_job_id = "") {
     std::vector<AcctRow> out;
-    for (const AcctRow& row : Sacct({"-a", "-S", "now-7days"})) {
+    std::string raw;
+    for (const AcctRow& row : SacctAll(until_job_id, &raw)) {
       if (row.comment == tag) out.push_back(row);
+    }
+    if (out.size() > 1 || (out.empty() && !until_job_id.empty())) {
+      std::cerr << "[real-slurm] sacct -a for " << tag << ": " << raw << "\n";
     }
     return out;
   }
@@ -368,14 +467,17 @@ class RealSlurm : public ::testing::Test {
 
   static CommandResult ApplyJob(const std::string& name, const std::string& script_body,
                                 const std::string& extra_spec = "") {
-    std::string yaml = "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
-                       "metadata: {name: " + name + ", namespace: " + kNs + "}\n"
-                       "spec:\n  clusterRef: {name: local}\n"
-                       "  currentWorkingDirectory: " + SlurmEnv("SLURM_JOBS_DIR") + "\n" +
-                       (extra_spec.find("timeLimitMinutes") == std::string::npos
-                            ? "  timeLimitMinutes: 5\n"
-                            : "") +
-                       extra_spec + "  script: |\n";
+    std::string yaml =
+        "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
+        "metadata: {name: " +
+        name + ", namespace: " + kNs +
+        "}\n"
+        "spec:\n  clusterRef: {name: local}\n"
+        "  currentWorkingDirectory: " +
+        SlurmEnv("SLURM_JOBS_DIR") + "\n" +
+        (extra_spec.find("timeLimitMinutes") == std::string::npos ? "  timeLimitMinutes: 5\n"
+                                                                  : "") +
+        extra_spec + "  script: |\n";
     std::stringstream in(script_body);
     for (std::string line; std::getline(in, line);) yaml += "    " + line + "\n";
     return Kubectl({"apply", "-f", "-"}, yaml);
@@ -384,11 +486,14 @@ class RealSlurm : public ::testing::Test {
   static std::string* dir_;
   static std::map<std::string, std::string>* slurm_env_;
   static std::string* skip_reason_;
+  static std::string* slurm_dir_;  // parent of the suite's private cluster, if any
+  static std::map<std::string, std::string>* script_env_;
   static Subprocess* apiserver_;
   static Subprocess* agent_;
   static Subprocess* operator_;
   static int ap_port_;
   static bool cluster_started_;
+  static bool setup_complete_;
   static std::chrono::steady_clock::time_point* suite_start_;
   static std::chrono::steady_clock::time_point* timeout_applied_;
   static double install_seconds_, start_seconds_, setup_seconds_;
@@ -398,11 +503,14 @@ class RealSlurm : public ::testing::Test {
 std::string* RealSlurm::dir_ = nullptr;
 std::map<std::string, std::string>* RealSlurm::slurm_env_ = nullptr;
 std::string* RealSlurm::skip_reason_ = nullptr;
+std::string* RealSlurm::slurm_dir_ = nullptr;
+std::map<std::string, std::string>* RealSlurm::script_env_ = nullptr;
 Subprocess* RealSlurm::apiserver_ = nullptr;
 Subprocess* RealSlurm::agent_ = nullptr;
 Subprocess* RealSlurm::operator_ = nullptr;
 int RealSlurm::ap_port_ = 0;
 bool RealSlurm::cluster_started_ = false;
+bool RealSlurm::setup_complete_ = false;
 std::chrono::steady_clock::time_point* RealSlurm::suite_start_ = nullptr;
 std::chrono::steady_clock::time_point* RealSlurm::timeout_applied_ = nullptr;
 double RealSlurm::install_seconds_ = 0;
@@ -426,7 +534,7 @@ TEST_F(RealSlurm, ExitZeroIsCompletedAndSacctAgrees) {
   EXPECT_EQ(row.exit_code, "0:0");
   const std::string tag = Tag("ok");
   EXPECT_EQ(row.comment, tag);
-  std::vector<AcctRow> tagged = SacctWithComment(tag);
+  std::vector<AcctRow> tagged = SacctWithComment(tag, job_id);
   ASSERT_EQ(tagged.size(), 1u) << "Slurm jobs carrying " << tag;
   EXPECT_EQ(tagged[0].job_id, job_id);
   // The script really ran, in the working directory the SlurmJob names.
@@ -443,7 +551,7 @@ TEST_F(RealSlurm, ExitThreeIsFailedWithExitCodeThree) {
   AcctRow row = SacctJobOnceIn(job_id, "FAILED");
   EXPECT_EQ(row.state, "FAILED");
   EXPECT_EQ(row.exit_code, "3:0");
-  EXPECT_EQ(SacctWithComment(Tag("three")).size(), 1u);
+  EXPECT_EQ(SacctWithComment(Tag("three"), job_id).size(), 1u);
 }
 
 TEST_F(RealSlurm, DeleteWhileRunningCancelsTheSlurmJob) {
@@ -452,9 +560,11 @@ TEST_F(RealSlurm, DeleteWhileRunningCancelsTheSlurmJob) {
   ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
   const std::string job_id = Get("long", "{.status.jobId}");
   ASSERT_GT(std::atoll(job_id.c_str()), 0);
-  CommandResult sq = SlurmTool({"squeue", "-h", "-j", job_id, "-o", "%T"});
-  EXPECT_EQ(sq.out, "RUNNING\n") << sq.err;
   const std::string tag = Tag("long");
+  // squeue: running, with the operator's tag (accounting stores the comment
+  // only when the job ends).
+  CommandResult sq = SlurmTool({"squeue", "-h", "-j", job_id, "-o", "%T|%k"});
+  EXPECT_EQ(sq.out, "RUNNING|" + tag + "\n") << sq.err;
 
   CommandResult del = Kubectl({"delete", "-n", kNs, "sj", "long", "--timeout=60s"});
   ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
@@ -466,53 +576,71 @@ TEST_F(RealSlurm, DeleteWhileRunningCancelsTheSlurmJob) {
   EXPECT_THAT(row.state, StartsWith("CANCELLED"));
   EXPECT_EQ(row.comment, tag);
   EXPECT_TRUE(WaitUntil(
-      [&] { return SlurmTool({"squeue", "-h", "-j", job_id, "-o", "%T"}).out.empty(); },
+      [&] {
+        return SlurmTool({"squeue", "-h", "-j", job_id, "-o", "%T"}).out.empty();
+      },
       seconds(20), milliseconds(300)))
       << "the job is still in Slurm's live queue";
 }
 
 // The operator must read a job that slurmctld has already forgotten (MinJobAge)
-// from /slurmdb. The operator is paused while the job ends and is purged.
-TEST_F(RealSlurm, JobPurgedFromSlurmctldIsReadFromSlurmdb) {
-  ASSERT_EQ(ApplyJob("late", "#!/bin/bash\nsleep 2\necho done late\n").exit_code, 0);
-  CommandResult wait = WaitFor("late", "jsonpath={.status.jobState}=RUNNING", 60);
-  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
-  const std::string job_id = Get("late", "{.status.jobId}");
-  ASSERT_GT(std::atoll(job_id.c_str()), 0);
+// from /slurmdb. The operator is paused while two jobs end and are purged: one
+// exits 0, one exits 3 (dbv0.0.38 reports every normal exit as SUCCESS/0, so
+// the exit code of the failed one cannot be known from there).
+TEST_F(RealSlurm, JobsPurgedFromSlurmctldAreReadFromSlurmdb) {
+  ASSERT_EQ(ApplyJob("late", "#!/bin/bash\nsleep 4\necho done late\n").exit_code, 0);
+  ASSERT_EQ(ApplyJob("latefail", "#!/bin/bash\nsleep 4\nexit 3\n").exit_code, 0);
+  for (const char* name : {"late", "latefail"}) {
+    CommandResult wait = WaitFor(name, "jsonpath={.status.jobState}=RUNNING", 60);
+    ASSERT_EQ(wait.exit_code, 0) << name << ": " << wait.out << wait.err;
+  }
+  const std::string ok_id = Get("late", "{.status.jobId}");
+  const std::string fail_id = Get("latefail", "{.status.jobId}");
+  ASSERT_GT(std::atoll(ok_id.c_str()), 0);
+  ASSERT_GT(std::atoll(fail_id.c_str()), 0);
 
   ASSERT_EQ(kill(operator_->pid(), SIGSTOP), 0);
   auto paused = std::chrono::steady_clock::now();
-  // slurmctld forgets the job MinJobAge after its end (the purge runs every few seconds).
-  bool purged = WaitUntil(
-      [&] {
-        CommandResult r = SlurmTool({"scontrol", "-o", "show", "job", job_id});
-        return r.exit_code != 0 && r.err.find("Invalid job id") != std::string::npos;
-      },
-      seconds(90), milliseconds(500));
+  // slurmctld forgets a job MinJobAge after its end (the purge runs every few seconds).
+  auto purged = [&](const std::string& id) {
+    CommandResult r = SlurmTool({"scontrol", "-o", "show", "job", id});
+    return r.exit_code != 0 && r.err.find("Invalid job id") != std::string::npos;
+  };
+  bool gone =
+      WaitUntil([&] { return purged(ok_id) && purged(fail_id); }, seconds(90), milliseconds(500));
   const double paused_for = Since(paused);
   ASSERT_EQ(kill(operator_->pid(), SIGCONT), 0);
-  ASSERT_TRUE(purged) << "slurmctld still knows job " << job_id << " after 90 s";
-  std::cerr << "[real-slurm] job " << job_id << " purged from slurmctld; operator paused for "
-            << paused_for << " s\n";
-  EXPECT_TRUE(CallsTo("/slurmdb/v0.0.38/job/" + job_id).empty())
+  ASSERT_TRUE(gone) << "slurmctld still knows job " << ok_id << " or " << fail_id << " after 90 s";
+  std::cerr << "[real-slurm] jobs " << ok_id << " and " << fail_id
+            << " purged from slurmctld; operator paused for " << paused_for << " s\n";
+  EXPECT_TRUE(CallsTo("/slurmdb/v0.0.38/job/" + ok_id).empty())
       << "slurmdb was already asked before the job left slurmctld";
 
   CommandResult done = WaitFor("late", "jsonpath={.status.jobState}=COMPLETED", 60);
   ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
   EXPECT_EQ(Get("late", "{.status.exitCode}"), "0");
   EXPECT_EQ(Get("late", "{.status.conditions[?(@.type==\"Ready\")].status}"), "True");
-  std::vector<nlohmann::json> slurmdb = CallsTo("/slurmdb/v0.0.38/job/" + job_id);
-  ASSERT_FALSE(slurmdb.empty()) << Admin("/__admin/calls").dump(1);
-  EXPECT_EQ(slurmdb.back().value("result", ""), "slurm_200");
-  // ...after /slurm/ said it no longer knows the job (HTTP 500, error 2017).
-  bool unknown = false;
-  for (const auto& c : CallsTo("/slurm/v0.0.38/job/" + job_id)) {
-    if (c.value("result", "") == "slurm_500") unknown = true;
+  CommandResult failed = WaitFor("latefail", "jsonpath={.status.jobState}=FAILED", 60);
+  ASSERT_EQ(failed.exit_code, 0) << failed.out << failed.err;
+  EXPECT_NE(Get("latefail", "{.status.exitCode}"), "0")
+      << "slurmdb v0.0.38's SUCCESS/0 for a FAILED job must not be reported as exit code 0";
+
+  for (const std::string& id : {ok_id, fail_id}) {
+    std::vector<nlohmann::json> slurmdb = CallsTo("/slurmdb/v0.0.38/job/" + id);
+    ASSERT_FALSE(slurmdb.empty()) << "no slurmdb call for job " << id << ": "
+                                  << Admin("/__admin/calls").dump(1);
+    EXPECT_EQ(slurmdb.back().value("result", ""), "slurm_200");
+    // ...after /slurm/ said it no longer knows the job (HTTP 500, error 2017).
+    bool unknown = false;
+    for (const auto& c : CallsTo("/slurm/v0.0.38/job/" + id)) {
+      if (c.value("result", "") == "slurm_500") unknown = true;
+    }
+    EXPECT_TRUE(unknown) << "no GET /slurm/v0.0.38/job/" << id << " answered 500";
   }
-  EXPECT_TRUE(unknown) << "no GET /slurm/v0.0.38/job/" << job_id << " answered 500";
-  AcctRow row = SacctJobOnceIn(job_id, "COMPLETED");
-  EXPECT_EQ(row.state, "COMPLETED");
-  EXPECT_EQ(row.exit_code, "0:0");
+  AcctRow ok_row = SacctJobOnceIn(ok_id, "COMPLETED");
+  EXPECT_EQ(ok_row.exit_code, "0:0");
+  AcctRow fail_row = SacctJobOnceIn(fail_id, "FAILED");
+  EXPECT_EQ(fail_row.exit_code, "3:0");
 }
 
 TEST_F(RealSlurm, UnknownPartitionIsRejectedOnceWithSlurmsMessage) {
@@ -545,13 +673,36 @@ TEST_F(RealSlurm, TimeLimitEndsInTimeout) {
   CommandResult wait = WaitFor("overtime", "jsonpath={.status.jobState}=TIMEOUT", left);
   ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err << " state "
                                << Get("overtime", "{.status.jobState}");
-  std::cerr << "[real-slurm] TIMEOUT seen " << Since(*timeout_applied_)
-            << " s after the apply\n";
+  std::cerr << "[real-slurm] TIMEOUT seen " << Since(*timeout_applied_) << " s after the apply\n";
   const std::string job_id = Get("overtime", "{.status.jobId}");
   AcctRow row = SacctJobOnceIn(job_id, "TIMEOUT");
   EXPECT_EQ(row.state, "TIMEOUT");
   EXPECT_EQ(row.comment, Tag("overtime"));
-  EXPECT_EQ(SacctWithComment(Tag("overtime")).size(), 1u);
+  EXPECT_EQ(SacctWithComment(Tag("overtime"), job_id).size(), 1u);
+}
+
+// Last: every SlurmJob of the suite became exactly one Slurm job (by the tag
+// in Slurm's accounting, and by the stand-in's submit log).
+TEST_F(RealSlurm, EverySlurmJobBecameExactlyOneSlurmJob) {
+  std::map<std::string, int> by_tag;
+  std::string raw;
+  long long newest = 0;
+  for (const char* name : {"ok", "three", "late", "latefail", "overtime"}) {
+    newest = std::max(newest, std::atoll(Get(name, "{.status.jobId}").c_str()));
+  }
+  for (const AcctRow& row : SacctAll(std::to_string(newest), &raw)) {
+    if (row.comment.rfind("slurmjob-operator:", 0) == 0) ++by_tag[row.comment];
+  }
+  for (const char* name : {"ok", "three", "late", "latefail", "overtime"}) {
+    const std::string tag = Tag(name);
+    ASSERT_FALSE(tag.empty()) << name;
+    EXPECT_EQ(by_tag[tag], 1) << name << " (" << tag << ") in sacct:\n" << raw;
+  }
+  for (const auto& [tag, n] : by_tag) EXPECT_EQ(n, 1) << tag << " in sacct:\n" << raw;
+  nlohmann::json jobs = Admin("/__admin/jobs");
+  ASSERT_TRUE(jobs.is_object());
+  EXPECT_TRUE(jobs["submit_counts"]["duplicates_by_comment"].empty())
+      << jobs["submit_counts"].dump(1);
 }
 
 }  // namespace
