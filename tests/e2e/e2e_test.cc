@@ -31,25 +31,13 @@ using std::chrono::seconds;
 using testing::CommandResult;
 using ::testing::HasSubstr;
 using testing::ReadFile;
+using testing::ReadPort;
 using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
 
 constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "e2e";
-
-int ReadPort(const std::string& file) {
-  int port = 0;
-  WaitUntil(
-      [&] {
-        std::string s = ReadFile(file);
-        if (s.empty()) return false;
-        port = std::atoi(s.c_str());
-        return port > 0;
-      },
-      seconds(30));
-  return port;
-}
 
 // One environment for the whole suite: starting the servers once keeps the
 // suite short; each test uses its own SlurmJob names.
@@ -153,25 +141,11 @@ class E2E : public ::testing::Test {
     return r.ok() && r->status == 200;
   }
 
-  // A port nobody listens on right now (the metrics listener needs a number).
-  static int FreePort() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    socklen_t len = sizeof(addr);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    close(fd);
-    return ntohs(addr.sin_port);
-  }
-
   // Starts the operator and waits until it serves health (and so has its
   // signal handling in place).
   static void StartOperator() {
     std::filesystem::remove(*dir_ + "/health.port");
-    metrics_port_ = FreePort();
+    metrics_port_ = testing::FreeLoopbackPort();
     operator_ = new Subprocess(
         {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
          "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",

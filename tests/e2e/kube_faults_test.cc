@@ -50,6 +50,7 @@ using std::chrono::seconds;
 using std::chrono::steady_clock;
 using testing::CommandResult;
 using testing::ReadFile;
+using testing::ReadPort;
 using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
@@ -67,19 +68,6 @@ constexpr char kStatusPath[] = "/slurmjobs/[^/?]+/status$";
 
 double MsSince(steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(steady_clock::now() - t).count();
-}
-
-int ReadPort(const std::string& file) {
-  int port = 0;
-  WaitUntil(
-      [&] {
-        std::string s = ReadFile(file);
-        if (s.empty()) return false;
-        port = std::atoi(s.c_str());
-        return port > 0;
-      },
-      seconds(30));
-  return port;
 }
 
 void Metric(const std::string& name, double value, const std::string& unit) {

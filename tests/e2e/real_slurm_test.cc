@@ -48,6 +48,7 @@ using std::chrono::seconds;
 using testing::CommandResult;
 using ::testing::HasSubstr;
 using testing::ReadFile;
+using testing::ReadPort;
 using testing::RunCommand;
 using ::testing::StartsWith;
 using testing::Subprocess;
@@ -59,19 +60,6 @@ constexpr int kInstallSkipExit = 100;  // scripts/slurm-local.sh install: apt fa
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-int ReadPort(const std::string& file) {
-  int port = 0;
-  WaitUntil(
-      [&] {
-        std::string s = ReadFile(file);
-        if (s.empty()) return false;
-        port = std::atoi(s.c_str());
-        return port > 0;
-      },
-      seconds(30));
-  return port;
 }
 
 std::string Tail(const std::string& text, size_t n) {

@@ -2,10 +2,13 @@
 
 #include "tests/testing/subprocess.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -201,6 +204,36 @@ std::string MakeTempDir(const std::string& prefix) {
   buf.push_back('\0');
   char* dir = mkdtemp(buf.data());
   return dir ? std::string(dir) : "";
+}
+
+int ReadPort(const std::string& file, std::chrono::milliseconds timeout) {
+  int port = 0;
+  WaitUntil(
+      [&] {
+        std::string s = ReadFile(file);
+        if (s.empty()) return false;
+        port = std::atoi(s.c_str());
+        return port > 0;
+      },
+      timeout);
+  return port;
+}
+
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
 }
 
 }  // namespace slurmop::testing

@@ -64,6 +64,12 @@ std::string ReadFile(const std::string& path);
 // A fresh directory under $TMPDIR (or /tmp), removed by the caller.
 std::string MakeTempDir(const std::string& prefix);
 
+// The port a server wrote to `file` once it listens (0 if none within `timeout`).
+int ReadPort(const std::string& file, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// A loopback port nobody listens on right now, for servers that need a number.
+int FreeLoopbackPort();
+
 }  // namespace slurmop::testing
 
 #endif  // SLURMOP_TESTS_TESTING_SUBPROCESS_H_
