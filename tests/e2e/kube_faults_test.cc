@@ -39,6 +39,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/manifests.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -149,18 +150,8 @@ class KubeFaults : public ::testing::Test {
     ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
     CommandResult ns = Kubectl({"create", "namespace", kNs});
     ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
-    CommandResult cluster = Kubectl({"apply", "-f", "-"},
-                                    "apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
-                                    "kind: SlurmCluster\n"
-                                    "metadata: {name: local, namespace: e2e}\n"
-                                    "spec:\n"
-                                    "  projectId: demo-project\n"
-                                    "  region: us-central1\n"
-                                    "  clusterId: demo-cluster\n"
-                                    "  slurmApiVersion: v0.0.42\n"
-                                    "  defaultPartition: debug\n"
-                                    "  endpoint: http://127.0.0.1:" +
-                                        std::to_string(ap_port_) + "\n");
+    CommandResult cluster =
+        Kubectl({"apply", "-f", "-"}, testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42"));
     ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
   }
 

@@ -38,6 +38,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/manifests.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -177,19 +178,7 @@ class RealSlurm : public ::testing::Test {
     CommandResult ns = Kubectl({"create", "namespace", kNs});
     ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
     CommandResult cluster =
-        Kubectl({"apply", "-f", "-"}, std::string("apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
-                                                  "kind: SlurmCluster\n"
-                                                  "metadata: {name: local, namespace: ") +
-                                          kNs +
-                                          "}\n"
-                                          "spec:\n"
-                                          "  projectId: demo-project\n"
-                                          "  region: us-central1\n"
-                                          "  clusterId: demo-cluster\n"
-                                          "  slurmApiVersion: v0.0.38\n"
-                                          "  defaultPartition: debug\n"
-                                          "  endpoint: http://127.0.0.1:" +
-                                          std::to_string(ap_port_) + "\n");
+        Kubectl({"apply", "-f", "-"}, testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.38"));
     ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
 
     // 4. The operator; Google credentials from the stand-in metadata server.
