@@ -71,6 +71,15 @@ ABSL_FLAG(double, leader_elect_renew_deadline_seconds, 10.0,
           "How long the leader retries renewing before it gives up leading.");
 ABSL_FLAG(double, leader_elect_retry_period_seconds, 2.0, "Interval between Lease attempts.");
 ABSL_FLAG(int, verbosity, 0, "Verbose logging level (glog VLOG).");
+ABSL_FLAG(bool, batched_tracking, true,
+          "Follow jobs with one GET /slurm/<v>/jobs/ per SlurmCluster per tick (false: one GET "
+          "per job).");
+ABSL_FLAG(double, submit_settle_seconds, 60.0,
+          "How long a submit may still be in flight after it was sent (or after a restart): a "
+          "search for the job's tag that finds nothing sooner does not allow a second submit.");
+ABSL_FLAG(bool, orphan_sweep, true,
+          "Cancel running Slurm jobs that carry the operator's tag but whose SlurmJob no longer "
+          "exists (jobs of SlurmJobs deleted with deletionPolicy Orphan are never touched).");
 
 namespace {
 
@@ -170,6 +179,9 @@ int Run() {
   options.executor.default_cluster = absl::GetFlag(FLAGS_default_cluster);
   options.executor.decide.min_poll = Seconds(absl::GetFlag(FLAGS_min_poll_seconds));
   options.executor.decide.max_poll = Seconds(absl::GetFlag(FLAGS_max_poll_seconds));
+  options.batched_tracking = absl::GetFlag(FLAGS_batched_tracking);
+  options.executor.decide.submit_settle = Seconds(absl::GetFlag(FLAGS_submit_settle_seconds));
+  options.tracker.sweep = absl::GetFlag(FLAGS_orphan_sweep);
   slurmop::reconcile::Manager manager(**kube, *slurm_api, credentials, events, clock, options);
 
   slurmop::server::HealthServer health;

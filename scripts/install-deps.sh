@@ -7,7 +7,8 @@
 # endpoint), glog (logging), Abseil (Status/StatusOr, flags), nlohmann-json
 # (JSON for Kubernetes objects and Slurm bodies), yaml-cpp (kubeconfig and the
 # CRD generator), OpenSSL (RS256 signing of service-account JWTs),
-# GoogleTest/GoogleMock (tests). Python 3 with PyYAML runs the stand-in
+# GoogleTest/GoogleMock (tests), clang with its libFuzzer runtime
+# (scripts/fuzz.sh). Python 3 with PyYAML runs the stand-in
 # servers in tests/fakes; kubectl drives the end-to-end tests.
 set -euo pipefail
 
@@ -17,6 +18,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libgoogle-glog-dev libabsl-dev
   nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgtest-dev libgmock-dev
   python3 python3-yaml clang-format openssl curl lua5.4
+  clang libclang-rt-14-dev
 )
 
 missing=()

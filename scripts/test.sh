@@ -1,20 +1,37 @@
 #!/usr/bin/env bash
 # The whole test suite, set-up included: installs the dependencies, builds,
 # and runs every test with ctest (unit, stand-in conformance, end-to-end with
-# the real kubectl, and the CRD drift check).
+# the real kubectl, the short chaos run, the CRD drift check, and the
+# end-to-end scenarios on Debian's real Slurm 22.05), then the same unit and
+# integration tests under AddressSanitizer + UndefinedBehaviorSanitizer, then
+# every fuzz target for a bounded time.
 # Usage (as root on Debian bookworm): scripts/test.sh
+# Environment: SLURMOP_REAL_SLURM=0 skips the real-Slurm suite,
+#   SLURMOP_SANITIZERS=0 the sanitizer run, FUZZ_SECONDS=0 the fuzzing
+#   (default 20 s per target); TEST_JOBS sets ctest -j (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 start=$(date +%s)
 scripts/install-deps.sh
 scripts/build.sh
 built=$(date +%s)
 echo "build: $((built - start)) s (including dependency check)"
-cd "${BUILD_DIR:-build}"
-# The suite on Debian's real Slurm (label real-slurm) installs and runs
-# slurmctld/slurmd/slurmdbd/slurmrestd; it runs with SLURMOP_REAL_SLURM=1 or
-# scripts/test-real-slurm.sh while it is being stabilised.
-exclude=(-LE real-slurm)
-[ "${SLURMOP_REAL_SLURM:-0}" = 1 ] && exclude=()
-ctest --output-on-failure --timeout 900 -j "${TEST_JOBS:-2}" "${exclude[@]}"
-echo "tests: $(( $(date +%s) - built )) s"
+exclude=()
+[ "${SLURMOP_REAL_SLURM:-1}" = 0 ] && exclude=(-LE real-slurm)
+(cd "${BUILD_DIR:-build}" &&
+  ctest --output-on-failure --timeout 900 -j "${TEST_JOBS:-2}" "${exclude[@]}")
+tested=$(date +%s)
+echo "tests: $((tested - built)) s"
+
+if [ "${SLURMOP_SANITIZERS:-1}" != 0 ]; then
+  # The chaos run is timing-bound; under ASan it is left to the plain build.
+  scripts/test-sanitizers.sh -LE 'real-slurm|chaos'
+  echo "sanitizers: $(($(date +%s) - tested)) s"
+fi
+fuzz_start=$(date +%s)
+if [ "${FUZZ_SECONDS:-20}" != 0 ]; then
+  scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+  echo "fuzzing: $(($(date +%s) - fuzz_start)) s"
+fi
+echo "total: $(($(date +%s) - start)) s"

@@ -30,7 +30,25 @@ bool CachedTokenSource::Fresh(Time now) const {
   return now + margin < cached_->token.expiry;
 }
 
+namespace {
+std::mutex observer_mu;
+TokenRefreshObserver* observer = nullptr;
+}  // namespace
+
+void SetTokenRefreshObserver(TokenRefreshObserver fn) {
+  std::lock_guard<std::mutex> lock(observer_mu);
+  delete observer;
+  observer = fn ? new TokenRefreshObserver(std::move(fn)) : nullptr;
+}
+
 absl::StatusOr<AccessToken> CachedTokenSource::FetchNoThrow() {
+  absl::StatusOr<AccessToken> r = FetchUnobserved();
+  std::lock_guard<std::mutex> lock(observer_mu);
+  if (observer) (*observer)(fetcher_->Describe(), r.status());
+  return r;
+}
+
+absl::StatusOr<AccessToken> CachedTokenSource::FetchUnobserved() {
   try {
     return fetcher_->Fetch();
   } catch (const std::exception& e) {

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,6 +46,12 @@ inline constexpr std::chrono::seconds kExpirySafety{10};
 // After a failed refresh with a still-valid token, wait this long before the
 // next attempt.
 inline constexpr std::chrono::seconds kFailedRefreshRetry{10};
+
+// Called after every token exchange (any CachedTokenSource) with the
+// fetcher's description and the result: the metrics hook
+// (slurmjob_operator_token_refreshes_total). Empty function: none.
+using TokenRefreshObserver = std::function<void(const std::string& source, const absl::Status&)>;
+void SetTokenRefreshObserver(TokenRefreshObserver fn);
 
 struct AccessToken {
   std::string value;
@@ -78,6 +85,7 @@ class CachedTokenSource final : public TokenSource {
   bool Usable(Time now) const;  // requires mu_
   bool Fresh(Time now) const;   // requires mu_
   absl::StatusOr<AccessToken> FetchNoThrow();
+  absl::StatusOr<AccessToken> FetchUnobserved();
 
   const std::unique_ptr<TokenFetcher> fetcher_;
   const Clock* const clock_;

@@ -27,6 +27,14 @@ constexpr char kRetryDelayPayload[] = "slurmop.agentplatform/retry-delay-ms";
 constexpr char kReasonPayload[] = "slurmop.agentplatform/error-reason";
 constexpr char kHttpStatusPayload[] = "slurmop.agentplatform/http-status";
 constexpr size_t kMaxExcerpt = 200;
+// Longer server-suggested delays are taken as this (a day), so that no
+// conversion or deadline computed from a hint can overflow.
+constexpr int64_t kMaxDelaySeconds = 86400;
+
+std::chrono::milliseconds DelayFromSeconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(
+      std::ceil(std::min(seconds, static_cast<double>(kMaxDelaySeconds)) * 1000)));
+}
 
 std::string Excerpt(std::string_view body) {
   std::string out;
@@ -58,9 +66,7 @@ std::optional<std::chrono::milliseconds> RetryInfoDelay(const nlohmann::json& de
       if (absl::SimpleAtod(s->get<std::string>(), &v)) seconds += v;
     }
     if (n != it->end() && n->is_number()) seconds += n->get<double>() / 1e9;
-    if (seconds >= 0 && std::isfinite(seconds)) {
-      return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
-    }
+    if (seconds >= 0 && std::isfinite(seconds)) return DelayFromSeconds(seconds);
   }
   return std::nullopt;
 }
@@ -138,7 +144,7 @@ std::optional<std::chrono::milliseconds> ParseDurationString(std::string_view in
   if (!absl::SimpleAtod(s, &seconds) || !std::isfinite(seconds) || seconds < 0) {
     return std::nullopt;
   }
-  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
+  return DelayFromSeconds(seconds);
 }
 
 std::optional<std::chrono::milliseconds> ParseRetryAfter(std::string_view in, Time now) {
@@ -147,7 +153,7 @@ std::optional<std::chrono::milliseconds> ParseRetryAfter(std::string_view in, Ti
   int64_t seconds = 0;
   if (absl::SimpleAtoi(value, &seconds)) {
     if (seconds < 0) return std::nullopt;
-    return std::chrono::milliseconds(seconds * 1000);
+    return std::chrono::milliseconds(std::min(seconds, kMaxDelaySeconds) * 1000);
   }
   // HTTP-date (RFC 9110 IMF-fixdate): "Tue, 14 Nov 2023 22:13:50 GMT".
   std::string date(value);
@@ -158,8 +164,13 @@ std::optional<std::chrono::milliseconds> ParseRetryAfter(std::string_view in, Ti
       !absl::ParseTime(absl::RFC1123_no_wday, date, &when, &err)) {
     return std::nullopt;
   }
-  const auto delta = absl::ToChronoTime(when) - now;
-  if (delta <= Time::duration::zero()) return std::chrono::milliseconds(0);
+  // ToChronoTime saturates far dates; compare first so that no subtraction
+  // overflows.
+  const Time at = absl::ToChronoTime(when);
+  if (at <= now) return std::chrono::milliseconds(0);
+  const auto delta = at - now;
+  if (delta >= std::chrono::seconds(kMaxDelaySeconds))
+    return std::chrono::seconds(kMaxDelaySeconds);
   return std::chrono::ceil<std::chrono::milliseconds>(delta);
 }
 

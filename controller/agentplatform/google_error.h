@@ -16,7 +16,8 @@
 //    short excerpt of a non-JSON body), plus " (retry after <delay>)" when
 //    the server suggested a delay.
 //  * The delay is the larger of RetryInfo.retryDelay and the Retry-After
-//    header (delta-seconds or HTTP-date); RetryDelay() reads it back.
+//    header (delta-seconds or HTTP-date); RetryDelay() reads it back. A
+//    delay above 24 h (from either source) is taken as 24 h.
 //    ErrorInfo.reason is kept as a payload; ErrorReason() reads it back.
 //  * The status carries no transport payload, so http::MayHaveBeenDelivered()
 //    answers true for it (conservative: the request reached Google).

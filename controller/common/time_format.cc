@@ -52,6 +52,14 @@ std::optional<Time> ParseRfc3339(std::string_view s) {
   tm.tm_min = min;
   tm.tm_sec = sec;
   std::time_t secs = timegm(&tm);
+  // Time counts nanoseconds in 64 bits (about 1678..2262); leave room for the
+  // fraction and an offset of up to 99:99 so that nothing below overflows.
+  constexpr std::time_t kMargin = 5 * 86400;
+  constexpr std::time_t kMinSecs =
+      std::chrono::duration_cast<std::chrono::seconds>(Time::duration::min()).count() + kMargin;
+  constexpr std::time_t kMaxSecs =
+      std::chrono::duration_cast<std::chrono::seconds>(Time::duration::max()).count() - kMargin;
+  if (secs < kMinSecs || secs > kMaxSecs) return std::nullopt;
   Time t = std::chrono::system_clock::from_time_t(secs);
   size_t i = static_cast<size_t>(consumed);
   if (i < str.size() && str[i] == '.') {

@@ -20,6 +20,7 @@ std::string FormatRfc3339(Time t);
 // "2006-01-02T15:04:05.000000Z" (UTC, microseconds).
 std::string FormatRfc3339Micro(Time t);
 // Parses RFC 3339 with optional fractional seconds and a `Z` or +hh:mm offset.
+// nullopt for a time Time cannot hold (before about 1678 or after about 2262).
 std::optional<Time> ParseRfc3339(std::string_view s);
 
 }  // namespace slurmop

@@ -4,7 +4,10 @@
 
 #include "controller/kube/errors.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "absl/strings/cord.h"
@@ -87,12 +90,24 @@ std::string CauseReasons(const nlohmann::json& kube_status) {
   return causes;
 }
 
+// A server's Retry-After in seconds: negative -> none; above a day -> a day,
+// so that converting it to a Duration (nanoseconds) cannot overflow.
+std::optional<Duration> RetryAfterSeconds(long long seconds) {
+  constexpr long long kMaxSeconds = 86400;
+  if (seconds < 0) return std::nullopt;
+  return std::chrono::seconds(std::min(seconds, kMaxSeconds));
+}
+
 std::optional<Duration> RetryAfterFromDetails(const nlohmann::json& kube_status) {
   auto details = kube_status.find("details");
   if (details == kube_status.end() || !details->is_object()) return std::nullopt;
   auto seconds = details->find("retryAfterSeconds");
   if (seconds == details->end() || !seconds->is_number_integer()) return std::nullopt;
-  return std::chrono::seconds(seconds->get<long long>());
+  if (seconds->is_number_unsigned()) {  // nlohmann's type for every integer >= 0
+    return RetryAfterSeconds(static_cast<long long>(
+        std::min<uint64_t>(seconds->get<uint64_t>(), std::numeric_limits<long long>::max())));
+  }
+  return RetryAfterSeconds(seconds->get<long long>());
 }
 
 }  // namespace
@@ -146,8 +161,8 @@ absl::Status StatusFromKubeStatus(const nlohmann::json& kube_status,
 absl::Status StatusFromResponse(const http::Response& response) {
   std::optional<Duration> retry_after;
   if (auto it = response.headers.find("retry-after"); it != response.headers.end()) {
-    if (std::optional<long long> seconds = ParseInt(it->second); seconds && *seconds >= 0) {
-      retry_after = std::chrono::seconds(*seconds);
+    if (std::optional<long long> seconds = ParseInt(it->second)) {
+      retry_after = RetryAfterSeconds(*seconds);
     }
   }
   nlohmann::json body = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);

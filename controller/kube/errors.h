@@ -12,7 +12,8 @@
 //   other 5xx kUnavailable (504 Timeout, 503, 502 ...)   anything else kUnknown
 // Every such Status carries payloads with the HTTP code, the Status reason,
 // the details.causes reasons and Retry-After (header or
-// details.retryAfterSeconds), read back by the helpers below. Transport
+// details.retryAfterSeconds; negative ignored, above a day taken as a day),
+// read back by the helpers below. Transport
 // failures (http::TransportError) pass through unchanged.
 //
 // The predicates below test the absl code (and, for IsGone, also the

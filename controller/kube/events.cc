@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <utility>
 
 #include "controller/common/time_format.h"
@@ -140,13 +141,17 @@ std::string EventRecorder::NewEventName(const Pending& event) {
 
 void EventRecorder::Write(const Pending& event) {
   const std::string key = AggregationKey(event.regarding, event.type, event.reason, event.note);
-  for (auto it = series_.begin(); it != series_.end();) {
-    if (event.observed - it->second.last_observed > opts_.aggregation_window) {
-      it = series_.erase(it);
-    } else {
-      ++it;
+  auto expired = [&](const Series& s) {
+    return event.observed - s.last_observed > opts_.aggregation_window;
+  };
+  if (event.observed - last_sweep_ >= opts_.aggregation_window / 10 ||
+      event.observed < last_sweep_) {
+    last_sweep_ = event.observed;
+    for (auto it = series_.begin(); it != series_.end();) {
+      it = expired(it->second) ? series_.erase(it) : std::next(it);
     }
   }
+  if (auto it = series_.find(key); it != series_.end() && expired(it->second)) series_.erase(it);
   if (auto it = series_.find(key); it != series_.end()) {
     Series& series = it->second;
     series.count += 1;

@@ -103,6 +103,11 @@ class EventRecorder {
 
   // Worker thread only.
   std::map<std::string, Series> series_;
+  // When series_ was last swept of expired entries. A lookup ignores an
+  // expired series by itself, so the sweep only bounds memory; it runs once
+  // per aggregation_window / 10 instead of on every event (with 30,000 live
+  // series, a walk per event made the writer fall behind and drop Events).
+  Time last_sweep_{};
   bool use_core_events_ = false;
   long long last_name_nanos_ = 0;
 

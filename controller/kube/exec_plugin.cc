@@ -65,6 +65,13 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   return pointers;
 }
 
+// The string member `key` of `object`; "" when absent or not a string
+// (json::value() would throw for a member of another type).
+std::string StringMember(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 absl::Status PluginError(const ExecConfig& config, const std::string& what) {
   std::string message = absl::StrCat("exec plugin ", config.command, ": ", what);
   if (!config.install_hint.empty()) absl::StrAppend(&message, "; ", config.install_hint);
@@ -79,12 +86,12 @@ absl::StatusOr<ExecCredential> ParseExecCredential(const std::string& output,
   if (!credential.is_object()) {
     return absl::UnauthenticatedError("exec plugin printed no JSON ExecCredential");
   }
-  if (credential.value("kind", "") != "ExecCredential") {
+  if (StringMember(credential, "kind") != "ExecCredential") {
     return absl::UnauthenticatedError("exec plugin output is not an ExecCredential");
   }
-  if (credential.value("apiVersion", "") != api_version) {
+  if (StringMember(credential, "apiVersion") != api_version) {
     return absl::UnauthenticatedError(absl::StrCat("exec plugin returned apiVersion \"",
-                                                   credential.value("apiVersion", ""),
+                                                   StringMember(credential, "apiVersion"),
                                                    "\", want \"", api_version, "\""));
   }
   auto status = credential.find("status");
@@ -92,15 +99,15 @@ absl::StatusOr<ExecCredential> ParseExecCredential(const std::string& output,
     return absl::UnauthenticatedError("exec plugin ExecCredential has no status");
   }
   ExecCredential result;
-  result.token = status->value("token", "");
-  result.client_certificate_pem = status->value("clientCertificateData", "");
-  result.client_key_pem = status->value("clientKeyData", "");
+  result.token = StringMember(*status, "token");
+  result.client_certificate_pem = StringMember(*status, "clientCertificateData");
+  result.client_key_pem = StringMember(*status, "clientKeyData");
   if (result.token.empty() &&
       (result.client_certificate_pem.empty() || result.client_key_pem.empty())) {
     return absl::UnauthenticatedError(
         "exec plugin ExecCredential has neither a token nor a client certificate and key");
   }
-  const std::string expiration = status->value("expirationTimestamp", "");
+  const std::string expiration = StringMember(*status, "expirationTimestamp");
   if (!expiration.empty()) {
     std::optional<Time> parsed = ParseRfc3339(expiration);
     if (!parsed.has_value()) {

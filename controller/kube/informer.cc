@@ -27,6 +27,11 @@ std::string ResourceVersionOf(const nlohmann::json& object) {
   return rv->get<std::string>();
 }
 
+void StripManagedFields(nlohmann::json& object) {
+  auto metadata = object.find("metadata");
+  if (metadata != object.end() && metadata->is_object()) metadata->erase("managedFields");
+}
+
 }  // namespace
 
 Informer::Informer(Client& client, ResourceType rt, std::string ns, Handler handler,
@@ -148,6 +153,7 @@ absl::Status Informer::ListAndReplace(const std::string& resource_version) {
         // List items of built-in types come without kind/apiVersion.
         if (!item.contains("kind")) item["kind"] = rt_.kind;
         if (!item.contains("apiVersion")) item["apiVersion"] = rt_.ApiVersion();
+        if (opts_.strip_managed_fields) StripManagedFields(item);
         std::string key = KeyOf(item);
         if (key.empty()) continue;
         listed[key] = std::make_shared<const nlohmann::json>(std::move(item));
@@ -226,6 +232,7 @@ void Informer::ApplyWatchEvent(const WatchEvent& event) {
   auto object = std::make_shared<nlohmann::json>(event.object);
   if (!object->contains("kind")) (*object)["kind"] = rt_.kind;
   if (!object->contains("apiVersion")) (*object)["apiVersion"] = rt_.ApiVersion();
+  if (opts_.strip_managed_fields) StripManagedFields(*object);
   const std::string key = KeyOf(*object);
   std::string type = event.type;
   {

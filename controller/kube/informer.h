@@ -76,6 +76,11 @@ struct InformerOptions {
   std::function<double()> random;
   // If set, called instead of sleeping for backoff waits (tests).
   std::function<void(Duration)> sleep_for_testing;
+  // Drop metadata.managedFields before caching (controller-runtime's
+  // TransformStripManagedFields): controllers never read them, and they are a
+  // third of a SlurmJob's JSON. An update sent without them leaves the
+  // server's entries as they are.
+  bool strip_managed_fields = true;
 };
 
 class Informer {

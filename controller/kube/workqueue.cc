@@ -43,8 +43,23 @@ void WorkQueue::AddAfter(const std::string& key, Duration d) {
   }
   const Time deadline = clock_.Now() + std::chrono::duration_cast<Time::duration>(d);
   auto [it, inserted] = waiting_.emplace(key, deadline);
-  if (!inserted && deadline < it->second) it->second = deadline;
-  ready_.notify_all();  // sleepers recompute their wake-up time
+  if (!inserted) {
+    if (deadline >= it->second) return;  // the earlier deadline already waits
+    it->second = deadline;
+  }
+  DropStaleLocked();
+  // Sleepers wake by the earliest deadline anyway; only an earlier one needs them now.
+  const bool earliest = heap_.empty() || deadline < heap_.top().first;
+  heap_.emplace(deadline, key);
+  if (earliest) ready_.notify_all();  // sleepers recompute their wake-up time
+}
+
+void WorkQueue::DropStaleLocked() {
+  while (!heap_.empty()) {
+    auto it = waiting_.find(heap_.top().second);
+    if (it != waiting_.end() && it->second == heap_.top().first) return;
+    heap_.pop();
+  }
 }
 
 void WorkQueue::AddRateLimited(const std::string& key) { AddAfter(key, limiter_.When(key)); }
@@ -56,18 +71,18 @@ int WorkQueue::NumRequeues(const std::string& key) const { return limiter_.NumRe
 size_t WorkQueue::MoveDueLocked() {
   if (waiting_.empty()) return 0;
   const Time now = clock_.Now();
-  std::vector<std::pair<Time, std::string>> due;
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (it->second <= now) {
-      due.emplace_back(it->second, it->first);
-      it = waiting_.erase(it);
-    } else {
-      ++it;
-    }
+  size_t moved = 0;
+  // Earliest deadline first (ties by key), as the heap orders them.
+  while (!heap_.empty() && heap_.top().first <= now) {
+    Deadline top = heap_.top();
+    heap_.pop();
+    auto it = waiting_.find(top.second);
+    if (it == waiting_.end() || it->second != top.first) continue;  // stale
+    waiting_.erase(it);
+    AddLocked(top.second);
+    ++moved;
   }
-  std::sort(due.begin(), due.end());  // earliest deadline first
-  for (const auto& [deadline, key] : due) AddLocked(key);
-  return due.size();
+  return moved;
 }
 
 size_t WorkQueue::ProcessDue() {
@@ -90,8 +105,8 @@ std::optional<std::string> WorkQueue::Get() {
       ready_.wait(lock);
       continue;
     }
-    Time earliest = waiting_.begin()->second;
-    for (const auto& [key, deadline] : waiting_) earliest = std::min(earliest, deadline);
+    DropStaleLocked();
+    const Time earliest = heap_.top().first;  // waiting_ is not empty, so neither is heap_
     Duration left = earliest - clock_.Now();
     left = std::clamp<Duration>(left, std::chrono::milliseconds(1), kMaxSleep);
     ready_.wait_for(lock, left);
@@ -117,6 +132,7 @@ void WorkQueue::ShutDown() {
   std::lock_guard<std::mutex> lock(mu_);
   shutting_down_ = true;
   waiting_.clear();
+  heap_ = {};
   ready_.notify_all();
 }
 
@@ -124,6 +140,7 @@ void WorkQueue::ShutDownWithDrain() {
   std::unique_lock<std::mutex> lock(mu_);
   shutting_down_ = true;
   waiting_.clear();
+  heap_ = {};
   ready_.notify_all();
   drained_.wait(lock, [this] { return processing_.empty(); });
 }

@@ -5,7 +5,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/reconcile/conditions.h"
+#include "controller/reconcile/runs.h"
 #include "controller/slurm/dialects.h"
 
 namespace slurmop::reconcile {
@@ -146,6 +148,41 @@ Decision DecideDeletion(const JobFacts& job, const ClusterFacts& cluster, const 
   }
 
   if (job.spec.deletion_policy() == "Orphan") {
+    // Replace the tag first, so that the orphan sweep does not cancel the
+    // job once its SlurmJob is gone.
+    if (!memo.disowned && !IsFinalJobState(job.status.job_state()) &&
+        cluster.kind == ClusterFacts::Kind::kFound) {
+      if (!out.update) {
+        Decision d = Do(Action::kUpdateJob, "deletionPolicy Orphan: disown the Slurm job");
+        d.api_version = ApiVersionOf(cluster);
+        d.job_id = job_id;
+        d.update.comment = DisownedTag(job.id, CurrentRun(job.status));
+        return d;
+      }
+      if (!out.update->ok() && !IsTransient(out.update->status().code())) {
+        // Slurm refused the new comment for good: leave the job running anyway
+        // (what the user asked for), and say what that means.
+        Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan; re-tagging refused");
+        d.events.push_back(
+            {"Warning", "OrphanNotRetagged", "Delete",
+             absl::StrCat("Slurm job ", job_id,
+                          " is left running (deletionPolicy Orphan), but "
+                          "Slurm refused to change its comment (",
+                          out.update->status().message(),
+                          "); start operators with --orphan-sweep=false to be sure it is never "
+                          "cancelled as an orphan.")});
+        return d;
+      }
+      if (!out.update->ok()) {
+        Decision d = StopAndBackoff(
+            absl::StrCat("cannot disown Slurm job ", job_id, ": ", out.update->status().message()));
+        d.events.push_back(
+            {"Warning", "OrphanFailed", "Delete",
+             absl::StrCat("Leaving Slurm job ", job_id, " running failed to mark it as orphaned: ",
+                          out.update->status().message(), "; retrying.")});
+        return d;
+      }
+    }
     Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan");
     d.events.push_back(
         {"Normal", "Orphaned", "Delete",
@@ -174,6 +211,7 @@ Decision DecideDeletion(const JobFacts& job, const ClusterFacts& cluster, const 
     Decision d = Do(Action::kQuery, "deleting; is the Slurm job still active?");
     d.api_version = ApiVersionOf(cluster);
     d.job_id = job_id;
+    d.max_age = memo.cancel_requested_at ? opt.cancel_wait_poll : Duration::zero();
     return d;
   }
   if (!out.query->ok()) {
@@ -236,6 +274,8 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
     std::vector<EventSpec> events;
     v1alpha1::SlurmJobStatus s =
         StatusAfterSubmit(job.status, *known_id, cluster.name, adopted, gen, now, &events);
+    s.set_run(CurrentRun(job.status));
+    s.set_run_id(job.spec.run_id());
     Decision d = Do(Action::kWriteStatus, "record the submitted job");
     d.status = std::move(s);
     d.events = std::move(events);
@@ -286,7 +326,7 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
     }
   }
   absl::StatusOr<slurm::JobDescriptor> descriptor =
-      BuildJobDescriptor(job.id, job.spec, cluster.spec, script_text);
+      BuildJobDescriptor(job.id, job.spec, cluster.spec, script_text, CurrentRun(job.status));
   if (!descriptor.ok()) {
     return stalled("InvalidSpec",
                    absl::StrCat(descriptor.status().message(), ". Nothing was submitted."),
@@ -331,8 +371,38 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
   }
 
   // A previous submit (by this process or one before it) may have reached
-  // Slurm: look for it first.
-  if ((memo.submit_outcome_unknown || !memo.no_earlier_submit) && !out.tag_lookup) {
+  // Slurm: look for it first. A search that finds nothing proves nothing
+  // while such a submit may still be in flight (memo.settle_until): then wait
+  // and look again, never submit.
+  const bool maybe_submitted =
+      memo.submit_outcome_unknown || (!memo.no_earlier_submit && !memo.started_run);
+  const bool inconclusive = out.tag_lookup && out.tag_lookup->ok() && !out.tag_lookup->value();
+  if (maybe_submitted && memo.settle_until && *memo.settle_until > now &&
+      (!out.tag_lookup || inconclusive)) {
+    const Duration wait = *memo.settle_until - now;
+    std::string msg = absl::StrCat(
+        out.submit && !out.submit->ok()
+            ? absl::StrCat("The submit's outcome is unknown (", out.submit->status().message(),
+                           "). ")
+            : std::string("An earlier submit of this job may still be in flight. "),
+        "The operator looks for the job by its tag again once no submit can still be in flight (",
+        std::chrono::duration_cast<std::chrono::seconds>(opt.submit_settle).count(),
+        " s after it was sent), and submits only if it is not found, so that the job never runs "
+        "twice.");
+    std::vector<EventSpec> events;
+    if (out.submit && !out.submit->ok()) {
+      events.push_back({"Warning", "SubmitOutcomeUnknown", "Submit", msg});
+    }
+    Decision then = StopAndRequeue(wait + std::chrono::seconds(1), msg);
+    const v1alpha1::Condition* reconciling = FindCondition(job.status.conditions(), kReconciling);
+    if (!out.submit && reconciling != nullptr && reconciling->reason() == "SubmitOutcomeUnknown" &&
+        job.status.observed_generation() == gen) {
+      return then;  // already said; the wording may differ only in the error
+    }
+    return WriteIfChanged(job, StatusRetrying(job.status, "SubmitOutcomeUnknown", msg, gen, now),
+                          std::move(events), then);
+  }
+  if (maybe_submitted && !out.tag_lookup) {
     Decision d = Do(Action::kFindByTag, memo.submit_outcome_unknown
                                             ? "the last submit's outcome is unknown"
                                             : "an earlier process may have submitted");
@@ -345,6 +415,36 @@ Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
                      out.tag_lookup->status().message(), ". Retrying; nothing is submitted twice.");
     return WriteIfChanged(job, StatusRetrying(job.status, "SubmitOutcomeUnknown", msg, gen, now),
                           {}, StopAndBackoff(msg));
+  }
+
+  if (!out.submit && job.spec.suspend()) {
+    std::string msg = "spec.suspend is true: the job is not submitted until it is cleared.";
+    v1alpha1::SlurmJobStatus s = StatusRetrying(job.status, "Suspended", msg, gen, now);
+    SetCondition(s.mutable_conditions(), kReconciling, ConditionStatus::kFalse, "Suspended", msg,
+                 gen, now);
+    SetCondition(s.mutable_conditions(), kReady, ConditionStatus::kFalse, "Suspended", msg, gen,
+                 now);
+    s.set_phase(std::string(kPhasePending));
+    s.set_reason("Suspended");
+    return WriteIfChanged(job, std::move(s), {{"Normal", "Suspended", "Submit", msg}},
+                          Stop("suspended"));
+  }
+  if (!out.submit && job.spec.depends_on_size() > 0) {
+    DependencyPlan plan = PlanDependencies(job.dependencies);
+    if (!plan.impossible.empty()) {
+      return stalled("DependencyNeverSatisfied",
+                     absl::StrCat(plan.impossible, ". Nothing was submitted."), std::nullopt);
+    }
+    if (!plan.waiting_for.empty()) {
+      std::string msg =
+          absl::StrCat("Waiting for ", plan.waiting_for, " before submitting (spec.dependsOn).");
+      v1alpha1::SlurmJobStatus s =
+          StatusRetrying(job.status, "WaitingForDependencies", msg, gen, now);
+      s.set_phase(std::string(kPhasePending));
+      s.set_reason("WaitingForDependencies");
+      return WriteIfChanged(job, std::move(s), {}, Stop("waiting for dependencies"));
+    }
+    descriptor->dependency = plan.expression;
   }
 
   if (!out.submit) {
@@ -383,11 +483,28 @@ v1alpha1::SlurmJobStatus WithGeneration(const v1alpha1::SlurmJobStatus& s, int64
   return out;
 }
 
+// Starts the run that spec.runId asks for, recording the finished one
+// (`ended`: its final status when just learned, else job.status).
+Decision StartSupersedingRun(const JobFacts& job, int64_t gen, Time now,
+                             const v1alpha1::SlurmJobStatus* ended = nullptr) {
+  const v1alpha1::SlurmJobStatus& finished = ended ? *ended : job.status;
+  std::string msg = absl::StrCat("spec.runId changed to \"", job.spec.run_id(), "\": starting run ",
+                                 CurrentRun(finished) + 1, ".");
+  Decision d = Do(Action::kWriteStatus, "spec.runId changed: start a new run");
+  d.status = StatusForNewRun(finished, job.spec.run_id(), 0,
+                             absl::StrCat("Superseded by runId \"", job.spec.run_id(), "\""),
+                             "NewRun", msg, gen, now);
+  d.events.push_back({"Normal", "NewRun", "Rerun", msg});
+  return d;
+}
+
 // The steps for a SlurmJob whose Slurm job is known.
 Decision DecideTracking(const JobFacts& job, const ClusterFacts& cluster, const Outcomes& out,
                         const Memo& memo, Time now, const DecideOptions& opt) {
   const int64_t gen = job.generation;
+  const bool superseded = job.spec.run_id() != job.status.run_id();
   if (IsFinalJobState(job.status.job_state())) {
+    if (superseded) return StartSupersedingRun(job, gen, now);
     return WriteIfChanged(job, WithGeneration(job.status, gen), {},
                           Stop("the Slurm job has ended"));
   }
@@ -399,8 +516,28 @@ Decision DecideTracking(const JobFacts& job, const ClusterFacts& cluster, const 
                           StopAndRequeue(std::chrono::seconds(30), msg));
   }
   const Duration poll = PollInterval(job.status, now, opt);
+  if (superseded && cluster.kind == ClusterFacts::Kind::kFound) {
+    // spec.runId changed while this run is active: cancel it, then start the
+    // new run once Slurm reports it ended.
+    const bool cancel_due =
+        !memo.cancel_requested_at || now - *memo.cancel_requested_at >= opt.cancel_resend;
+    if (!out.cancel && cancel_due) {
+      Decision d = Do(Action::kCancel, "spec.runId changed: cancel the current run");
+      d.api_version = ApiVersionOf(cluster);
+      d.job_id = job.status.job_id();
+      d.events.push_back({"Normal", "CancelRequested", "Rerun",
+                          absl::StrCat("spec.runId changed to \"", job.spec.run_id(),
+                                       "\": cancelling Slurm job ", job.status.job_id(), " of run ",
+                                       CurrentRun(job.status), " before starting the next run.")});
+      return d;
+    }
+    if (out.cancel && !out.cancel->ok()) {
+      return StopAndBackoff(absl::StrCat("cancel of Slurm job ", job.status.job_id(),
+                                         " failed: ", out.cancel->status().message()));
+    }
+  }
   if (!out.query) {
-    if (memo.last_query_at && now - *memo.last_query_at < poll) {
+    if (!opt.batched && memo.last_query_at && now - *memo.last_query_at < poll) {
       // Woken by our own status write or an unrelated change: the last look
       // is recent enough.
       return WriteIfChanged(job, WithGeneration(job.status, gen), {},
@@ -409,6 +546,7 @@ Decision DecideTracking(const JobFacts& job, const ClusterFacts& cluster, const 
     Decision d = Do(Action::kQuery, "follow the Slurm job");
     d.api_version = ApiVersionOf(cluster);
     d.job_id = job.status.job_id();
+    d.max_age = memo.cancel_requested_at ? opt.cancel_wait_poll : poll;
     return d;
   }
   if (!out.query->ok()) {
@@ -429,13 +567,100 @@ Decision DecideTracking(const JobFacts& job, const ClusterFacts& cluster, const 
   }
   std::vector<EventSpec> events;
   v1alpha1::SlurmJobStatus desired = StatusFromJobInfo(job.status, *view.job, gen, now, &events);
-  Decision then = view.job->IsFinal()
-                      ? Stop("the Slurm job has ended")
-                      : StopAndRequeue(PollInterval(desired, now, opt), "the Slurm job is active");
+  if (view.job->IsFinal()) {
+    if (superseded) return StartSupersedingRun(job, gen, now, &desired);
+    FailureVerdict verdict = EvaluateFailurePolicy(job.spec, desired);
+    using K = FailureVerdict::Kind;
+    if (verdict.kind == K::kRetry || verdict.kind == K::kRetryUncounted) {
+      const int32_t retries = desired.retries() + (verdict.kind == K::kRetry ? 1 : 0);
+      std::string msg = absl::StrCat(desired.message(), " Retrying as run ",
+                                     CurrentRun(desired) + 1, ": ", verdict.why, ".");
+      v1alpha1::SlurmJobStatus next =
+          StatusForNewRun(desired, desired.run_id(), retries,
+                          absl::StrCat("Retried: ", verdict.why), "Retrying", msg, gen, now);
+      Decision d = Do(Action::kWriteStatus, "the run failed; the failure policy retries it");
+      d.status = std::move(next);
+      d.events.push_back({"Warning", "Retrying", "Track", msg});
+      return d;
+    }
+    if (verdict.kind == K::kFail && !verdict.why.empty()) {
+      desired.set_message(absl::StrCat(desired.message(), " Not retried: ", verdict.why, "."));
+    }
+    return WriteIfChanged(job, std::move(desired), std::move(events),
+                          Stop("the Slurm job has ended"));
+  }
+
+  // spec.suspend holds a pending job in Slurm (priority 0) and releases it
+  // when cleared; a job that started is no longer held.
+  if (view.job->state != slurm::BaseState::kPending) {
+    desired.set_held(false);
+  } else if (job.spec.suspend() != job.status.held()) {
+    if (!out.update) {
+      Decision d = Do(Action::kUpdateJob,
+                      job.spec.suspend() ? "hold the pending job" : "release the held job");
+      d.api_version = ApiVersionOf(cluster);
+      d.job_id = job.status.job_id();
+      d.update.hold = job.spec.suspend();
+      return d;
+    }
+    if (!out.update->ok()) {
+      std::string msg = absl::StrCat(job.spec.suspend() ? "Holding" : "Releasing", " Slurm job ",
+                                     job.status.job_id(),
+                                     " failed: ", out.update->status().message(), "; retrying.");
+      return WriteIfChanged(job, StatusRetrying(desired, "HoldFailed", msg, gen, now),
+                            {{"Warning", "HoldFailed", "Suspend", msg}}, StopAndBackoff(msg));
+    }
+    desired.set_held(job.spec.suspend());
+    events.push_back(
+        {"Normal", job.spec.suspend() ? "Held" : "Released", "Suspend",
+         absl::StrCat("Slurm job ", job.status.job_id(),
+                      job.spec.suspend() ? " is held (spec.suspend)." : " is released.")});
+  }
+  Decision then = StopAndRequeue(PollInterval(desired, now, opt), "the Slurm job is active");
   return WriteIfChanged(job, std::move(desired), std::move(events), then);
 }
 
 }  // namespace
+
+DependencyPlan PlanDependencies(const std::vector<DependencyFacts>& deps) {
+  DependencyPlan plan;
+  std::vector<std::string> waiting, impossible;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> groups;  // condition -> ids, in order
+  for (const DependencyFacts& dep : deps) {
+    const std::string condition = dep.condition.empty() ? "afterok" : dep.condition;
+    if (!dep.found) {
+      waiting.push_back(absl::StrCat("SlurmJob \"", dep.name, "\" (it does not exist yet)"));
+      continue;
+    }
+    if (dep.job_id == 0) {
+      waiting.push_back(absl::StrCat("SlurmJob \"", dep.name, "\" (not submitted yet)"));
+      continue;
+    }
+    if (IsFinalJobState(dep.job_state)) {
+      const bool ok = dep.job_state == "COMPLETED";
+      if ((condition == "afterok" && !ok) || (condition == "afternotok" && ok)) {
+        impossible.push_back(absl::StrCat("SlurmJob \"", dep.name, "\" ended ", dep.job_state,
+                                          ", so ", condition, " can never be met"));
+      }
+      continue;  // met (or never met): nothing for Slurm to wait for
+    }
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == condition; });
+    if (it == groups.end()) {
+      groups.push_back({condition, {}});
+      it = std::prev(groups.end());
+    }
+    it->second.push_back(dep.job_id);
+  }
+  plan.waiting_for = absl::StrJoin(waiting, ", ");
+  plan.impossible = absl::StrJoin(impossible, "; ");
+  std::vector<std::string> parts;
+  for (const auto& [condition, ids] : groups) {
+    parts.push_back(absl::StrCat(condition, ":", absl::StrJoin(ids, ":")));
+  }
+  plan.expression = absl::StrJoin(parts, ",");
+  return plan;
+}
 
 Duration PollInterval(const v1alpha1::SlurmJobStatus& status, Time now,
                       const DecideOptions& options) {
@@ -477,12 +702,22 @@ bool SubmitMayHaveReachedSlurm(const absl::Status& error, bool transport_says_de
 }
 
 void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const ClusterFacts& cluster,
-                Time now) {
-  if (memo->uid != job.id.uid) {
+                Time now, const DecideOptions& opt) {
+  // A new incarnation, or a newer run: start afresh. A status showing an
+  // older run than the memo is a stale cache; the memo stays.
+  if (memo->uid != job.id.uid || CurrentRun(job.status) > memo->run) {
     *memo = Memo{};
     memo->uid = job.id.uid;
+    memo->run = CurrentRun(job.status);
+    if (out.started_run) {
+      memo->started_run = true;
+      memo->no_earlier_submit = true;
+    }
   }
   if (out.submit) {
+    if (!memo->submit_attempt_at || out.submit_sent_at > *memo->submit_attempt_at) {
+      memo->submit_attempt_at = out.submit_sent_at;
+    }
     if (out.submit->ok()) {
       memo->submitted_job_id = out.submit->value();
       memo->submitted_job_adopted = false;
@@ -504,10 +739,23 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
     if (out.tag_lookup->value()) {
       memo->submitted_job_id = *out.tag_lookup->value();
       memo->submitted_job_adopted = true;
+      memo->submit_outcome_unknown = false;
+      memo->settle_until.reset();
     } else {
-      memo->no_earlier_submit = true;
+      // Nothing found proves no earlier submit only once a submit that may
+      // still be in flight (ours, or an earlier process's) would have landed.
+      const Time settle_until =
+          (memo->submit_outcome_unknown && memo->submit_attempt_at ? *memo->submit_attempt_at
+                                                                   : opt.process_start) +
+          opt.submit_settle;
+      if (out.tag_lookup_at >= settle_until) {
+        memo->no_earlier_submit = true;
+        memo->submit_outcome_unknown = false;
+        memo->settle_until.reset();
+      } else {
+        memo->settle_until = settle_until;
+      }
     }
-    memo->submit_outcome_unknown = false;
   }
   if (out.added_finalizer) memo->no_earlier_submit = true;
   if (out.query && out.query->ok()) {
@@ -519,6 +767,7 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
     }
   }
   if (out.cancel && out.cancel->ok()) memo->cancel_requested_at = now;
+  if (out.update && out.update->ok() && job.deleting) memo->disowned = true;
 }
 
 }  // namespace slurmop::reconcile

@@ -41,6 +41,15 @@ namespace slurmop::reconcile {
 
 namespace v1alpha1 = ::slurmoperator::v1alpha1;
 
+// A SlurmJob named in spec.dependsOn, as the cache shows it.
+struct DependencyFacts {
+  std::string name;
+  std::string condition;  // afterok | afterany | afternotok
+  bool found = false;
+  int64_t job_id = 0;     // its current run's Slurm job (0: not submitted yet)
+  std::string job_state;  // its status.jobState
+};
+
 // The SlurmJob as last read (informer cache or the response of our last write).
 struct JobFacts {
   JobIdentity id;
@@ -49,6 +58,7 @@ struct JobFacts {
   bool has_finalizer = false;  // our finalizer is in metadata.finalizers
   v1alpha1::SlurmJobSpec spec;
   v1alpha1::SlurmJobStatus status;
+  std::vector<DependencyFacts> dependencies;  // one per spec.dependsOn entry, in order
 };
 
 // The SlurmCluster the job names (or the operator's default cluster).
@@ -78,15 +88,20 @@ struct Outcomes {
   std::optional<absl::StatusOr<int64_t>> submit;                     // job id
   bool submit_may_have_been_delivered = false;                       // with a failed submit
   std::optional<absl::StatusOr<std::optional<int64_t>>> tag_lookup;  // id of a job with our tag
+  Time tag_lookup_at{};                                              // when the search started
+  Time submit_sent_at{};  // when the submit was sent (with `submit`)
   std::optional<absl::StatusOr<SlurmView>> query;
   std::optional<absl::StatusOr<slurm::CancelResponse>> cancel;
+  std::optional<absl::StatusOr<slurm::UpdateResponse>> update;
   bool added_finalizer = false;  // this reconcile added our finalizer
+  bool started_run = false;      // this reconcile wrote the status that started the current run
 };
 
 // Carried between reconciles of one SlurmJob, in the executor's memory only
 // (issue #5 makes the tag search cover a restart, where this memo is empty).
 struct Memo {
   std::string uid;  // the memo belongs to this incarnation
+  int32_t run = 1;  // ... and to this run (status.run)
   // The Slurm job this process submitted (or adopted) for this incarnation.
   // Kept after the status records it: the informer cache can lag behind our
   // own writes, and a stale object without jobId must never cause a second
@@ -94,6 +109,11 @@ struct Memo {
   std::optional<int64_t> submitted_job_id;
   bool submitted_job_adopted = false;   // ... found by its tag rather than submitted now
   bool submit_outcome_unknown = false;  // look for the tag before submitting again
+  // When this process last sent a submit for this run.
+  std::optional<Time> submit_attempt_at;
+  // A search that found nothing proves no earlier submit only if it started
+  // after any such submit could still be in flight: after this time.
+  std::optional<Time> settle_until;
   // This process knows that no earlier submit happened for this SlurmJob (it
   // added the finalizer itself, or searched for the tag and found nothing).
   // Without it, a finalizer with no jobId means an earlier process may have
@@ -107,6 +127,12 @@ struct Memo {
   std::optional<Time> cancel_requested_at;
   std::optional<Time> last_query_at;
   std::optional<Time> not_found_since;
+  // deletionPolicy Orphan: the job's tag was replaced by DisownedTag, so the
+  // orphan sweep leaves it running.
+  bool disowned = false;
+  // This process wrote the status that started this run: no submit of it
+  // happened before.
+  bool started_run = false;
 };
 
 // Tunables, with the defaults used in production.
@@ -117,6 +143,15 @@ struct DecideOptions {
   Duration cancel_wait_poll = std::chrono::seconds(1);
   Duration missing_script_retry = std::chrono::seconds(30);
   Duration permission_retry = std::chrono::minutes(5);
+  // How long a submit may still be in flight (in Agent Platform or Slurm)
+  // after it was sent, or after a restart for a submit an earlier process
+  // may have sent: a tag search that finds nothing before then proves nothing.
+  Duration submit_settle = std::chrono::seconds(60);
+  // When this process started (the executor sets it).
+  Time process_start{};
+  // Looks are answered from the cluster's shared list (job_tracker.h), so a
+  // look is cheap and need not wait for the poll interval.
+  bool batched = false;
 };
 
 enum class Action {
@@ -128,6 +163,7 @@ enum class Action {
   kFindByTag,    // look for a live job carrying SubmissionTag(id)
   kQuery,        // job_id: live queue, then accounting
   kCancel,       // job_id
+  kUpdateJob,    // job_id + update (hold, release, disown)
   kWriteStatus,  // status
 };
 
@@ -135,7 +171,11 @@ struct Decision {
   Action action = Action::kNone;
   slurm::JobDescriptor descriptor;  // kSubmit
   std::string api_version;          // kSubmit, kQuery, kCancel, kFindByTag
-  int64_t job_id = 0;               // kQuery, kCancel
+  int64_t job_id = 0;               // kQuery, kCancel, kUpdateJob
+  slurm::JobUpdate update;          // kUpdateJob
+  // kQuery: how old an answer may be (the batched tracker serves it from its
+  // latest list of the cluster's jobs when that is recent enough).
+  Duration max_age = Duration::zero();
   v1alpha1::SlurmJobStatus status;  // kWriteStatus
   // Recorded once the action succeeded (for kNone: right away).
   std::vector<EventSpec> events;
@@ -153,7 +193,7 @@ Decision Decide(const JobFacts& job, const ClusterFacts& cluster, const ScriptFa
 
 // Folds this reconcile's outcomes into the memo (after each step).
 void UpdateMemo(Memo* memo, const Outcomes& outcomes, const JobFacts& job,
-                const ClusterFacts& cluster, Time now);
+                const ClusterFacts& cluster, Time now, const DecideOptions& options = {});
 
 // True when a failed submit may have reached Slurm: a transport failure after
 // the request was written, or an answer that does not prove a refusal.
@@ -161,6 +201,17 @@ void UpdateMemo(Memo* memo, const Outcomes& outcomes, const JobFacts& job,
 // INVALID_ARGUMENT, UNAUTHENTICATED, RESOURCE_EXHAUSTED, ...) happen before
 // anything reaches Slurm.
 bool SubmitMayHaveReachedSlurm(const absl::Status& error, bool transport_says_delivered);
+
+// Slurm's dependency expression for the job's dependsOn, e.g.
+// "afterok:12:13,afterany:14", leaving out dependencies already met.
+// `waiting_for` (non-empty) names what has no Slurm job yet; `impossible`
+// (non-empty) explains a dependency that can never be met.
+struct DependencyPlan {
+  std::string expression;
+  std::string waiting_for;
+  std::string impossible;
+};
+DependencyPlan PlanDependencies(const std::vector<DependencyFacts>& deps);
 
 // How long to wait before asking Slurm again about an active job.
 Duration PollInterval(const v1alpha1::SlurmJobStatus& status, Time now,

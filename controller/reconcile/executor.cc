@@ -13,6 +13,7 @@
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/reconcile/runs.h"
 #include "controller/server/metrics.h"
 #include "controller/slurm/dialects.h"
 #include "glog/logging.h"
@@ -39,6 +40,8 @@ const char* ActionName(Action a) {
       return "query";
     case Action::kCancel:
       return "cancel";
+    case Action::kUpdateJob:
+      return "update-job";
     case Action::kWriteStatus:
       return "write-status";
   }
@@ -79,6 +82,25 @@ absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj) {
   f.spec = job->spec();
   f.status = job->status();
   return f;
+}
+
+// The SlurmJobs named in spec.dependsOn, as the cache shows them.
+void ResolveDependencies(const ObjectCache& jobs, JobFacts* facts) {
+  facts->dependencies.clear();
+  for (const auto& dep : facts->spec.depends_on()) {
+    DependencyFacts d;
+    d.name = dep.name();
+    d.condition = dep.condition();
+    if (std::shared_ptr<const nlohmann::json> obj = jobs.Get(facts->id.ns, dep.name())) {
+      d.found = true;
+      const auto& status = obj->value("status", nlohmann::json::object());
+      if (auto id = status.find("jobId"); id != status.end() && id->is_number_integer()) {
+        d.job_id = id->get<int64_t>();
+      }
+      d.job_state = status.value("jobState", "");
+    }
+    facts->dependencies.push_back(std::move(d));
+  }
 }
 
 ClusterFacts ResolveCluster(const ObjectCache& clusters, const std::string& ns,
@@ -175,7 +197,21 @@ Executor::Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCach
       credentials_(credentials),
       events_(events),
       clock_(clock),
-      options_(std::move(options)) {}
+      options_([&] {
+        ExecutorOptions o = std::move(options);
+        if (o.decide.process_start == Time{}) o.decide.process_start = clock.Now();
+        return o;
+      }()) {}
+
+absl::StatusOr<agentplatform::SlurmResponse> Executor::CallSlurm(
+    const agentplatform::ClusterName& where, agentplatform::TokenSource& credentials,
+    agentplatform::HttpMethod method, const std::string& path, const nlohmann::json* body) {
+  const auto started = std::chrono::steady_clock::now();
+  absl::StatusOr<agentplatform::SlurmResponse> r =
+      slurm_api_.Call(where, credentials, method, path, body);
+  RecordSlurmCall(method, path, r, std::chrono::steady_clock::now() - started);
+  return r;
+}
 
 size_t Executor::MemoCount() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -210,6 +246,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
   std::shared_ptr<const nlohmann::json> cached = jobs_.Get(ns, name);
   if (!cached) {
     // Gone: nothing to do (the finalizer guaranteed the cancel happened first).
+    if (tracker_) tracker_->Untrack(key);
     std::lock_guard<std::mutex> lock(mu_);
     memos_.erase(key);
     return {};
@@ -228,6 +265,10 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
   Outcomes out;
   ScriptFacts script;
   ClusterFacts cluster = ResolveCluster(clusters_, ns, facts->spec, options_.default_cluster);
+  ResolveDependencies(jobs_, &*facts);
+  // Outcomes belong to one run: a status that moved to another run (ours or
+  // a re-read) starts them afresh.
+  int32_t outcomes_run = CurrentRun(facts->status);
 
   // Re-reads the object after a conflict, keeping what this reconcile learned.
   auto refresh = [&]() -> bool {
@@ -241,6 +282,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
     object = std::move(*fresh);
     facts = std::move(f);
     cluster = ResolveCluster(clusters_, ns, facts->spec, options_.default_cluster);
+    ResolveDependencies(jobs_, &*facts);
     return true;
   };
   auto adopt_response = [&](nlohmann::json response) {
@@ -248,6 +290,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
     if (f.ok()) {
       object = std::move(response);
       facts = std::move(f);
+      ResolveDependencies(jobs_, &*facts);
     }
   };
   auto record = [&](const std::vector<EventSpec>& events) {
@@ -255,12 +298,38 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
   };
   auto finish = [&](ReconcileResult r) {
     PutMemo(key, memo);
+    if (tracker_ && !facts->deleting) {
+      if (facts->status.job_id() == 0 || IsFinalJobState(facts->status.job_state())) {
+        tracker_->Untrack(key);
+      } else if (r.requeue_after && !r.retry_with_backoff &&
+                 cluster.kind == ClusterFacts::Kind::kFound) {
+        // Follow the job through the cluster's list: the tracker wakes this
+        // key when the list shows a change; the timer is only a safety net.
+        absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
+            credentials_.For(ns, cluster.spec);
+        const std::string version = cluster.spec.slurm_api_version().empty()
+                                        ? "v0.0.42"
+                                        : cluster.spec.slurm_api_version();
+        if (creds.ok()) {
+          tracker_->Track(ClusterEndpoint{absl::StrCat(ns, "/", cluster.name), version,
+                                          ClusterNameOf(cluster.spec), *creds},
+                          facts->status.job_id(), key, *r.requeue_after);
+          r.requeue_after = std::max(*r.requeue_after, options_.tracked_requeue);
+        }
+      }
+    }
     return r;
   };
 
   for (int step = 0; step < options_.max_steps; ++step) {
     Time now = clock_.Now();
-    UpdateMemo(&memo, out, *facts, cluster, now);
+    if (CurrentRun(facts->status) != outcomes_run) {
+      const bool started_run = out.started_run;
+      out = Outcomes{};
+      out.started_run = started_run && CurrentRun(facts->status) > outcomes_run;
+      outcomes_run = CurrentRun(facts->status);
+    }
+    UpdateMemo(&memo, out, *facts, cluster, now, options_.decide);
     Decision d = Decide(*facts, cluster, script, out, memo, now, options_.decide);
     VLOG(1) << key << ": " << ActionName(d.action) << " (" << d.why << ")";
 
@@ -285,6 +354,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
           record(d.events);
           if (d.action == Action::kRemoveFinalizer && facts->deleting) {
             LOG(INFO) << key << ": finalizer removed; " << d.why;
+            if (tracker_) tracker_->Untrack(key);
             std::lock_guard<std::mutex> lock(mu_);
             memos_.erase(key);
             return {};
@@ -328,6 +398,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
       case Action::kSubmit:
       case Action::kFindByTag:
       case Action::kQuery:
+      case Action::kUpdateJob:
       case Action::kCancel: {
         absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(d.api_version);
         absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
@@ -339,11 +410,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
             [&](agentplatform::HttpMethod m, const std::string& path,
                 const nlohmann::json* body) -> absl::StatusOr<agentplatform::SlurmResponse> {
           if (!creds.ok()) return creds.status();
-          const auto started = std::chrono::steady_clock::now();
-          absl::StatusOr<agentplatform::SlurmResponse> r =
-              slurm_api_.Call(where, **creds, m, path, body);
-          RecordSlurmCall(m, path, r, std::chrono::steady_clock::now() - started);
-          return r;
+          return CallSlurm(where, **creds, m, path, body);
         };
         auto warn = [&](const std::vector<slurm::SlurmMessage>& warnings, const char* action) {
           for (const auto& w : warnings) {
@@ -357,6 +424,9 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
             out.submit = body.status();
             continue;
           }
+          // A search made before this submit says nothing about it.
+          out.tag_lookup.reset();
+          out.submit_sent_at = clock_.Now();
           absl::StatusOr<agentplatform::SlurmResponse> r =
               call(agentplatform::HttpMethod::kPost, (*dialect)->SubmitPath(), &*body);
           if (!r.ok()) {
@@ -381,6 +451,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
           continue;
         }
         if (d.action == Action::kFindByTag) {
+          out.tag_lookup_at = clock_.Now();
           absl::StatusOr<agentplatform::SlurmResponse> r =
               call(agentplatform::HttpMethod::kGet, (*dialect)->JobsPath(std::nullopt), nullptr);
           if (!r.ok()) {
@@ -392,7 +463,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
             out.tag_lookup = list.status();
             continue;
           }
-          const std::string tag = SubmissionTag(facts->id);
+          const std::string tag = SubmissionTag(facts->id, CurrentRun(facts->status));
           std::optional<int64_t> found;
           for (const slurm::JobInfo& j : list->jobs) {
             if (j.comment == tag && (!found || j.job_id > *found)) found = j.job_id;
@@ -422,25 +493,65 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
           out.tag_lookup = found;
           continue;
         }
-        if (d.action == Action::kQuery) {
+        if (d.action == Action::kUpdateJob) {
+          absl::StatusOr<nlohmann::json> body = (*dialect)->RenderUpdate(d.update);
+          if (!body.ok()) {
+            out.update = body.status();
+            continue;
+          }
           absl::StatusOr<agentplatform::SlurmResponse> r =
-              call(agentplatform::HttpMethod::kGet, (*dialect)->JobPath(d.job_id), nullptr);
+              call(agentplatform::HttpMethod::kPost, (*dialect)->UpdatePath(d.job_id), &*body);
           if (!r.ok()) {
-            out.query = r.status();
-            continue;
+            out.update = r.status();
+          } else {
+            out.update = (*dialect)->ParseUpdate(r->status, r->body);
           }
-          absl::StatusOr<slurm::JobLookup> live =
-              (*dialect)->ParseJob(r->status, r->body, d.job_id);
-          if (!live.ok()) {
-            out.query = live.status();
-            continue;
+          if (out.update->ok()) {
+            LOG(INFO) << key << ": Slurm job " << d.job_id << " updated (" << d.why << ")";
           }
-          if (live->job) {
-            out.query = SlurmView{live->job};
-            continue;
+          continue;
+        }
+        if (d.action == Action::kQuery) {
+          if (tracker_ && creds.ok()) {
+            // The cluster's shared list answers, when recent enough.
+            ClusterEndpoint endpoint{absl::StrCat(ns, "/", cluster.name), d.api_version, where,
+                                     *creds};
+            const Duration poll =
+                d.max_age > Duration::zero()
+                    ? d.max_age
+                    : std::chrono::duration_cast<Duration>(options_.decide.min_poll);
+            tracker_->Track(endpoint, d.job_id, key, poll);
+            absl::StatusOr<JobTracker::Answer> a =
+                tracker_->Get(endpoint, d.job_id, now - d.max_age);
+            if (!a.ok()) {
+              out.query = a.status();
+              continue;
+            }
+            if (a->job) {
+              out.query = SlurmView{a->job};
+              continue;
+            }
+          } else {
+            absl::StatusOr<agentplatform::SlurmResponse> r =
+                call(agentplatform::HttpMethod::kGet, (*dialect)->JobPath(d.job_id), nullptr);
+            if (!r.ok()) {
+              out.query = r.status();
+              continue;
+            }
+            absl::StatusOr<slurm::JobLookup> live =
+                (*dialect)->ParseJob(r->status, r->body, d.job_id);
+            if (!live.ok()) {
+              out.query = live.status();
+              continue;
+            }
+            if (live->job) {
+              out.query = SlurmView{live->job};
+              continue;
+            }
           }
           // Not in the live queue any more: accounting has finished jobs.
-          r = call(agentplatform::HttpMethod::kGet, (*dialect)->DbJobPath(d.job_id), nullptr);
+          absl::StatusOr<agentplatform::SlurmResponse> r =
+              call(agentplatform::HttpMethod::kGet, (*dialect)->DbJobPath(d.job_id), nullptr);
           if (!r.ok()) {
             out.query = r.status();
             continue;
@@ -481,6 +592,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
               !IsFinalJobState(facts->status.job_state())) {
             RecordFinishedJob(d.status);
           }
+          if (CurrentRun(d.status) > CurrentRun(facts->status)) out.started_run = true;
           adopt_response(std::move(*r));
           continue;
         }
@@ -506,7 +618,10 @@ ReconcileResult Executor::ReconcileCluster(const std::string& key) {
   const std::string ns = key.substr(0, slash);
   const std::string name = key.substr(slash + 1);
   std::shared_ptr<const nlohmann::json> cached = clusters_.Get(ns, name);
-  if (!cached) return {};
+  if (!cached) {
+    if (tracker_) tracker_->ForgetCluster(key);
+    return {};
+  }
   absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*cached);
   if (!cluster.ok()) {
     events_.Record(*cached,
@@ -529,6 +644,11 @@ ReconcileResult Executor::ReconcileCluster(const std::string& key) {
     if (!creds.ok()) {
       probe.call = creds.status();
     } else {
+      if (tracker_ && dialect.ok()) {
+        // Swept for orphaned jobs from now on.
+        tracker_->RegisterCluster(
+            ClusterEndpoint{key, version, ClusterNameOf(cluster->spec()), *creds});
+      }
       const auto started = std::chrono::steady_clock::now();
       absl::StatusOr<agentplatform::SlurmResponse> r =
           slurm_api_.Call(ClusterNameOf(cluster->spec()), **creds, agentplatform::HttpMethod::kGet,

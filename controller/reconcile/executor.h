@@ -22,6 +22,7 @@
 #include "controller/common/clock.h"
 #include "controller/kube/client.h"
 #include "controller/reconcile/decide.h"
+#include "controller/reconcile/job_tracker.h"
 #include "controller/reconcile/ports.h"
 
 namespace slurmop::reconcile {
@@ -32,6 +33,9 @@ struct ExecutorOptions {
   DecideOptions decide;
   // Bound on steps per reconcile (a safety net against a decision loop).
   int max_steps = 16;
+  // With a tracker, an active job's SlurmJob is reconciled when the
+  // cluster's list shows a change; this timer is only the safety net.
+  Duration tracked_requeue = std::chrono::minutes(2);
 };
 
 // What the work queue should do with the key afterwards.
@@ -55,6 +59,20 @@ class Executor {
   // Number of keys with a memo (for tests and metrics).
   size_t MemoCount() const;
 
+  // Batched tracking (controller/reconcile/job_tracker.h); without it every
+  // look at a job is its own GET.
+  void SetTracker(JobTracker* tracker) {
+    tracker_ = tracker;
+    options_.decide.batched = tracker != nullptr;
+  }
+
+  // One callSlurmRestApi call, counted in the metrics.
+  absl::StatusOr<agentplatform::SlurmResponse> CallSlurm(const agentplatform::ClusterName& where,
+                                                         agentplatform::TokenSource& credentials,
+                                                         agentplatform::HttpMethod method,
+                                                         const std::string& path,
+                                                         const nlohmann::json* body);
+
  private:
   struct Step;
   ReconcileResult Run(const std::string& ns, const std::string& name);
@@ -68,7 +86,9 @@ class Executor {
   CredentialsResolver& credentials_;
   EventSink& events_;
   const Clock& clock_;
-  const ExecutorOptions options_;
+  ExecutorOptions options_;  // set before the first Reconcile, then read-only
+
+  JobTracker* tracker_ = nullptr;
 
   mutable std::mutex mu_;
   std::map<std::string, Memo> memos_;

@@ -44,8 +44,37 @@ absl::Status CheckEnvironment(const google::protobuf::RepeatedPtrField<v1alpha1:
 
 }  // namespace
 
-std::string SubmissionTag(const JobIdentity& id) {
-  return absl::StrCat("slurmjob-operator:", id.uid);
+namespace {
+constexpr char kTagPrefix[] = "slurmjob-operator:";
+constexpr size_t kTagPrefixLen = sizeof(kTagPrefix) - 1;
+}  // namespace
+
+std::string SubmissionTag(const JobIdentity& id, int32_t run) {
+  return absl::StrCat(kTagPrefix, id.ns, "/", id.uid, "/", run);
+}
+
+std::string DisownedTag(const JobIdentity& id, int32_t run) {
+  return absl::StrCat("slurmjob-operator-orphaned:", id.ns, "/", id.uid, "/", run);
+}
+
+std::optional<ParsedTag> ParseSubmissionTag(std::string_view comment) {
+  if (comment.substr(0, kTagPrefixLen) != std::string_view(kTagPrefix)) return std::nullopt;
+  comment.remove_prefix(kTagPrefixLen);
+  const size_t a = comment.find('/');
+  if (a == std::string_view::npos || a == 0) return std::nullopt;
+  const size_t b = comment.find('/', a + 1);
+  if (b == std::string_view::npos || b == a + 1 || b + 1 >= comment.size()) return std::nullopt;
+  ParsedTag t;
+  t.ns = std::string(comment.substr(0, a));
+  t.uid = std::string(comment.substr(a + 1, b - a - 1));
+  int64_t run = 0;
+  for (char c : comment.substr(b + 1)) {
+    if (c < '0' || c > '9' || run > 1'000'000) return std::nullopt;
+    run = run * 10 + (c - '0');
+  }
+  if (run < 1) return std::nullopt;
+  t.run = static_cast<int32_t>(run);
+  return t;
 }
 
 absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec) {
@@ -108,7 +137,8 @@ absl::Status ValidateClusterSpec(const v1alpha1::SlurmClusterSpec& spec) {
 absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
                                                         const v1alpha1::SlurmJobSpec& spec,
                                                         const v1alpha1::SlurmClusterSpec& cluster,
-                                                        const std::string& script) {
+                                                        const std::string& script, int32_t run,
+                                                        const std::string& dependency) {
   if (absl::Status s = ValidateJobSpec(spec); !s.ok()) return s;
   absl::string_view trimmed = absl::StripLeadingAsciiWhitespace(script);
   if (trimmed.empty()) {
@@ -147,7 +177,8 @@ absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
   d.standard_error = spec.standard_error();
   d.constraints = spec.constraints();
   d.reservation = spec.reservation();
-  d.comment = SubmissionTag(id);
+  d.comment = SubmissionTag(id, run);
+  d.dependency = dependency;
 
   // Environment: the cluster's defaults, overridden by the job's own
   // variables, in a stable order (cluster's first, then the job's new ones).

@@ -8,7 +8,9 @@
 #ifndef SLURMOP_CONTROLLER_RECONCILE_JOB_DESCRIPTOR_H_
 #define SLURMOP_CONTROLLER_RECONCILE_JOB_DESCRIPTOR_H_
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,8 +30,22 @@ struct JobIdentity {
 };
 
 // The tag every Slurm job submitted for a SlurmJob carries in its `comment`,
-// so that the job can be found again when a submit's outcome is unknown.
-std::string SubmissionTag(const JobIdentity& id);
+// so that the job can be found again when a submit's outcome is unknown, and
+// so that jobs whose SlurmJob is gone can be found by the orphan sweep:
+// "slurmjob-operator:<namespace>/<uid>/<run>".
+std::string SubmissionTag(const JobIdentity& id, int32_t run);
+
+// The comment a Slurm job gets when its SlurmJob is deleted with
+// deletionPolicy Orphan: the sweep leaves it alone.
+std::string DisownedTag(const JobIdentity& id, int32_t run);
+
+// The parts of a SubmissionTag; nullopt for any other comment.
+struct ParsedTag {
+  std::string ns;
+  std::string uid;
+  int32_t run = 0;
+};
+std::optional<ParsedTag> ParseSubmissionTag(std::string_view comment);
 
 // The PATH given to jobs whose environment does not set one: Slurm batch jobs
 // run with exactly the environment they are submitted with.
@@ -44,12 +60,14 @@ absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec);
 // Checks a SlurmCluster's spec (version supported, names present).
 absl::Status ValidateClusterSpec(const v1alpha1::SlurmClusterSpec& spec);
 
-// Builds the descriptor; `script` is the resolved script text (from
-// spec.script or the ConfigMap named by spec.scriptFrom).
+// Builds the descriptor of run `run`; `script` is the resolved script text
+// (from spec.script or the ConfigMap named by spec.scriptFrom); `dependency`
+// is Slurm's dependency expression ("" = none).
 absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
                                                         const v1alpha1::SlurmJobSpec& spec,
                                                         const v1alpha1::SlurmClusterSpec& cluster,
-                                                        const std::string& script);
+                                                        const std::string& script, int32_t run = 1,
+                                                        const std::string& dependency = "");
 
 }  // namespace slurmop::reconcile
 

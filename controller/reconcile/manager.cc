@@ -3,6 +3,7 @@
 #include "controller/reconcile/manager.h"
 
 #include "absl/strings/str_cat.h"
+#include "controller/agentplatform/cached_token_source.h"
 #include "controller/api/resources.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/server/metrics.h"
@@ -43,6 +44,16 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
         OnJobEvent(type, obj);
       },
       clock);
+  if (options_.batched_tracking) {
+    tracker_ = std::make_unique<JobTracker>(
+        [this](const ClusterEndpoint& c, agentplatform::HttpMethod m, const std::string& path) {
+          return executor_.CallSlurm(c.where, *c.credentials, m, path, nullptr);
+        },
+        clock, [this](const std::string& key) { queue_.Add(key); },
+        [this](const std::string& ns, const std::string& uid) { return KnownUid(ns, uid); },
+        options_.tracker);
+    executor_.SetTracker(tracker_.get());
+  }
   clusters_ = std::make_unique<kube::Informer>(
       kube, SlurmClustersResource(), options_.watch_namespace,
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
@@ -56,7 +67,60 @@ Manager::~Manager() { Stop(); }
 void Manager::OnJobEvent(const std::string& type,
                          const std::shared_ptr<const nlohmann::json>& obj) {
   if (!obj) return;
-  queue_.Add(absl::StrCat(MetaField(*obj, "namespace"), "/", MetaField(*obj, "name")));
+  const std::string ns = MetaField(*obj, "namespace");
+  const std::string key = absl::StrCat(ns, "/", MetaField(*obj, "name"));
+  queue_.Add(key);
+  // Keep the dependents index, and wake the SlurmJobs that wait for this one.
+  std::vector<std::string> wake;
+  {
+    std::lock_guard<std::mutex> lock(dependents_mu_);
+    if (auto spec = obj->find("spec"); spec != obj->end() && spec->is_object()) {
+      if (auto deps = spec->find("dependsOn"); deps != spec->end() && deps->is_array()) {
+        for (const auto& dep : *deps) {
+          if (!dep.is_object() || !dep.contains("name") || !dep["name"].is_string()) continue;
+          const std::string dep_key = absl::StrCat(ns, "/", dep["name"].get<std::string>());
+          if (type == "DELETED") {
+            if (auto it = dependents_.find(dep_key); it != dependents_.end()) {
+              it->second.erase(key);
+              if (it->second.empty()) dependents_.erase(it);
+            }
+          } else {
+            dependents_[dep_key].insert(key);
+          }
+        }
+      }
+    }
+    if (auto it = dependents_.find(key); it != dependents_.end()) {
+      wake.assign(it->second.begin(), it->second.end());
+    }
+  }
+  for (const std::string& k : wake) queue_.Add(k);
+}
+
+std::optional<JobTracker::Owner> Manager::KnownUid(const std::string& ns, const std::string& uid) {
+  if (!jobs_ || !jobs_->HasSynced()) return std::nullopt;
+  if (!options_.watch_namespace.empty() && ns != options_.watch_namespace) return std::nullopt;
+  std::lock_guard<std::mutex> lock(uids_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - uids_built_ > std::chrono::seconds(2)) {
+    uids_.clear();
+    for (const auto& job : jobs_->List()) {
+      JobTracker::Owner o;
+      o.exists = true;
+      if (auto st = job->find("status"); st != job->end() && st->is_object()) {
+        if (auto r = st->find("run"); r != st->end() && r->is_number_integer()) {
+          o.run = r->get<int32_t>();
+        }
+        if (auto j = st->find("jobId"); j != st->end() && j->is_number_integer()) {
+          o.job_id = j->get<int64_t>();
+        }
+      }
+      uids_[MetaField(*job, "uid")] = o;
+    }
+    uids_built_ = now;
+  }
+  auto it = uids_.find(uid);
+  return it == uids_.end() ? JobTracker::Owner{} : it->second;
 }
 
 void Manager::OnClusterEvent(const std::string& type,
@@ -110,6 +174,33 @@ void Manager::Start() {
             server::JobDurationBuckets());
   m.Declare("slurmjob_operator_job_run_seconds", server::Metrics::Type::kHistogram,
             "Run time of Slurm jobs (end - start) by final state.", server::JobDurationBuckets());
+  m.Declare("slurmjob_operator_token_refreshes_total", server::Metrics::Type::kCounter,
+            "Access token exchanges by credential type and result (ok, or the error code).");
+  agentplatform::SetTokenRefreshObserver([](const std::string& source, const absl::Status& s) {
+    // A bounded label from the fetcher's description (which names accounts).
+    auto starts = [&](const char* p) { return source.rfind(p, 0) == 0; };
+    const std::string type = starts("the metadata server") ? "metadata_server"
+                             : starts("service account")   ? "service_account"
+                             : starts("workload identity") ? "external_account"
+                             : starts("user")              ? "authorized_user"
+                                                           : "other";
+    server::GlobalMetrics().Add(
+        "slurmjob_operator_token_refreshes_total",
+        {{"type", type}, {"result", s.ok() ? "ok" : absl::StatusCodeToString(s.code())}});
+  });
+  m.Declare("slurmjob_operator_tracked_jobs", server::Metrics::Type::kGauge,
+            "Active Slurm jobs followed through the per-cluster batched list.");
+  m.SetCallback("slurmjob_operator_tracked_jobs", [this] {
+    return std::vector<std::pair<server::Labels, double>>{
+        {{}, tracker_ ? static_cast<double>(tracker_->TrackedCount()) : 0.0}};
+  });
+  m.Declare("slurmjob_operator_orphans_cancelled_total", server::Metrics::Type::kCounter,
+            "Slurm jobs carrying the operator's tag whose SlurmJob no longer existed, cancelled by "
+            "the orphan sweep.");
+  m.SetCallback("slurmjob_operator_orphans_cancelled_total", [this] {
+    return std::vector<std::pair<server::Labels, double>>{
+        {{}, tracker_ ? static_cast<double>(tracker_->OrphansCancelled()) : 0.0}};
+  });
   m.SetCallback("workqueue_depth", [this] {
     return std::vector<std::pair<server::Labels, double>>{
         {{{"name", "slurmjob"}}, static_cast<double>(queue_.Len())}};
@@ -137,6 +228,7 @@ void Manager::Start() {
   });
   clusters_->Start();
   jobs_->Start();
+  if (tracker_) tracker_->Start();
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers_.emplace_back([this] { Work(); });
   }
@@ -149,6 +241,7 @@ bool Manager::Synced() const { return jobs_->HasSynced() && clusters_->HasSynced
 
 void Manager::Stop() {
   if (!started_.exchange(false)) return;
+  if (tracker_) tracker_->Stop();
   jobs_->Stop();
   clusters_->Stop();
   queue_.ShutDown();

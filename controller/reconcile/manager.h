@@ -17,6 +17,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +33,9 @@ struct ManagerOptions {
   std::string watch_namespace;  // "" = all namespaces
   int workers = 4;
   ExecutorOptions executor;
+  // Batched tracking: one list per SlurmCluster per tick (job_tracker.h).
+  bool batched_tracking = true;
+  TrackerOptions tracker;
 };
 
 class Manager {
@@ -60,6 +65,8 @@ class Manager {
   };
 
   void OnJobEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
+  // The SlurmJob with `uid`, as the cache shows it (for the orphan sweep).
+  std::optional<JobTracker::Owner> KnownUid(const std::string& ns, const std::string& uid);
   void OnClusterEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
   void Work();
 
@@ -75,6 +82,14 @@ class Manager {
   CacheView jobs_view_;
   CacheView clusters_view_;
   Executor executor_;
+  std::unique_ptr<JobTracker> tracker_;
+  // SlurmJob key -> the keys of SlurmJobs whose spec.dependsOn names it.
+  std::mutex dependents_mu_;
+  std::map<std::string, std::set<std::string>> dependents_;
+  // The uids in the SlurmJob cache, rebuilt at most every few seconds.
+  std::mutex uids_mu_;
+  std::map<std::string, JobTracker::Owner> uids_;
+  std::chrono::steady_clock::time_point uids_built_{};
   std::vector<std::thread> workers_;
   std::atomic<bool> started_{false};
 };

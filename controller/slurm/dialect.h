@@ -54,6 +54,13 @@ class Dialect {
   virtual std::string CancelPath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42 (DELETE)
   virtual std::string DbJobPath(int64_t job_id) const = 0;   // /slurmdb/v0.0.42/job/42
   virtual std::string PingPath() const = 0;                  // /slurm/v0.0.42/ping/
+  virtual std::string UpdatePath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42 (POST)
+
+  // Renders the body of a job update. v0.0.38 (22.05 job_properties) holds
+  // with "hold": true and releases by setting the priority to INFINITE (what
+  // `scontrol release` sends); v0.0.39+ (job_desc_msg) take "hold": false.
+  // InvalidArgument when the update sets nothing.
+  virtual absl::StatusOr<nlohmann::json> RenderUpdate(const JobUpdate& update) const = 0;
 
   // Renders the submit body {"job": {...}, "script": "..."} for this version.
   // InvalidArgument when the descriptor cannot be expressed: empty script,
@@ -97,6 +104,9 @@ class Dialect {
                                                int64_t job_id) const = 0;
   // 2017 (404, 500 or inside a 200 status[]) -> unknown_job; 2021 or a
   // message containing "already" -> already_finished.
+  // 2017 (any status) -> unknown_job; other errors -> the error contract.
+  virtual absl::StatusOr<UpdateResponse> ParseUpdate(int http_status,
+                                                     const nlohmann::json& body) const = 0;
   virtual absl::StatusOr<CancelResponse> ParseCancel(int http_status, const nlohmann::json& body,
                                                      int64_t job_id) const = 0;
 };

@@ -72,7 +72,10 @@ struct JobDescriptor {
   std::vector<std::pair<std::string, std::string>> environment;  // in order; NAME, value
   std::optional<int32_t> time_limit_minutes;                     // >= 1
   std::string account, qos, standard_output, standard_error, constraints, reservation;
-  std::string comment;                              // the operator's tag; every dialect sends it
+  std::string comment;  // the operator's tag; every dialect sends it
+  // Slurm's --dependency expression, e.g. "afterok:12:13,afterany:14" ("" = none).
+  std::string dependency;
+  bool hold = false;                                // submit held (priority 0)
   nlohmann::json extra = nlohmann::json::object();  // merged into the job object last, as given
 };
 
@@ -124,6 +127,20 @@ struct JobLookup {
 struct JobList {
   bool unchanged = false;  // 304 or "No job changes since update_time" warning
   std::vector<JobInfo> jobs;
+  std::vector<SlurmMessage> warnings;
+  // slurmctld's time of the last job change (v0.0.40+ `last_update`), in
+  // Slurm's own clock: the next list's `update_time` is this + 1.
+  std::optional<int64_t> last_update;
+};
+
+// A change to a queued job (POST /slurm/vX/job/{id}); unset fields are not sent.
+struct JobUpdate {
+  std::optional<std::string> comment;
+  std::optional<bool> hold;  // true: hold (priority 0); false: release
+};
+
+struct UpdateResponse {
+  bool unknown_job = false;  // 2017: Slurm no longer knows the job
   std::vector<SlurmMessage> warnings;
 };
 

@@ -135,6 +135,19 @@ absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body) {
     list.jobs.push_back(*std::move(info));
   }
   list.warnings = Surfaced(std::move(m));
+  if (const json* last = FindMember(body, "last_update"); last != nullptr) {
+    if (last->is_number_integer()) {
+      list.last_update = last->get<int64_t>();
+    } else if (last->is_object()) {
+      auto set = last->find("set");
+      auto number = last->find("number");
+      if (number != last->end() && number->is_number_integer() &&
+          (set == last->end() || (set->is_boolean() && set->get<bool>()))) {
+        list.last_update = number->get<int64_t>();
+      }
+    }
+    if (list.last_update && *list.last_update <= 0) list.last_update.reset();
+  }
   return list;
 }
 
@@ -203,6 +216,26 @@ absl::StatusOr<JobList> ParseSlurmdbJobsResponse(int http_status, const json& bo
     out.jobs.push_back(*std::move(info));
   }
   out.warnings = Surfaced(std::move(m));
+  return out;
+}
+
+absl::StatusOr<UpdateResponse> ParseUpdateResponse(int http_status, const json& body) {
+  Messages m = ReadMessages(body);
+  if (IsUnknownPath(http_status, body)) return RejectionStatus(http_status, body, m.errors);
+  UpdateResponse out;
+  std::vector<SlurmMessage> other_errors;
+  for (SlurmMessage& e : m.errors) {
+    if (e.error_number == kErrorInvalidJobId) {
+      out.unknown_job = true;
+    } else {
+      other_errors.push_back(std::move(e));
+    }
+  }
+  if (http_status == 404) out.unknown_job = true;
+  if ((http_status >= 400 || !other_errors.empty()) && !out.unknown_job) {
+    return RejectionStatus(http_status, body, other_errors);
+  }
+  out.warnings = std::move(m.warnings);
   return out;
 }
 

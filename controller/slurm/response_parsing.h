@@ -34,6 +34,7 @@ absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const nlohman
 absl::StatusOr<JobList> ParseSlurmdbJobsResponse(int http_status, const nlohmann::json& body,
                                                  SlurmdbExitCodes exit_codes);
 
+absl::StatusOr<UpdateResponse> ParseUpdateResponse(int http_status, const nlohmann::json& body);
 absl::StatusOr<CancelResponse> ParseCancelResponse(int http_status, const nlohmann::json& body,
                                                    int64_t job_id);
 

@@ -71,6 +71,28 @@ std::string RestDialect::PingPath() const {
   return absl::StrCat("/slurm/", ToAbsl(format_.version), "/ping/");
 }
 
+std::string RestDialect::UpdatePath(int64_t job_id) const { return JobPath(job_id); }
+
+absl::StatusOr<nlohmann::json> RestDialect::RenderUpdate(const JobUpdate& update) const {
+  nlohmann::json body = nlohmann::json::object();
+  if (update.comment) body["comment"] = *update.comment;
+  if (update.hold) {
+    if (*update.hold || format_.submit != SubmitFormat::kSbatchOptions) {
+      body["hold"] = *update.hold;
+    } else {
+      body["priority"] = int64_t{4294967295};  // INFINITE: release, as scontrol does
+    }
+  }
+  if (body.empty()) return absl::InvalidArgumentError("a job update must change something");
+  return body;
+}
+
+absl::StatusOr<UpdateResponse> RestDialect::ParseUpdate(int http_status,
+                                                        const nlohmann::json& body) const {
+  return Fenced("reading the update response",
+                [&] { return ParseUpdateResponse(http_status, body); });
+}
+
 absl::StatusOr<nlohmann::json> RestDialect::RenderSubmit(const JobDescriptor& job) const {
   return Fenced("rendering the submit request",
                 [&] { return RenderSubmitBody(job, format_.submit); });

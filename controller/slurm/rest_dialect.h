@@ -28,6 +28,10 @@ class RestDialect final : public Dialect {
   std::string CancelPath(int64_t job_id) const override;
   std::string DbJobPath(int64_t job_id) const override;
   std::string PingPath() const override;
+  std::string UpdatePath(int64_t job_id) const override;
+  absl::StatusOr<nlohmann::json> RenderUpdate(const JobUpdate& update) const override;
+  absl::StatusOr<UpdateResponse> ParseUpdate(int http_status,
+                                             const nlohmann::json& body) const override;
 
   absl::StatusOr<nlohmann::json> RenderSubmit(const JobDescriptor& job) const override;
   absl::StatusOr<SubmitResponse> ParseSubmit(int http_status,

@@ -126,6 +126,8 @@ json SbatchOptionsJob(const JobDescriptor& job) {
   PutString(out, "standard_error", job.standard_error);
   PutString(out, "constraints", job.constraints);
   PutString(out, "reservation", job.reservation);
+  PutString(out, "dependency", job.dependency);
+  if (job.hold) out["hold"] = true;
   return out;
 }
 
@@ -164,6 +166,8 @@ json JobDescMsgJob(const JobDescriptor& job) {
   PutString(out, "standard_error", job.standard_error);
   PutString(out, "constraints", job.constraints);
   PutString(out, "reservation", job.reservation);
+  PutString(out, "dependency", job.dependency);
+  if (job.hold) out["hold"] = true;
   return out;
 }
 

@@ -140,7 +140,7 @@ class E2E : public ::testing::Test {
     operator_ = new Subprocess(
         {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
          "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
-         "--metrics-port=" + std::to_string(metrics_port_)},
+         "--submit-settle-seconds=10", "--metrics-port=" + std::to_string(metrics_port_)},
         *dir_ + "/operator.log",
         {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
          {"GOOGLE_APPLICATION_CREDENTIALS", ""},
@@ -158,7 +158,9 @@ class E2E : public ::testing::Test {
     if (jobs.is_array()) list = &jobs;
     if (list == nullptr || uid.empty()) return out;
     for (const auto& j : *list) {
-      if (j.value("comment", "") == "slurmjob-operator:" + uid) out.push_back(j);
+      if (j.value("comment", "") == std::string("slurmjob-operator:") + kNs + "/" + uid + "/1") {
+        out.push_back(j);
+      }
     }
     return out;
   }
@@ -327,6 +329,117 @@ TEST_F(E2E, DeleteWhileRunningCancelsTheSlurmJobThenReleases) {
   EXPECT_EQ(state, "CANCELLED") << all.dump();
 }
 
+// Slurm's state of the simulated job `job_id` ("" when unknown).
+std::string SimState(const nlohmann::json& all, int64_t job_id) {
+  const nlohmann::json& list = all.is_object() ? all["jobs"] : all;
+  for (const auto& j : list) {
+    if (j.value("job_id", int64_t{0}) == job_id) return j.value("state", j.value("job_state", ""));
+  }
+  return "";
+}
+
+TEST_F(E2E, NodeFailIsRetriedAsRunTwoWithItsOwnTag) {
+  // The first job with this script ends NODE_FAIL; the retry runs normally.
+  ASSERT_EQ(ApplyJob("flaky", "#!/bin/bash\n#SIM end=NODE_FAIL fail_first=1\nsleep 1\n").exit_code,
+            0);
+  CommandResult wait =
+      Kubectl({"wait", "-n", kNs, "sj/flaky", "--for=condition=Ready", "--timeout=90s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(Get("flaky", "{.status.run}"), "2");
+  EXPECT_EQ(Get("flaky", "{.status.retries}"), "1");
+  EXPECT_EQ(Get("flaky", "{.status.runs[0].jobState}"), "NODE_FAIL");
+  const std::string uid = Get("flaky", "{.metadata.uid}");
+  for (const char* run : {"1", "2"}) {
+    nlohmann::json view = Admin(std::string("/__admin/jobs?comment=slurmjob-operator:") + kNs +
+                                "/" + uid + "/" + run);
+    ASSERT_TRUE(view.is_object()) << view.dump();
+    EXPECT_EQ(view["submit_counts"]["total"], 1) << "run " << run << ": " << view.dump();
+  }
+}
+
+TEST_F(E2E, SubmittedFieldsAreImmutableAndRunIdStartsANewRun) {
+  ASSERT_EQ(ApplyJob("rerun", "#!/bin/bash\nsleep 1\n").exit_code, 0);
+  CommandResult wait =
+      Kubectl({"wait", "-n", kNs, "sj/rerun", "--for=condition=Ready", "--timeout=60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  const std::string first_id = Get("rerun", "{.status.jobId}");
+  // Changing what the job runs without a new runId: refused by the API server.
+  CommandResult refused = ApplyJob("rerun", "#!/bin/bash\nsleep 2\n");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("spec.script"));
+  EXPECT_THAT(refused.err, HasSubstr("cannot change once the job is submitted"));
+  // With a new runId: accepted, and run 2 is submitted and completes.
+  CommandResult again = ApplyJob("rerun", "#!/bin/bash\nsleep 2\n", "  runId: second\n");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  CommandResult run2 =
+      Kubectl({"wait", "-n", kNs, "sj/rerun", "--for=jsonpath={.status.run}=2", "--timeout=60s"});
+  ASSERT_EQ(run2.exit_code, 0) << run2.out << run2.err;
+  wait = Kubectl({"wait", "-n", kNs, "sj/rerun", "--for=condition=Ready", "--timeout=60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_NE(Get("rerun", "{.status.jobId}"), first_id);
+  EXPECT_EQ(Get("rerun", "{.status.runId}"), "second");
+  EXPECT_EQ(Get("rerun", "{.status.runs[0].jobId}"), first_id);
+}
+
+TEST_F(E2E, SuspendHoldsTheJobBackUntilCleared) {
+  ASSERT_EQ(ApplyJob("later", "#!/bin/bash\nsleep 1\n", "  suspend: true\n").exit_code, 0);
+  CommandResult held = Kubectl({"wait", "-n", kNs, "sj/later",
+                                "--for=jsonpath={.status.reason}=Suspended", "--timeout=30s"});
+  ASSERT_EQ(held.exit_code, 0) << held.out << held.err;
+  std::this_thread::sleep_for(seconds(2));
+  EXPECT_TRUE(SlurmJobsFor("later").empty()) << "a suspended SlurmJob was submitted";
+  CommandResult patch = Kubectl(
+      {"patch", "-n", kNs, "sj/later", "--type=merge", "-p", R"({"spec":{"suspend":false}})"});
+  ASSERT_EQ(patch.exit_code, 0) << patch.err;
+  CommandResult done =
+      Kubectl({"wait", "-n", kNs, "sj/later", "--for=condition=Ready", "--timeout=60s"});
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  EXPECT_EQ(SlurmJobsFor("later").size(), 1u);
+}
+
+TEST_F(E2E, DependsOnBecomesSlurmsDependencyAndRunsInOrder) {
+  ASSERT_EQ(ApplyJob("second", "#!/bin/bash\nsleep 1\n",
+                     "  dependsOn: [{name: first, condition: afterok}]\n")
+                .exit_code,
+            0);
+  CommandResult waiting =
+      Kubectl({"wait", "-n", kNs, "sj/second",
+               "--for=jsonpath={.status.reason}=WaitingForDependencies", "--timeout=30s"});
+  ASSERT_EQ(waiting.exit_code, 0) << waiting.out << waiting.err;
+  ASSERT_EQ(ApplyJob("first", "#!/bin/bash\nsleep 3\n").exit_code, 0);
+  CommandResult done =
+      Kubectl({"wait", "-n", kNs, "sj/second", "--for=condition=Ready", "--timeout=90s"});
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  std::vector<nlohmann::json> second = SlurmJobsFor("second");
+  std::vector<nlohmann::json> first = SlurmJobsFor("first");
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_EQ(first.size(), 1u);
+  const std::string first_id = Get("first", "{.status.jobId}");
+  EXPECT_EQ(second[0].value("dependency", ""), "afterok:" + first_id) << second[0].dump();
+  // Slurm (the simulator) started the second job only after the first ended.
+  ASSERT_FALSE(Get("second", "{.status.startTime}").empty());
+  EXPECT_GE(Get("second", "{.status.startTime}"), Get("first", "{.status.endTime}"));
+}
+
+TEST_F(E2E, OrphanPolicyLeavesTheJobRunningAndTheSweepAlone) {
+  ASSERT_EQ(ApplyJob("keep", "#!/bin/bash\nsleep 120\n", "  deletionPolicy: Orphan\n").exit_code,
+            0);
+  CommandResult wait = Kubectl(
+      {"wait", "-n", kNs, "sj/keep", "--for=jsonpath={.status.jobState}=RUNNING", "--timeout=60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  const int64_t job_id = std::stoll(Get("keep", "{.status.jobId}"));
+  CommandResult del = Kubectl({"delete", "-n", kNs, "sj", "keep", "--timeout=60s"});
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  nlohmann::json all = Admin("/__admin/jobs");
+  EXPECT_EQ(SimState(all, job_id), "RUNNING");
+  const nlohmann::json& list = all.is_object() ? all["jobs"] : all;
+  for (const auto& j : list) {
+    if (j.value("job_id", int64_t{0}) == job_id) {
+      EXPECT_EQ(j.value("comment", "").rfind("slurmjob-operator-orphaned:", 0), 0u) << j.dump();
+    }
+  }
+}
+
 TEST_F(E2E, UnknownClusterIsAConditionAndNothingIsSubmitted) {
   std::string yaml =
       "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
@@ -379,7 +492,8 @@ TEST_F(E2E, UnknownPartitionIsRejectedOnceWithSlurmsMessage) {
   EXPECT_THAT(Get("badpart", "{.status.message}"), HasSubstr("Invalid partition"));
   // No retry storm: one submit attempt, also after our own status writes.
   std::this_thread::sleep_for(seconds(3));
-  const std::string tag = "slurmjob-operator:" + Get("badpart", "{.metadata.uid}");
+  const std::string tag =
+      std::string("slurmjob-operator:") + kNs + "/" + Get("badpart", "{.metadata.uid}") + "/1";
   nlohmann::json view = Admin("/__admin/jobs?comment=" + tag);
   ASSERT_TRUE(view.is_object()) << view.dump();
   EXPECT_EQ(view["submit_counts"]["total"], 1) << view["submit_counts"].dump();
@@ -444,9 +558,9 @@ TEST_F(E2E, StandbyTakesOverAfterTheLeaderIsKilled) {
         std::vector<std::string>{
             SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
             "--health-port-file=" + *dir_ + "/" + id + ".port", "--min-poll-seconds=0.5",
-            "--leader-elect", "--leader-elect-namespace=e2e", "--leader-elect-identity=" + id,
-            "--leader-elect-lease-duration-seconds=3", "--leader-elect-renew-deadline-seconds=2",
-            "--leader-elect-retry-period-seconds=0.5"},
+            "--submit-settle-seconds=10", "--leader-elect", "--leader-elect-namespace=e2e",
+            "--leader-elect-identity=" + id, "--leader-elect-lease-duration-seconds=3",
+            "--leader-elect-renew-deadline-seconds=2", "--leader-elect-retry-period-seconds=0.5"},
         *dir_ + "/operator-" + id + ".log",
         std::map<std::string, std::string>{
             {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},

@@ -35,6 +35,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "controller/http/cpprest_transport.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -206,9 +207,10 @@ class KubeFaults : public ::testing::Test {
   }
 
   static std::vector<std::string> OperatorArgs(const std::string& id) {
-    return {SLURMOP_OPERATOR_BINARY,  "--kubeconfig=" + *dir_ + "/operator-kubeconfig",
-            "--health-port=0",        "--health-port-file=" + *dir_ + "/" + id + ".port",
-            "--min-poll-seconds=0.5", "--agent-platform-qps=50"};
+    return {SLURMOP_OPERATOR_BINARY,     "--kubeconfig=" + *dir_ + "/operator-kubeconfig",
+            "--health-port=0",           "--health-port-file=" + *dir_ + "/" + id + ".port",
+            "--min-poll-seconds=0.5",    "--agent-platform-qps=50",
+            "--submit-settle-seconds=10"};
   }
 
   // A fresh operator per test; returns once its informers list and watch.
@@ -381,7 +383,7 @@ class KubeFaults : public ::testing::Test {
       ASSERT_TRUE(jobs.count(name)) << "SlurmJob missing";
       const json& obj = jobs[name];
       const std::string uid = obj["metadata"].value("uid", "");
-      const std::string tag = kTagPrefix + uid;
+      const std::string tag = absl::StrCat(kTagPrefix, kNs, "/", uid, "/1");  // run 1
       std::vector<json> tagged;
       for (const auto& j : ap["jobs"]) {
         if (j.value("comment", "") == tag) tagged.push_back(j);
@@ -423,7 +425,12 @@ class KubeFaults : public ::testing::Test {
       if (c.rfind(kTagPrefix, 0) == 0 && s.value("accepted", false)) ++accepted[c];
     }
     for (const auto& [tag, n] : accepted) {
-      EXPECT_TRUE(known_uids_->count(tag.substr(strlen(kTagPrefix))))
+      // slurmjob-operator:<namespace>/<uid>/<run>
+      const std::string rest = tag.substr(strlen(kTagPrefix));
+      const size_t a = rest.find('/'), b = rest.rfind('/');
+      const std::string tag_uid =
+          a != std::string::npos && b > a ? rest.substr(a + 1, b - a - 1) : rest;
+      EXPECT_TRUE(known_uids_->count(tag_uid))
           << "a Slurm job with tag " << tag << " belongs to no SlurmJob of this suite";
       EXPECT_EQ(n, 1) << tag << " was submitted " << n << " times";
     }

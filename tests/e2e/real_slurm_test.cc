@@ -188,7 +188,7 @@ class RealSlurm : public ::testing::Test {
         new Subprocess({binary != nullptr && *binary != '\0' ? binary : SLURMOP_OPERATOR_BINARY,
                         "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
                         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
-                        "--max-poll-seconds=5"},
+                        "--submit-settle-seconds=10", "--max-poll-seconds=5"},
                        *dir_ + "/operator.log",
                        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
                         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
@@ -411,7 +411,8 @@ class RealSlurm : public ::testing::Test {
 
   static std::string Tag(const std::string& name) {
     std::string uid = Get(name, "{.metadata.uid}");
-    return uid.empty() ? "" : "slurmjob-operator:" + uid;
+    // Run 1's tag: slurmjob-operator:<namespace>/<uid>/<run>.
+    return uid.empty() ? "" : std::string("slurmjob-operator:") + kNs + "/" + uid + "/1";
   }
 
   static CommandResult WaitFor(const std::string& name, const std::string& condition,
@@ -607,13 +608,12 @@ TEST_F(RealSlurm, JobsPurgedFromSlurmctldAreReadFromSlurmdb) {
     ASSERT_FALSE(slurmdb.empty()) << "no slurmdb call for job " << id << ": "
                                   << Admin("/__admin/calls").dump(1);
     EXPECT_EQ(slurmdb.back().value("result", ""), "slurm_200");
-    // ...after /slurm/ said it no longer knows the job (HTTP 500, error 2017).
-    bool unknown = false;
-    for (const auto& c : CallsTo("/slurm/v0.0.38/job/" + id)) {
-      if (c.value("result", "") == "slurm_500") unknown = true;
-    }
-    EXPECT_TRUE(unknown) << "no GET /slurm/v0.0.38/job/" << id << " answered 500";
+    // ...once the cluster's job list (one GET for all jobs) no longer had it:
+    // the operator follows jobs through that list, not one GET per job.
+    EXPECT_TRUE(CallsTo("/slurm/v0.0.38/job/" + id).empty())
+        << "a per-job GET was sent for job " << id;
   }
+  EXPECT_FALSE(CallsTo("/slurm/v0.0.38/jobs/").empty()) << "the batched list was never asked";
   AcctRow ok_row = SacctJobOnceIn(ok_id, "COMPLETED");
   EXPECT_EQ(ok_row.exit_code, "0:0");
   AcctRow fail_row = SacctJobOnceIn(fail_id, "FAILED");
@@ -660,6 +660,61 @@ TEST_F(RealSlurm, TimeLimitEndsInTimeout) {
 
 // Last: every SlurmJob of the suite became exactly one Slurm job (by the tag
 // in Slurm's accounting, and by the stand-in's submit log).
+TEST_F(RealSlurm, DependsOnRunsInOrderEnforcedBySlurm) {
+  ASSERT_EQ(ApplyJob("step2", "#!/bin/bash\necho two\n",
+                     "  dependsOn: [{name: step1, condition: afterok}]\n")
+                .exit_code,
+            0);
+  CommandResult waiting = WaitFor("step2", "jsonpath={.status.reason}=WaitingForDependencies", 30);
+  ASSERT_EQ(waiting.exit_code, 0) << waiting.out << waiting.err;
+  ASSERT_EQ(ApplyJob("step1", "#!/bin/bash\nsleep 8\n").exit_code, 0);
+  CommandResult first = WaitFor("step1", "jsonpath={.status.jobState}=RUNNING", 60);
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  CommandResult submitted = WaitFor("step2", "condition=Submitted", 30);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+  const std::string id1 = Get("step1", "{.status.jobId}");
+  const std::string id2 = Get("step2", "{.status.jobId}");
+  // Slurm holds the second job for its dependency while the first runs.
+  CommandResult sq = SlurmTool({"squeue", "-h", "-j", id2, "-o", "%T|%r|%E"});
+  EXPECT_THAT(sq.out, HasSubstr("PENDING|Dependency|afterok:" + id1)) << sq.out << sq.err;
+  CommandResult done = WaitFor("step2", "jsonpath={.status.jobState}=COMPLETED", 120);
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  EXPECT_GE(Get("step2", "{.status.startTime}"), Get("step1", "{.status.endTime}"));
+  SacctJobOnceIn(id1, "COMPLETED");
+  SacctJobOnceIn(id2, "COMPLETED");
+}
+
+TEST_F(RealSlurm, SuspendHoldsAPendingJobInSlurmAndReleasesIt) {
+  // A job kept pending by a dependency on a running job, then suspended.
+  ASSERT_EQ(ApplyJob("blocker", "#!/bin/bash\nsleep 20\n").exit_code, 0);
+  ASSERT_EQ(WaitFor("blocker", "jsonpath={.status.jobState}=RUNNING", 60).exit_code, 0);
+  ASSERT_EQ(ApplyJob("held", "#!/bin/bash\necho released\n",
+                     "  dependsOn: [{name: blocker, condition: afterany}]\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(WaitFor("held", "condition=Submitted", 30).exit_code, 0);
+  const std::string id = Get("held", "{.status.jobId}");
+  CommandResult patch = Kubectl(
+      {"patch", "-n", kNs, "sj/held", "--type=merge", "-p", R"({"spec":{"suspend":true}})"});
+  ASSERT_EQ(patch.exit_code, 0) << patch.err;
+  CommandResult held = WaitFor("held", "jsonpath={.status.held}=true", 30);
+  ASSERT_EQ(held.exit_code, 0) << held.out << held.err;
+  // Slurm's own view: priority 0, held by the user.
+  CommandResult sq = SlurmTool({"squeue", "-h", "-j", id, "-o", "%T|%Q"});
+  EXPECT_THAT(sq.out, HasSubstr("PENDING|0")) << sq.out << sq.err;
+  // The blocker ends; the held job must stay pending.
+  ASSERT_EQ(WaitFor("blocker", "jsonpath={.status.jobState}=COMPLETED", 60).exit_code, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  sq = SlurmTool({"squeue", "-h", "-j", id, "-o", "%T"});
+  EXPECT_THAT(sq.out, HasSubstr("PENDING")) << "a held job started: " << sq.out;
+  patch = Kubectl(
+      {"patch", "-n", kNs, "sj/held", "--type=merge", "-p", R"({"spec":{"suspend":false}})"});
+  ASSERT_EQ(patch.exit_code, 0) << patch.err;
+  CommandResult done = WaitFor("held", "jsonpath={.status.jobState}=COMPLETED", 90);
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err << Get("held", "{.status.message}");
+  SacctJobOnceIn(id, "COMPLETED");
+}
+
 TEST_F(RealSlurm, EverySlurmJobBecameExactlyOneSlurmJob) {
   std::map<std::string, int> by_tag;
   std::string raw;

@@ -53,6 +53,48 @@ CALL_RE = re.compile(r"^/v1beta1/projects/([^/]+)/locations/([^/]+)/"
                      r"modelDevelopmentClusters/([^/:]+):callSlurmRestApi$")
 MAX_READ = 64 * 1024 * 1024
 
+
+# Pretty JSON (indent=2, as Google's frontends answer by default) is written by CPython's pure-Python
+# encoder: 2.6 s for a list of 10,000 Slurm jobs. The simulator hands out the same dict for a job
+# row until the row changes, so each row's indented text is kept here (by identity, with the dict
+# itself so that an id is never reused) and a job list is assembled from the rows' texts. The bytes
+# are exactly those of json.dumps(out, indent=2).
+_ROW_TEXT = {}
+_ROW_TEXT_LOCK = threading.Lock()
+_JOBS_SENTINEL = "\x00jobs\x00"
+
+
+def _pretty_rows(rows, depth):
+    pad = " " * (2 * depth)
+    texts = []
+    with _ROW_TEXT_LOCK:
+        for row in rows:
+            hit = _ROW_TEXT.get(id(row))
+            if hit is None or hit[0] is not row:
+                hit = (row, pad + json.dumps(row, indent=2).replace("\n", "\n" + pad))
+                _ROW_TEXT[id(row)] = hit
+            texts.append(hit[1])
+        if len(_ROW_TEXT) > 2 * len(rows) + 4096:  # drop rows that are no longer handed out
+            keep = {id(r) for r in rows}
+            for k in [k for k in _ROW_TEXT if k not in keep]:
+                del _ROW_TEXT[k]
+    return texts
+
+
+def pretty_json(out):
+    """json.dumps(out, indent=2), fast for {"status", "structuredBody": {..., "jobs": [...]}}."""
+    sb = out.get("structuredBody") if isinstance(out, dict) else None
+    jobs = sb.get("jobs") if isinstance(sb, dict) else None
+    if not (isinstance(jobs, list) and len(jobs) >= 16 and all(isinstance(j, dict) for j in jobs)):
+        return json.dumps(out, indent=2)
+    shallow_sb = dict(sb)
+    shallow_sb["jobs"] = _JOBS_SENTINEL
+    shallow = dict(out)
+    shallow["structuredBody"] = shallow_sb
+    text = json.dumps(shallow, indent=2)
+    rows = "[\n" + ",\n".join(_pretty_rows(jobs, 3)) + "\n    ]"
+    return text.replace(json.dumps(_JOBS_SENTINEL), rows, 1)
+
 CODES = {
     "OK": 200, "INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "OUT_OF_RANGE": 400,
     "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403, "NOT_FOUND": 404, "ALREADY_EXISTS": 409,
@@ -751,6 +793,9 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "ESF"
     sys_version = ""
     state = None  # set in main()
+    # TCP_NODELAY: headers and body are written separately; with Nagle the body waited for
+    # the client's delayed ACK (40 ms per call).
+    disable_nagle_algorithm = True
 
     # -- plumbing ------------------------------------------------------------------------------
     def log_message(self, fmt, *args):
@@ -763,9 +808,12 @@ class Handler(BaseHTTPRequestHandler):
             sys.stderr.flush()
 
     def _send(self, status, body, content_type="application/json; charset=UTF-8",
-              headers=None):
+              headers=None, pretty=True):
         if isinstance(body, (dict, list)):
-            data = (json.dumps(body, indent=2) + "\n").encode()
+            if not pretty:  # ?prettyPrint=false, a Google system parameter
+                data = (json.dumps(body, separators=(",", ":")) + "\n").encode()
+            else:
+                data = (pretty_json(body) + "\n").encode()
         elif isinstance(body, str):
             data = body.encode()
         else:
@@ -1004,13 +1052,20 @@ class Handler(BaseHTTPRequestHandler):
             self._log("%s %s %s -> 200 {status: %d} %.1f ms" % (
                 principal, envelope["method"], envelope["path"], resp.status,
                 (time.monotonic() - started) * 1000))
-            self._send(200, out)
+            self._send(200, out, pretty=self._pretty_print(raw_query))
         except GoogleError as err:
             st.calls.record(template, err.result, ctx)
             self._log("%s %s %s -> %d %s: %s" % (
                 ctx["principal"] or "-", ctx["method"] or "-", ctx["path"] or "-", err.code,
                 err.status, err.message))
             self._send_google_error(err)
+
+    @staticmethod
+    def _pretty_print(raw_query):
+        for key, value in urllib.parse.parse_qsl(raw_query, keep_blank_values=True):
+            if key == "prettyPrint" and value.lower() in ("false", "0"):
+                return False
+        return True
 
     def _parse_envelope(self, body_bytes):
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()

@@ -23,6 +23,7 @@ Only the Python standard library is used.
 """
 
 import argparse
+import heapq
 import json
 import math
 import os
@@ -232,6 +233,10 @@ class ManualClock:
 # Scripts
 
 _DURATION_RE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)([smhd]?)$")
+# Base states a script can be made to end in (#SIM end=STATE), with slurmctld's state reason.
+FORCED_END_REASONS = {"NODE_FAIL": "NodeDown", "BOOT_FAIL": "NodeDown", "PREEMPTED": "None",
+                      "OUT_OF_MEMORY": "OutOfMemory", "DEADLINE": "DeadLine"}
+
 _SIM_DIRECTIVE_RE = re.compile(r"^#\s*SIM\s+(.*)$", re.IGNORECASE)
 
 
@@ -242,6 +247,10 @@ class ScriptPlan:
         self.signal = None  # script ends killed by this signal (#SIM signal=N)
         self.pending_seconds = None  # per-job override (#SIM pending=N)
         self.has_shebang = False
+        # #SIM end=NODE_FAIL [fail_first=N]: the job ends in that state after its sleeps (only
+        # the first N jobs submitted with the same script text, when fail_first is given).
+        self.end_state = None
+        self.fail_first = None
 
     def as_dict(self):
         return {"run_seconds": self.run_seconds, "exit_status": self.exit_status,
@@ -280,6 +289,10 @@ def parse_script(text):
                         plan.pending_seconds = max(0.0, float(value))
                     elif key == "signal":
                         plan.signal = _parse_signal(value)
+                    elif key == "end" and value.upper() in FORCED_END_REASONS:
+                        plan.end_state = value.upper()
+                    elif key == "fail_first":
+                        plan.fail_first = max(0, int(value))
                 except (ValueError, SimError):
                     pass
             continue
@@ -375,17 +388,64 @@ class SimJob:
         self.nodes_requested = desc["nodes"]
         self.tasks = desc["tasks"]
         self.hold = desc["hold"]
+        # Slurm's --dependency, e.g. "afterok:12:13,afterany:14": [(condition, job id), ...]
+        self.dependency_text = desc.get("dependency") or ""
+        self.dependencies = []
+        for part in filter(None, self.dependency_text.split(",")):
+            cond, _, ids = part.partition(":")
+            for jid in filter(None, ids.split(":")):
+                self.dependencies.append((cond, int(jid)))
+        self.jobs_ref = {}          # the simulator's jobs, to resolve dependencies
+        self.forced_end = plan.end_state  # cleared by the simulator past fail_first
+        self.release_time = None    # when a hold was released
         self.launch_failure = desc.get("launch_failure")  # (reason, raw exit status)
         self.script = script
         self.plan = plan
         self.submit_time = submit_time
         pend = plan.pending_seconds if plan.pending_seconds is not None else pending_seconds
-        self.start_time = submit_time + pend
+        self.base_start = submit_time + pend
         self.cancel_time = None
         self.cancel_signal = None
         self.cancel_requests = 0
         self.signals_sent = []
         self.kill_request_user = None
+
+    @property
+    def start_time(self):
+        """When the job starts (or started): its planned start, after a hold's release and after
+        the jobs it depends on ended; inf while a dependency is unresolved or can never be met."""
+        t = self.base_start
+        if self.release_time is not None:
+            t = max(t, self.release_time)
+        for cond, jid in self.dependencies:
+            dep = self.jobs_ref.get(jid)
+            if dep is None:
+                continue  # unknown (purged) jobs satisfy the dependency
+            out = dep.outcome()
+            if out is None:
+                return float("inf")
+            ok = out[1] == "COMPLETED"
+            if (cond == "afterok" and not ok) or (cond == "afternotok" and ok):
+                return float("inf")
+            t = max(t, out[0])
+        return t
+
+    def dependency_reason(self, t):
+        """At time t: 'Dependency' while waiting, 'DependencyNeverSatisfied' when it cannot be
+        met, None once every dependency is met."""
+        waiting = False
+        for cond, jid in self.dependencies:
+            dep = self.jobs_ref.get(jid)
+            if dep is None:
+                continue
+            out = dep.outcome()
+            if out is None or t < out[0]:
+                waiting = True
+                continue
+            ok = out[1] == "COMPLETED"
+            if (cond == "afterok" and not ok) or (cond == "afternotok" and ok):
+                return "DependencyNeverSatisfied"
+        return "Dependency" if waiting else None
 
     # -- timeline -------------------------------------------------------------------------
     def outcome(self):
@@ -402,7 +462,10 @@ class SimJob:
             return (self.start_time, "FAILED", reason, raw, True)
         candidates = []
         natural = self.start_time + self.plan.run_seconds
-        if self.plan.signal:
+        if self.forced_end:
+            candidates.append((natural, 0, self.forced_end, FORCED_END_REASONS[self.forced_end],
+                               0))
+        elif self.plan.signal:
             sig = self.plan.signal
             candidates.append((natural, 0, "FAILED",
                                "RaisedSignal:%d(%s)" % (sig, SIGNALS.get(sig, ("", "Unknown"))[1]
@@ -428,7 +491,9 @@ class SimJob:
             v["transitions"].append(self.cancel_time)
         if out is None or t < out[0]:
             if t < self.start_time or self.hold:
-                v.update(state="PENDING", reason="JobHeldUser" if self.hold else "Priority",
+                reason = "JobHeldUser" if self.hold else (
+                    (self.dependency_reason(t) or "Priority") if self.dependencies else "Priority")
+                v.update(state="PENDING", reason=reason,
                          start=0, end=0, raw=0, started=False, finished=False)
             else:
                 v["transitions"].append(self.start_time)
@@ -556,6 +621,10 @@ class SlurmSimulator:
         self.submits = []  # every submit attempt
         self._start_time = self.clock.now()
         self._last_admin_change = self._start_time
+        # render_job() results by job id: (what the row depends on, the rendered dict)
+        self._render_cache = {}
+        self._script_counts = {}  # script text -> jobs submitted with it (#SIM fail_first)
+        self._marks_reset()
 
     # -- configuration -----------------------------------------------------------------------
     def set_params(self, **kw):
@@ -567,6 +636,8 @@ class SlurmSimulator:
                     if value < 0 or math.isnan(value):
                         raise SimError("%s must be >= 0" % key)
                     setattr(self, key, value)
+            self._marks_reset()  # completing_seconds/min_job_age move every job's marks
+            self._render_cache.clear()
             if kw.get("partitions") is not None:
                 parts = kw["partitions"]
                 if not isinstance(parts, list) or not parts or not all(
@@ -586,7 +657,10 @@ class SlurmSimulator:
         with self.lock:
             self.jobs.clear()
             self.submits.clear()
+            self._script_counts.clear()
             self._last_admin_change = self.clock.now()
+            self._render_cache.clear()
+            self._marks_reset()
 
     # -- state helpers --------------------------------------------------------------------------
     def _live(self, job, t):
@@ -596,7 +670,50 @@ class SlurmSimulator:
     def _live_jobs(self, t):
         return [j for j in sorted(self.jobs.values(), key=lambda j: j.job_id) if self._live(j, t)]
 
+    # The last job change (slurmctld's last_job_update), kept incrementally: every job's marks
+    # (the instants its row changes: submit, cancel, start, end, end of COMPLETING, purge) sit in
+    # a heap until the clock passes them. A GET of one job used to recompute it over every job
+    # ever submitted (O(jobs) per call, 30 ms at 10,000 jobs).
+    def _marks_reset(self):
+        self._marks_heap = []  # (time, job_id, generation)
+        self._marks_gen = {}  # job_id -> generation of its current marks
+        self._marks_t = None  # the latest t folded in
+        self._marks_last = None  # the latest mark <= _marks_t
+        for job in self.jobs.values():
+            self._marks_add(job)
+
+    def _job_marks(self, job):
+        v = job.view(math.inf, self.completing_seconds)  # the whole timeline as known now
+        marks = list(v["transitions"])
+        purge = job.purge_time(self.completing_seconds, self.min_job_age)
+        if purge is not None:
+            marks.append(purge)
+        return marks
+
+    def _marks_add(self, job):
+        """(Re)schedules the marks of a new or changed (cancelled) job. Marks already passed
+        cannot move: a cancel only changes the future."""
+        gen = self._marks_gen.get(job.job_id, 0) + 1
+        self._marks_gen[job.job_id] = gen
+        for m in self._job_marks(job):
+            if self._marks_t is not None and m <= self._marks_t:
+                self._marks_last = m if self._marks_last is None else max(self._marks_last, m)
+            else:
+                heapq.heappush(self._marks_heap, (m, job.job_id, gen))
+
     def _last_update(self, t):
+        if self._marks_t is not None and t < self._marks_t:
+            return self._last_update_scan(t)  # a clock that went back: the slow, exact way
+        heap, gens = self._marks_heap, self._marks_gen
+        last = self._marks_last
+        while heap and heap[0][0] <= t:
+            m, job_id, gen = heapq.heappop(heap)
+            if gens.get(job_id) == gen:
+                last = m if last is None else max(last, m)
+        self._marks_last, self._marks_t = last, t
+        return self._last_admin_change if last is None else max(self._last_admin_change, last)
+
+    def _last_update_scan(self, t):
         last = self._last_admin_change
         for job in self.jobs.values():
             v = job.view(t, self.completing_seconds)
@@ -633,6 +750,8 @@ class SlurmSimulator:
                         return self._get_job(n, rest[1])
                     if method == "DELETE":
                         return self._delete_job(n, rest[1], query, user)
+                    if method == "POST":
+                        return self._update_job(n, rest[1], body)
                     return self._method_not_allowed()
                 if rest == ["jobs"]:
                     if method != "GET":
@@ -711,7 +830,14 @@ class SlurmSimulator:
         plan = parse_script(script)
         job = SimJob(job_id, version, user, principal, desc, script, plan, now,
                      self.pending_seconds)
+        job.jobs_ref = self.jobs
+        if plan.end_state and plan.fail_first is not None:
+            seen = self._script_counts.get(script, 0)
+            self._script_counts[script] = seen + 1
+            if seen >= plan.fail_first:
+                job.forced_end = None
         self.jobs[job_id] = job
+        self._marks_add(job)
         self._record_submit(version, body, 200, job_id, errors, user, principal)
         if n == 38:
             payload = {"job_id": job_id, "step_id": "BATCH", "job_submit_user_msg": ""}
@@ -815,6 +941,8 @@ class SlurmSimulator:
             desc["partition"] = s
         elif key == "comment":
             desc["comment"] = s
+        elif key == "dependency":
+            desc["dependency"] = s
         elif key == "current_working_directory":
             desc["cwd"] = s
         elif key == "account":
@@ -1014,7 +1142,20 @@ class SlurmSimulator:
                                                                        now)))
 
     def render_job(self, n, job, now):
+        """The job's record as /slurm/vX/job(s) shows it at `now`. A row only changes when its
+        view does, so the rendered dict is cached per job and shared: callers must not change
+        it (the REST layer only serializes it)."""
         v = job.view(now, self.completing_seconds)
+        key = (n, v["state"], tuple(v["flags"]), v["reason"], v["start"], v["end"], v["raw"],
+               v["started"])
+        hit = self._render_cache.get(job.job_id)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        out = self._render_job(n, job, v)
+        self._render_cache[job.job_id] = (key, out)
+        return out
+
+    def _render_job(self, n, job, v):
         started = v["started"]
         node = self._node_for(job) if started else ""
         uid = _uid(job.user_name)
@@ -1053,7 +1194,8 @@ class SlurmSimulator:
             "burst_buffer_state": "", "cluster": self.cluster_name, "cluster_features": "",
             "command": "", "comment": job.comment, "container": "", "contiguous": False,
             "cpus": u(max(1, job.tasks)), "cpus_per_task": u(1),
-            "current_working_directory": job.cwd, "deadline": t(0), "dependency": "",
+            "current_working_directory": job.cwd, "deadline": t(0),
+            "dependency": job.dependency_text,
             "derived_exit_code": derived, "eligible_time": t(job.submit_time),
             "end_time": t(v["end"]), "excluded_nodes": "", "exit_code": exit_code,
             "features": "", "group_id": uid, "group_name": job.user_name, "job_id": job.job_id,
@@ -1085,6 +1227,49 @@ class SlurmSimulator:
         return out
 
     # -- DELETE ----------------------------------------------------------------------------
+    UPDATE_KEYS = {"comment", "hold", "priority"}
+
+    def _update_job(self, n, id_text, body):
+        """POST /slurm/vX/job/{id}: the subset of job updates the operator sends: comment, hold
+        (true = hold; v0.0.39+ false = release) and priority (v0.0.38: 4294967295 = release)."""
+        now = self.clock.now()
+        job = self.jobs.get(self._parse_job_id(id_text)) if id_text.isdigit() else None
+        if job is None or not self._live(job, now):
+            err = _err(n, "Job id %s not found" % id_text, "_update_job", 2017)
+            return SlurmResponse(500, self._envelope(n, {}, [err]))
+        if not isinstance(body, dict) or not body:
+            err = _err(n, "Job update request is not a dictionary", "_update_job", 9000)
+            return SlurmResponse(400, self._envelope(n, {}, [err]))
+        unknown = sorted(set(body) - self.UPDATE_KEYS)
+        if unknown:
+            err = _err(n, "Unexpected field(s) %s (not simulated)" % ",".join(unknown),
+                       "_update_job", 9000)
+            return SlurmResponse(400, self._envelope(n, {}, [err]))
+        view = job.view(now, self.completing_seconds)
+        if "hold" in body or "priority" in body:
+            if view["state"] != "PENDING":
+                err = _err(n, "Job is no longer pending execution", "_update_job", 2019)
+                return SlurmResponse(500, self._envelope(n, {}, [err]))
+            hold = body.get("hold")
+            if hold is True:
+                job.hold = True
+            elif (hold is False and n >= 39) or body.get("priority") == 4294967295:
+                if job.hold:
+                    job.hold = False
+                    job.release_time = now
+            elif "hold" in body and not isinstance(hold, bool):
+                err = _err(n, "hold must be a boolean", "_update_job", 9000)
+                return SlurmResponse(400, self._envelope(n, {}, [err]))
+        if "comment" in body:
+            if not isinstance(body["comment"], str):
+                err = _err(n, "comment must be a string", "_update_job", 9000)
+                return SlurmResponse(400, self._envelope(n, {}, [err]))
+            job.comment = body["comment"]
+        self._last_admin_change = now
+        self._render_cache.pop(job.job_id, None)
+        self._marks_reset()  # a release (or a dependency's change) moves future marks
+        return SlurmResponse(200, self._envelope(n, {}))
+
     def _delete_job(self, n, id_text, query, user):
         now = self.clock.now()
         sig_text = query.get("signal")
@@ -1114,6 +1299,11 @@ class SlurmSimulator:
                 job.cancel_time = now
                 job.cancel_signal = sig
                 job.kill_request_user = user
+                if any(dep == job.job_id for j in self.jobs.values()
+                       for _, dep in getattr(j, "dependencies", ())):
+                    self._marks_reset()  # the jobs that depend on it start at other times now
+                else:
+                    self._marks_add(job)
 
         if n >= 42:  # 24.11+: slurm_kill_jobs(), per-job status[] inside a 200
             status = []
@@ -1311,6 +1501,7 @@ class SlurmSimulator:
                     "comment": job.comment, "partition": job.partition,
                     "user_name": job.user_name, "principal": job.principal,
                     "api_version": job.api_version, "state": v["state"], "flags": v["flags"],
+                    "dependency": job.dependency_text, "hold": job.hold,
                     "state_reason": v["reason"], "exit_code_raw": v["raw"],
                     "exit_status": (v["raw"] >> 8) & 0xFF if v["raw"] & 0x7F == 0 else None,
                     "signal": v["raw"] & 0x7F or None,
@@ -1381,6 +1572,7 @@ def _serve(args):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "slurmrestd-sim"
+        disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall between headers and body
 
         def log_message(self, fmt, *a):
             if args.verbose:

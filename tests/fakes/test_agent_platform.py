@@ -362,6 +362,58 @@ class SimulatorTest(unittest.TestCase):
         self.assertEqual(rec["exit_code"]["status"], ["ERROR"])
         self.assertEqual(rec["exit_code"]["return_code"]["number"], 3)
 
+    def state(self, version, job_id):
+        job = self.get(version, job_id).body["jobs"][0]
+        st = job["job_state"]
+        return (st if isinstance(st, str) else st[0]), job.get("state_reason")
+
+    def test_hold_release_and_comment_update(self):
+        for version, release in (("v0.0.38", {"priority": 4294967295}),
+                                 ("v0.0.42", {"hold": False})):
+            jid = self.submit(version, "#!/bin/bash\n#SIM pending=5\nsleep 10\n")
+            resp = self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid), body={"hold": True})
+            self.assertEqual(resp.status, 200, resp.body)
+            self.clock.advance(30)
+            self.assertEqual(self.state(version, jid), ("PENDING", "JobHeldUser"))
+            resp = self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid), body=release)
+            self.assertEqual(resp.status, 200, resp.body)
+            self.clock.advance(1)
+            self.assertEqual(self.state(version, jid)[0], "RUNNING")
+            # Holding a running job is refused, as slurmctld does.
+            resp = self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid), body={"hold": True})
+            self.assertEqual(resp.status, 500)
+            resp = self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid),
+                                   body={"comment": "mine now"})
+            self.assertEqual(resp.status, 200, resp.body)
+            self.assertEqual(self.get(version, jid).body["jobs"][0]["comment"], "mine now")
+            # Unknown fields and unknown jobs are refused.
+            resp = self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid), body={"nice": 5})
+            self.assertEqual(resp.status, 400)
+            resp = self.sim.handle("POST", "/slurm/%s/job/99999" % version, body={"hold": True})
+            self.assertEqual(resp.status, 500)
+
+    def test_dependency_orders_jobs_and_never_satisfied_pends(self):
+        first = self.submit("v0.0.42", "#!/bin/bash\nsleep 20\n")
+        second = self.submit("v0.0.42", "#!/bin/bash\nsleep 5\n",
+                             dependency="afterok:%d" % first)
+        bad = self.submit("v0.0.42", "#!/bin/bash\nsleep 5\n",
+                          dependency="afternotok:%d" % first)
+        self.clock.advance(5)
+        self.assertEqual(self.state("v0.0.42", first)[0], "RUNNING")
+        self.assertEqual(self.state("v0.0.42", second), ("PENDING", "Dependency"))
+        self.clock.advance(20)
+        self.assertEqual(self.state("v0.0.42", first)[0], "COMPLETED")
+        self.assertEqual(self.state("v0.0.42", second)[0], "RUNNING")
+        self.assertEqual(self.state("v0.0.42", bad), ("PENDING", "DependencyNeverSatisfied"))
+
+    def test_forced_end_state_for_the_first_n_submissions(self):
+        script = "#!/bin/bash\n#SIM end=NODE_FAIL fail_first=1\nsleep 2\n"
+        a = self.submit("v0.0.42", script)
+        b = self.submit("v0.0.42", script)
+        self.clock.advance(4)
+        self.assertEqual(self.state("v0.0.42", a)[0], "NODE_FAIL")
+        self.assertEqual(self.state("v0.0.42", b)[0], "COMPLETED")
+
     def test_update_time(self):
         jid = self.submit("v0.0.42", "#!/bin/bash\nsleep 100\n")
         self.clock.advance(1)

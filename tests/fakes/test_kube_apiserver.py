@@ -1413,5 +1413,109 @@ class CRDLifecycleTest(unittest.TestCase):
                                             "widgets.example.com")[0], 404)
 
 
+
+class StateFileTest(unittest.TestCase):
+    """--state-file: objects, resourceVersion and tokens survive a restart on the same port;
+    resourceVersions continue upward; older watches and continue tokens get 410, as from a real
+    server whose watch cache was rebuilt; open watches are cut by the restart."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="fake-kas-state-")
+        self.state = os.path.join(self.dir, "state.json")
+        self.servers = []
+
+    def tearDown(self):
+        for s in self.servers:
+            s.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start(self, port=0, interval="0.2"):
+        s = ServerProc("--port", str(port), "--state-file", self.state, "--state-save-interval", interval,
+                       tls=False)
+        self.servers.append(s)
+        return s
+
+    @staticmethod
+    def term(s):
+        s.proc.send_signal(signal.SIGTERM)
+        return s.proc.wait(10)
+
+    def test_restart_keeps_objects_and_expires_older_resource_versions(self):
+        s1 = self.start()
+        self.assertEqual(s1.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)[0], 201)
+        self.assertEqual(s1.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                                   "metadata": {"name": "keep"}})[0], 201)
+        st, a = s1.request("POST", sj_path("keep"), sj("a", "keep"))
+        self.assertEqual(st, 201, a)
+        old_rv = a["metadata"]["resourceVersion"]
+        self.assertEqual(s1.request("POST", sj_path("keep"), sj("b", "keep"))[0], 201)
+        st, page = s1.request("GET", sj_path("keep") + "?limit=1")
+        tok = page["metadata"]["continue"]
+        st, a = s1.request("PATCH", sj_path("keep", "a", "status"), {"status": {"jobState": "RUNNING"}},
+                           "application/merge-patch+json")
+        self.assertEqual(st, 200, a)
+        self.assertEqual(s1.request("DELETE", sj_path("keep", "b"))[0], 200)
+        st, lst = s1.request("GET", sj_path("keep"))
+        saved_rv = int(lst["metadata"]["resourceVersion"])
+        w = RawWatch(s1, sj_path("keep") + "?watch=1&resourceVersion=%s" % saved_rv)
+        self.assertEqual(w.status, 200)
+        self.assertEqual(self.term(s1), 0)
+        # the restart cuts the open watch like a broken connection
+        w.read_events(timeout=3)
+        self.assertFalse(w.clean_end)
+        w.close()
+
+        s2 = self.start(port=s1.port)
+        self.assertEqual(s2.port, s1.port)
+        self.assertEqual(s2.token, s1.token, "the valid token survives the restart")
+        st, a2 = s2.request("GET", sj_path("keep", "a"))
+        self.assertEqual(st, 200, a2)
+        self.assertEqual(a2["metadata"]["uid"], a["metadata"]["uid"])
+        self.assertEqual(a2["metadata"]["resourceVersion"], a["metadata"]["resourceVersion"])
+        self.assertEqual(a2["status"], {"jobState": "RUNNING"})
+        self.assertEqual(s2.request("GET", sj_path("keep", "b"))[0], 404)
+        st, lst = s2.request("GET", sj_path("keep"))
+        self.assertEqual(int(lst["metadata"]["resourceVersion"]), saved_rv)
+        self.assertEqual([i["metadata"]["name"] for i in lst["items"]], ["a"])
+        # a watch from before the restart: 410 (the new watch cache starts at the saved RV)
+        w = RawWatch(s2, sj_path("keep") + "?watch=1&resourceVersion=%s" % old_rv)
+        evs = w.read_events()
+        self.assertEqual(len(evs), 1, evs)
+        self.assertEqual((evs[0]["type"], evs[0]["object"]["code"], evs[0]["object"]["reason"]),
+                         ("ERROR", 410, "Expired"))
+        w.close()
+        # ... and so does a continue token issued before it
+        st, err = s2.request("GET", sj_path("keep") + "?limit=1&continue=" + tok)
+        self.assertEqual((st, err["reason"]), (410, "Expired"))
+        # a watch from the current RV works, and new writes get higher RVs
+        w = RawWatch(s2, sj_path("keep") + "?watch=1&resourceVersion=%d" % saved_rv)
+        st, c = s2.request("POST", sj_path("keep"), sj("c", "keep"))
+        self.assertEqual(st, 201, c)
+        self.assertGreater(int(c["metadata"]["resourceVersion"]), saved_rv)
+        evs = w.read_events(1)
+        self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in evs], [("ADDED", "c")])
+        w.close()
+        # a uid is never reused, and the CRD still validates (it came back from the state file)
+        st, bad = s2.request("POST", sj_path("keep"), sj("d", "keep", nodes=0))
+        self.assertEqual(st, 422, bad)
+
+        # the periodic save keeps writes even without a clean shutdown
+        time.sleep(1.0)
+        s2.proc.kill()
+        s2.proc.wait(10)
+        s3 = self.start(port=s1.port)
+        st, c3 = s3.request("GET", sj_path("keep", "c"))
+        self.assertEqual(st, 200, c3)
+        self.assertEqual(c3["metadata"]["uid"], c["metadata"]["uid"])
+        st, lst = s3.request("GET", sj_path("keep"))
+        self.assertEqual(int(lst["metadata"]["resourceVersion"]), int(c["metadata"]["resourceVersion"]))
+
+    def test_a_foreign_file_is_refused(self):
+        with open(self.state, "w") as f:
+            f.write('{"format": "something-else"}')
+        with self.assertRaises(RuntimeError):
+            self.start()
+
+
 if __name__ == "__main__":
     unittest.main()

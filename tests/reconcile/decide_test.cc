@@ -93,7 +93,7 @@ TEST(DecideSubmit, SubmitsWithClusterDefaultsAndTag) {
   EXPECT_EQ(d.api_version, "v0.0.42");
   EXPECT_EQ(d.descriptor.partition, "gpu");
   EXPECT_EQ(d.descriptor.name, "train");
-  EXPECT_EQ(d.descriptor.comment, "slurmjob-operator:uid-1");
+  EXPECT_EQ(d.descriptor.comment, "slurmjob-operator:team-a/uid-1/1");
   EXPECT_EQ(d.descriptor.current_working_directory, "/tmp");
   ASSERT_FALSE(d.descriptor.environment.empty());
   EXPECT_THAT(d.descriptor.environment[0], Pair("PATH", kDefaultPath));
@@ -316,10 +316,87 @@ TEST(DecideSubmit, TagNotFoundSubmits) {
   memo.submit_outcome_unknown = true;
   Outcomes out;
   out.tag_lookup = std::optional<int64_t>();
+  out.tag_lookup_at = kT0;  // long after any submit could have been in flight
   UpdateMemo(&memo, out, job, Cluster(), kT0);
   EXPECT_FALSE(memo.submit_outcome_unknown);
   Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
   EXPECT_EQ(d.action, Action::kSubmit);
+}
+
+// A submit sent at kT0 whose answer was lost may still land in Slurm after a
+// search that finds nothing: no second submit until the settle window is
+// over and a search made after it finds nothing too.
+TEST(DecideSubmit, TagNotFoundWhileASubmitMayBeInFlightWaitsThenSearchesAgain) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Memo memo = Fresh();
+  DecideOptions opt;
+  opt.process_start = kT0 - seconds(3600);
+  Outcomes out;
+  out.submit = absl::DeadlineExceededError("timed out after 30 s");
+  out.submit_may_have_been_delivered = true;
+  out.submit_sent_at = kT0;
+  const Time t1 = kT0 + seconds(30);
+  UpdateMemo(&memo, out, job, Cluster(), t1, opt);
+  Decision d = Decide(job, Cluster(), {}, out, memo, t1, opt);
+  ASSERT_EQ(d.action, Action::kFindByTag) << d.why;
+  out.tag_lookup = std::optional<int64_t>();
+  out.tag_lookup_at = t1;
+  UpdateMemo(&memo, out, job, Cluster(), t1, opt);
+  EXPECT_TRUE(memo.submit_outcome_unknown);
+  d = Decide(job, Cluster(), {}, out, memo, t1, opt);
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_THAT(d.status.message(), HasSubstr("once no submit can still be in flight (60 s after it was sent)"));
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "SubmitOutcomeUnknown");
+  job.status = d.status;
+  d = Decide(job, Cluster(), {}, out, memo, t1, opt);
+  EXPECT_EQ(d.action, Action::kNone);
+  ASSERT_TRUE(d.requeue_after.has_value());
+  EXPECT_EQ(*d.requeue_after, seconds(31));
+
+  // A reconcile inside the window neither searches nor submits (nor rewrites the status).
+  d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(45), opt);
+  EXPECT_EQ(d.action, Action::kNone) << d.why;
+  EXPECT_EQ(*d.requeue_after, seconds(16));
+  // After it: search again; nothing found now means nothing was submitted.
+  const Time t2 = kT0 + seconds(61);
+  d = Decide(job, Cluster(), {}, {}, memo, t2, opt);
+  ASSERT_EQ(d.action, Action::kFindByTag) << d.why;
+  Outcomes later;
+  later.tag_lookup = std::optional<int64_t>();
+  later.tag_lookup_at = t2;
+  UpdateMemo(&memo, later, job, Cluster(), t2, opt);
+  d = Decide(job, Cluster(), {}, later, memo, t2, opt);
+  EXPECT_EQ(d.action, Action::kSubmit) << d.why;
+}
+
+// After a restart, a SlurmJob with our finalizer but no jobId may have a
+// submit of the previous process still in flight: found -> adopted at once;
+// not found -> looked for again once the window after the restart is over.
+TEST(DecideSubmit, AfterARestartNotFoundIsConclusiveOnlyAfterTheWindow) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  DecideOptions opt;
+  opt.process_start = kT0;
+  Memo memo;
+  memo.uid = "uid-1";
+  Outcomes out;
+  out.tag_lookup = std::optional<int64_t>();
+  out.tag_lookup_at = kT0 + seconds(1);
+  UpdateMemo(&memo, out, job, Cluster(), kT0 + seconds(1), opt);
+  Decision d = Decide(job, Cluster(), {}, out, memo, kT0 + seconds(1), opt);
+  EXPECT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_NE(d.action, Action::kSubmit);
+  Outcomes found;
+  found.tag_lookup = std::optional<int64_t>(77);
+  found.tag_lookup_at = kT0 + seconds(2);
+  Memo m2;
+  m2.uid = "uid-1";
+  UpdateMemo(&m2, found, job, Cluster(), kT0 + seconds(2), opt);
+  d = Decide(job, Cluster(), {}, found, m2, kT0 + seconds(2), opt);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.job_id(), 77);
 }
 
 TEST(DecideSubmit, FailedTagSearchNeverSubmits) {
@@ -707,6 +784,10 @@ TEST(DecideDelete, OrphanReleasesWithoutCancelling) {
   JobFacts job = Deleting(Submitted());
   job.spec.set_deletion_policy("Orphan");
   Decision d = Decide(job, Cluster(), {}, {}, {}, kT0);
+  ASSERT_EQ(d.action, Action::kUpdateJob);  // re-tagged first (see lifecycle_test)
+  Outcomes retagged;
+  retagged.update = slurm::UpdateResponse{};
+  d = Decide(job, Cluster(), {}, retagged, {}, kT0);
   ASSERT_EQ(d.action, Action::kRemoveFinalizer);
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_EQ(d.events[0].reason, "Orphaned");

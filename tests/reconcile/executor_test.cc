@@ -54,7 +54,7 @@ constexpr char kNs[] = "team-a";
 constexpr char kName[] = "train";
 constexpr char kKey[] = "team-a/train";
 constexpr char kUid[] = "3f2a9c1e-0b7d-4e55-9a63-1c2d3e4f5a6b";
-constexpr char kTag[] = "slurmjob-operator:3f2a9c1e-0b7d-4e55-9a63-1c2d3e4f5a6b";
+constexpr char kTag[] = "slurmjob-operator:team-a/3f2a9c1e-0b7d-4e55-9a63-1c2d3e4f5a6b/1";
 constexpr char kToken[] = "ya29.fixed-test-token";
 constexpr char kCallUrl[] =
     "https://us-central1-aiplatform.googleapis.com/v1beta1/projects/proj/locations/us-central1/"
@@ -695,13 +695,16 @@ TEST_F(ExecutorTest, Unavailable503IsNotRepeatedBlindlySearchesThenSubmitsOnce) 
   ReconcileResult r = Reconcile();
   EXPECT_EQ(Submits(), 1) << "the client must not repeat a POST that reached Google";
   EXPECT_EQ(client_sleeps_, 0);
-  EXPECT_TRUE(r.retry_with_backoff);
-  EXPECT_FALSE(r.requeue_after.has_value());
+  // The search right away found nothing, but the submit may still be in
+  // flight: wait out the settle window (60 s after the submit), then look again.
+  EXPECT_FALSE(r.retry_with_backoff);
+  ASSERT_TRUE(r.requeue_after.has_value());
+  EXPECT_EQ(*r.requeue_after, seconds(61));
   EXPECT_EQ(Status().job_id(), 0);
   EXPECT_EQ(Cond(kReconciling).status(), "True");
   EXPECT_EQ(Cond(kStalled).status(), "False");
   EXPECT_EQ(Cond(kReady).status(), "Unknown");
-  EXPECT_EQ(Cond(kReconciling).reason(), "SubmitOutcomeUnknown");  // brief: SubmitRetrying
+  EXPECT_EQ(Cond(kReconciling).reason(), "SubmitOutcomeUnknown");
   EXPECT_THAT(Status().message(), HasSubstr("The service is currently unavailable"));
   EXPECT_THAT(events_.WithReason("SubmitOutcomeUnknown"),
               ElementsAre(EventIs("Warning", "SubmitOutcomeUnknown")));
@@ -710,12 +713,18 @@ TEST_F(ExecutorTest, Unavailable503IsNotRepeatedBlindlySearchesThenSubmitsOnce) 
   EXPECT_EQ(calls[1].path, kJobs42);
   EXPECT_EQ(calls[2].path, kDbJobsTrain42);
 
-  // After the backoff: one new submit, no second search.
+  // Inside the window: no call at all.
   clock_.Advance(seconds(5));
   Reconcile();
+  EXPECT_EQ(ap_.calls().size(), 3u);
+  // After it: one more search, which now proves the submit never arrived,
+  // then one new submit.
+  clock_.Advance(seconds(60));
+  Reconcile();
   calls = ap_.calls();
-  ASSERT_EQ(calls.size(), 4u);
-  EXPECT_EQ(calls[3].path, kSubmit42);
+  ASSERT_EQ(calls.size(), 6u);
+  EXPECT_EQ(calls[3].path, kJobs42);
+  EXPECT_EQ(calls[5].path, kSubmit42);
   EXPECT_EQ(Submits(), 2);
   EXPECT_EQ(Status().job_id(), 42);
   EXPECT_EQ(Cond(kSubmitted).reason(), "Submitted");
@@ -830,13 +839,17 @@ TEST_F(ExecutorTest, LostSubmitResponseAndNoJobFoundSubmitsAgainOnce) {
   ap_.On(kGet, kDbJobsTrain42, StructuredBody(200, kDbNothing42));
   ReconcileResult r = Reconcile();
   EXPECT_EQ(Submits(), 1);
-  EXPECT_TRUE(r.retry_with_backoff);
+  EXPECT_FALSE(r.retry_with_backoff);
+  EXPECT_TRUE(r.requeue_after.has_value()) << "waits until the submit cannot be in flight";
   EXPECT_EQ(Cond(kReconciling).reason(), "SubmitOutcomeUnknown");
   clock_.Advance(seconds(2));
   Reconcile();
-  EXPECT_EQ(ap_.Count(kGet, kJobs42), 1);
-  EXPECT_EQ(ap_.Count(kGet, kDbJobsTrain42), 1);
-  EXPECT_EQ(Submits(), 2) << "the search proved the first submit never arrived";
+  EXPECT_EQ(Submits(), 1) << "a submit sent 2 s ago may still land";
+  clock_.Advance(seconds(60));
+  Reconcile();
+  EXPECT_EQ(ap_.Count(kGet, kJobs42), 2);
+  EXPECT_EQ(ap_.Count(kGet, kDbJobsTrain42), 2);
+  EXPECT_EQ(Submits(), 2) << "the search after the window proved the first submit never arrived";
   EXPECT_EQ(Status().job_id(), 42);
   EXPECT_EQ(Cond(kSubmitted).reason(), "Submitted");
 }
@@ -974,9 +987,12 @@ TEST_F(ExecutorTest, DeletionPolicyOrphanReleasesWithoutCancelling) {
   ASSERT_TRUE(kube_.Delete(SlurmJobsResource(), kNs, kName).ok());
   ap_.ClearCalls();
 
+  ap_.On(kPost, kJob42, StructuredBody(200, R"({"errors": [], "warnings": []})"));
   Reconcile();
   EXPECT_EQ(ap_.Count(kDelete, kJob42), 0);
-  EXPECT_EQ(ap_.calls().size(), 0u);
+  // One call: the job's comment is replaced, so the orphan sweep leaves it alone.
+  ASSERT_EQ(ap_.calls().size(), 1u);
+  EXPECT_EQ(ap_.calls()[0].path, kJob42);
   EXPECT_FALSE(Object().has_value());
   std::vector<EventSpec> e = events_.WithReason("Orphaned");
   ASSERT_EQ(e.size(), 1u);

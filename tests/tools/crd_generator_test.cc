@@ -199,7 +199,9 @@ TEST(RealCrdsTest, PrinterColumnsComeFromTheResourceOption) {
   EXPECT_EQ(by_name["Age"]["type"].as<std::string>(), "date");
   EXPECT_EQ(by_name["Ready"]["jsonPath"].as<std::string>(),
             ".status.conditions[?(@.type==\"Ready\")].status");
-  EXPECT_EQ(columns.size(), 7u);
+  EXPECT_EQ(by_name["Run"]["jsonPath"].as<std::string>(), ".status.run");
+  EXPECT_EQ(by_name["Run"]["priority"].as<int>(), 1);
+  EXPECT_EQ(columns.size(), 8u);
 }
 
 TEST(RealCrdsTest, EnvelopeThenFieldsInDeclarationOrder) {
@@ -211,10 +213,11 @@ TEST(RealCrdsTest, EnvelopeThenFieldsInDeclarationOrder) {
   EXPECT_EQ(root["properties"]["metadata"].size(), 1u);
   EXPECT_THAT(Strings(root["required"]), ElementsAre("spec"));
   const std::vector<std::string> spec_keys = Keys(At(root, {"spec"})["properties"]);
-  ASSERT_EQ(spec_keys.size(), 24u);
+  ASSERT_EQ(spec_keys.size(), 29u);
   EXPECT_EQ(spec_keys.front(), "clusterRef");
   EXPECT_EQ(spec_keys[13], "memoryPerNodeMB");  // json_name honoured, field 14
-  EXPECT_EQ(spec_keys.back(), "deletionPolicy");
+  EXPECT_EQ(spec_keys[23], "deletionPolicy");
+  EXPECT_EQ(spec_keys.back(), "dependsOn");
 }
 
 TEST(RealCrdsTest, RequiredFieldsAreListedOnTheirParent) {

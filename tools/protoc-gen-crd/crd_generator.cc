@@ -563,6 +563,49 @@ std::string CommentToDescription(std::string_view comments) {
   return absl::StrJoin(paragraphs, "\n\n");
 }
 
+// `a` unchanged from oldSelf, presence included (CEL errors on absent keys).
+std::string Unchanged(const std::string& path) {
+  return absl::StrCat("(has(self.", path, ") == has(oldSelf.", path, ") && (!has(self.", path,
+                      ") || self.", path, " == oldSelf.", path, "))");
+}
+
+// The root-level rules of Resource.freeze, one per `frozen` field of `spec`.
+absl::StatusOr<json> FreezeRules(const Descriptor* kind, const crd::Freeze& freeze) {
+  const FieldDescriptor* spec = kind->FindFieldByName("spec");
+  if (spec == nullptr || spec->message_type() == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(kind->full_name(), ": freeze needs a spec"));
+  }
+  if (freeze.when().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(kind->full_name(), ": freeze needs `when`"));
+  }
+  const Descriptor* spec_type = spec->message_type();
+  std::string escape;
+  if (!freeze.unless_changed().empty()) {
+    const FieldDescriptor* u = nullptr;
+    for (int i = 0; i < spec_type->field_count(); ++i) {
+      if (spec_type->field(i)->json_name() == freeze.unless_changed()) u = spec_type->field(i);
+    }
+    if (u == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kind->full_name(), ": freeze.unless_changed names no spec field \"",
+                       freeze.unless_changed(), "\""));
+    }
+    escape = absl::StrCat("!", Unchanged("spec." + u->json_name()), " || ");
+  }
+  json rules = json::array();
+  for (int i = 0; i < spec_type->field_count(); ++i) {
+    const FieldDescriptor* f = spec_type->field(i);
+    if (!f->options().GetExtension(crd::field).frozen()) continue;
+    const std::string path = "spec." + f->json_name();
+    json rule = json::object();
+    rule["rule"] = absl::StrCat("!(", freeze.when(), ") || ", escape, Unchanged(path));
+    rule["message"] = freeze.message();
+    rule["fieldPath"] = "." + path;
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
 absl::StatusOr<json> BuildCrd(const Descriptor* kind) {
   const crd::Resource& resource = kind->options().GetExtension(crd::resource);
   const std::string& name = kind->full_name();
@@ -586,6 +629,14 @@ absl::StatusOr<json> BuildCrd(const Descriptor* kind) {
   SchemaBuilder builder;
   absl::StatusOr<Bag> body = builder.Message(kind);
   if (!body.ok()) return body.status();
+  if (resource.has_freeze()) {
+    absl::StatusOr<json> rules = FreezeRules(kind, resource.freeze());
+    if (!rules.ok()) return rules.status();
+    json all = body->contains("x-kubernetes-validations") ? (*body)["x-kubernetes-validations"]
+                                                          : json::array();
+    for (auto& r : *rules) all.push_back(std::move(r));
+    if (!all.empty()) (*body)["x-kubernetes-validations"] = std::move(all);
+  }
   json body_properties = (*body)["properties"];
   for (const char* reserved : {"apiVersion", "kind", "metadata"}) {
     if (body_properties.contains(reserved)) {

@@ -9,7 +9,9 @@
 --   metadata.deletionTimestamp set           -> Progressing (the job is cancelled first)
 --   no status yet                            -> Progressing
 --   status.observedGeneration != generation  -> Progressing (the status is for an older spec)
---   Reconciling=True (queued, running, submit retrying, job not found for now)
+--   spec.suspend and the job not submitted or held (status.reason Suspended, status.held)
+--                                            -> Suspended
+--   Reconciling=True (queued, running, submit retrying, retry run starting, job not found)
 --                                            -> Progressing; Suspended while Slurm has the job
 --                                               SUSPENDED
 --   Stalled=True (failed, timed out, cancelled, cannot be submitted)
@@ -97,6 +99,14 @@ local reconciling = findCondition(conditions, "Reconciling")
 local stalled = findCondition(conditions, "Stalled")
 local failed = findCondition(conditions, "Failed")
 local ready = findCondition(conditions, "Ready")
+
+-- spec.suspend: not submitted, or held in Slurm while pending.
+if spec.suspend == true and (status.held == true or status.reason == "Suspended") then
+  hs.status = "Suspended"
+  hs.message = pick(status.message, nil,
+      "The SlurmJob is suspended (spec.suspend); clear it to submit or release the job.")
+  return hs
+end
 
 if isTrue(reconciling) then
   if status.jobState == "SUSPENDED" then

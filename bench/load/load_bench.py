@@ -1,0 +1,1059 @@
+#!/usr/bin/python3
+"""Load harness for slurmjob-operator (issue #7).
+
+For each N it starts the stand-in Kubernetes API server (tests/fakes/kube_apiserver.py) and the
+Agent Platform stand-in with its Slurm simulator (tests/fakes/agent_platform.py, zero added
+latency), measures the stand-ins alone (the floor of the create -> jobId path and their capacity),
+starts the operator binary as a separate process, creates N SlurmJobs through the API (HTTP, not
+kubectl), lets them run to completion, restarts the operator with the N SlurmJobs present, deletes
+them, and prints one table.
+
+    /usr/bin/python3 bench/load/load_bench.py --operator BUILD/controller/slurmjob-operator \
+        [--sizes 100,1000,10000] [--repeat 1] [--json-out FILE] [--keep]
+
+Only the standard library is used. Timestamps are time.time() in this process; watch events are
+stamped when this process reads them, so every latency includes one watch delivery to the
+harness, as a user's `kubectl get -w` would see it.
+"""
+
+import argparse
+import collections
+import http.client
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import grpc_health  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+PY = "/usr/bin/python3"
+PY_PREFIX = [a for a in os.environ.get("BENCH_PY_PREFIX", "").split() if a]
+GROUP = "/apis/hpc.slurmoperator.dev/v1alpha1"
+NS = "bench"
+CLUSTER = "local"
+TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+            "BOOT_FAIL", "DEADLINE", "PREEMPTED"}
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def log(msg):
+    sys.stderr.write("%s bench: %s\n" % (time.strftime("%H:%M:%S"), msg))
+    sys.stderr.flush()
+
+
+# ----------------------------------------------------------------------------------- /proc
+
+def proc_cpu(pid):
+    """utime+stime of a process in seconds (None once it is gone)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def proc_mem(pid):
+    """(VmRSS, VmHWM) in bytes."""
+    out = {}
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    k, v = line.split(":", 1)
+                    out[k] = int(v.split()[0]) * 1024
+    except OSError:
+        return None, None
+    return out.get("VmRSS"), out.get("VmHWM")
+
+
+def pct(values, p):
+    if not values:
+        return None
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100.0
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+# ----------------------------------------------------------------------------------- HTTP
+
+class Http:
+    """Keep-alive HTTP/1.1 connections, one per thread."""
+
+    def __init__(self, port, headers=None):
+        self.port = port
+        self.headers = dict(headers or {})
+        self.tls = threading.local()
+
+    def _conn(self):
+        c = getattr(self.tls, "conn", None)
+        if c is None:
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+            self.tls.conn = c
+        return c
+
+    def request(self, method, path, body=None, ctype="application/json", headers=None):
+        data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+        h = dict(self.headers)
+        if data is not None:
+            h["Content-Type"] = ctype
+        h.update(headers or {})
+        for attempt in (0, 1):
+            c = self._conn()
+            try:
+                c.request(method, path, body=data, headers=h)
+                r = c.getresponse()
+                raw = r.read()
+                if r.getheader("Connection", "").lower() == "close":
+                    c.close()
+                    self.tls.conn = None
+                return r.status, raw
+            except (http.client.HTTPException, OSError):
+                c.close()
+                self.tls.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def json(self, method, path, body=None, ctype="application/json", expect=None):
+        status, raw = self.request(method, path, body, ctype)
+        if expect is not None and status not in expect:
+            raise RuntimeError("%s %s -> %d %s" % (method, path, status, raw[:300]))
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, None
+
+
+class WatchStream(threading.Thread):
+    """A watch on a collection that re-watches from the last resourceVersion; calls
+    on_event(type, obj, t_received) for every event."""
+
+    def __init__(self, port, token, path, rv, on_event):
+        super().__init__(daemon=True)
+        self.port, self.token, self.path, self.rv, self.on_event = port, token, path, rv, on_event
+        self.stop = False
+        self.requests = 0  # watch requests made (counted by the apiserver as verb "watch")
+        self.connected = threading.Event()
+
+    def run(self):
+        while not self.stop:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=3600)
+                q = urllib.parse.urlencode({"watch": "true", "resourceVersion": self.rv,
+                                            "allowWatchBookmarks": "true",
+                                            "timeoutSeconds": "3600"})
+                self.requests += 1
+                c.request("GET", self.path + "?" + q,
+                          headers={"Authorization": "Bearer " + self.token})
+                r = c.getresponse()
+                if r.status != 200:
+                    r.read()
+                    time.sleep(0.2)
+                    continue
+                self.connected.set()
+                while not self.stop:
+                    line = r.readline()
+                    if not line:
+                        break
+                    t = time.time()
+                    line = line.strip()
+                    if not line:
+                        continue
+                    ev = json.loads(line)
+                    obj = ev.get("object") or {}
+                    if ev.get("type") == "ERROR":
+                        self.rv = ""  # 410: start over from now (the harness tracks by name)
+                        break
+                    rv = (obj.get("metadata") or {}).get("resourceVersion")
+                    if rv:
+                        self.rv = rv
+                    if ev.get("type") != "BOOKMARK":
+                        self.on_event(ev["type"], obj, t)
+                c.close()
+            except (OSError, http.client.HTTPException, ValueError):
+                time.sleep(0.1)
+
+
+# ----------------------------------------------------------------------------------- stand-ins
+
+class Proc:
+    def __init__(self, argv, logpath, env=None):
+        self.logpath = logpath
+        self.log = open(logpath, "ab")
+        e = dict(os.environ)
+        e.update(env or {})
+        self.started = time.time()
+        self.p = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=e,
+                                  start_new_session=True)
+        self.pid = self.p.pid
+
+    def stop(self, sig=signal.SIGTERM, grace=15):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                self.p.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.log.close()
+        return self.p.returncode
+
+
+def wait_file(path, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+            if text:
+                return text
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("timed out waiting for %s" % path)
+
+
+class Env:
+    """The two stand-ins for one run."""
+
+    def __init__(self, work, history):
+        self.work = work
+        self.kube_token = "bench-token"
+        self.kube = Proc([PY] + PY_PREFIX + [os.path.join(REPO, "tests/fakes/kube_apiserver.py"), "--port", "0",
+                          "--port-file", work + "/kube.port", "--kubeconfig-out",
+                          work + "/kubeconfig", "--token", self.kube_token,
+                          "--history-size", str(history),
+                          "--crd", os.path.join(REPO, "crds/hpc.slurmoperator.dev_slurmjobs.yaml"),
+                          "--crd", os.path.join(REPO,
+                                                "crds/hpc.slurmoperator.dev_slurmclusters.yaml")],
+                         work + "/kube_apiserver.log")
+        self.ap = Proc([PY] + PY_PREFIX + [os.path.join(REPO, "tests/fakes/agent_platform.py"), "--port", "0",
+                        "--port-file", work + "/ap.port"], work + "/agent_platform.log")
+        self.kube_port = int(wait_file(work + "/kube.port"))
+        self.ap_port = int(wait_file(work + "/ap.port"))
+        wait_file(work + "/kubeconfig")
+        self.k = Http(self.kube_port, {"Authorization": "Bearer " + self.kube_token,
+                                       "Accept": "application/json",
+                                       "User-Agent": "slurmop-load-bench"})
+        self.a = Http(self.ap_port)
+        self.ap_token = None
+
+    def stop(self):
+        self.kube.stop()
+        self.ap.stop()
+
+    # kube ------------------------------------------------------------------------------
+    def kadmin(self, method, name, body=None):
+        return self.k.json(method, "/__admin/" + name, body if body is not None else (
+            {} if method == "POST" else None), expect=(200,))[1]
+
+    def setup_cluster(self):
+        for ns in (NS, "bench-floor", "bench-cap"):
+            self.k.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                       "metadata": {"name": ns}},
+                        expect=(201, 409))
+        for ns in (NS, "bench-floor", "bench-cap"):
+            self.k.json("POST", "%s/namespaces/%s/slurmclusters" % (GROUP, ns), {
+                "apiVersion": "hpc.slurmoperator.dev/v1alpha1", "kind": "SlurmCluster",
+                "metadata": {"name": CLUSTER, "namespace": ns},
+                "spec": {"projectId": "demo-project", "region": "us-central1",
+                         "clusterId": "demo-cluster", "slurmApiVersion": "v0.0.42",
+                         "defaultPartition": "debug",
+                         "endpoint": "http://127.0.0.1:%d" % self.ap_port}}, expect=(201,))
+
+    # agent platform --------------------------------------------------------------------
+    def aadmin(self, method, name, body=None):
+        return self.a.json(method, "/__admin/" + name, body if body is not None else (
+            {} if method == "POST" else None), expect=(200,))[1]
+
+    def token(self):
+        if self.ap_token is None:
+            st, raw = self.a.request(
+                "GET", "/computeMetadata/v1/instance/service-accounts/default/token",
+                headers={"Metadata-Flavor": "Google"})
+            self.ap_token = json.loads(raw)["access_token"]
+        return self.ap_token
+
+    def slurm(self, method, path, body=None):
+        env = {"method": "HTTP_METHOD_" + method, "path": path}
+        if body is not None:
+            env["body"] = body
+        st, raw = self.a.request(
+            "POST", "/v1beta1/projects/demo-project/locations/us-central1/"
+                    "modelDevelopmentClusters/demo-cluster:callSlurmRestApi", env,
+            headers={"Authorization": "Bearer " + self.token()})
+        if st != 200:
+            raise RuntimeError("callSlurmRestApi -> %d %s" % (st, raw[:300]))
+        return json.loads(raw)
+
+
+def job_manifest(ns, name, run_seconds):
+    return {"apiVersion": "hpc.slurmoperator.dev/v1alpha1", "kind": "SlurmJob",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"clusterRef": {"name": CLUSTER}, "timeLimitMinutes": 60,
+                     "script": "#!/bin/bash\nsleep %g\n" % run_seconds}}
+
+
+def submit_body(name, comment):
+    return {"script": "#!/bin/bash\nexit 0\n",
+            "job": {"name": name, "partition": "debug", "current_working_directory": "/tmp",
+                    "environment": ["PATH=/bin:/usr/bin"], "comment": comment}}
+
+
+def parallel(items, fn, threads):
+    """Runs fn(item) over items with `threads` threads; returns (seconds, errors)."""
+    it = iter(items)
+    lock = threading.Lock()
+    errors = []
+
+    def work():
+        while True:
+            with lock:
+                try:
+                    x = next(it)
+                except StopIteration:
+                    return
+            try:
+                fn(x)
+            except Exception as e:  # noqa: BLE001 -- counted and reported
+                with lock:
+                    errors.append(repr(e))
+
+    t0 = time.time()
+    ts = [threading.Thread(target=work, daemon=True) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return time.time() - t0, errors
+
+
+# ----------------------------------------------------------------------------------- floor
+
+def measure_floor(env, samples):
+    """The stand-ins' own round trips along the create -> status.jobId path, done serially by an
+    ideal client with no work of its own: create, watch delivery of ADDED, the finalizer patch,
+    one submit through callSlurmRestApi, one status write, watch delivery of that write."""
+    ns = "bench-floor"
+    seen = {}
+    cond = threading.Condition()
+
+    def on_event(etype, obj, t):
+        md = obj.get("metadata") or {}
+        with cond:
+            seen.setdefault((md.get("name"), etype, bool((obj.get("status") or {}).get(
+                "jobId"))), t)
+            cond.notify_all()
+
+    st, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, ns), expect=(200,))
+    w = WatchStream(env.kube_port, env.kube_token, "%s/namespaces/%s/slurmjobs" % (GROUP, ns),
+                    lst["metadata"]["resourceVersion"], on_event)
+    w.start()
+    w.connected.wait(10)
+    time.sleep(0.2)
+
+    def wait_for(key):
+        with cond:
+            while key not in seen:
+                if not cond.wait(10):
+                    raise RuntimeError("floor: no watch event %s" % (key,))
+            return seen[key]
+
+    rows = collections.defaultdict(list)
+    for i in range(samples):
+        name = "floor-%d" % i
+        t0 = time.time()
+        env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, ns),
+                   job_manifest(ns, name, 0), expect=(201,))
+        t1 = wait_for((name, "ADDED", False))
+        _, obj = env.k.json("PATCH", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, ns, name),
+                            {"metadata": {"finalizers": ["hpc.slurmoperator.dev/slurm-job"]}},
+                            ctype="application/merge-patch+json", expect=(200,))
+        t2 = time.time()
+        r = env.slurm("POST", "/slurm/v0.0.42/job/submit", submit_body(name, "floor:%d" % i))
+        job_id = r["structuredBody"]["job_id"]
+        t3 = time.time()
+        obj["status"] = {"jobId": job_id, "jobState": "PENDING", "phase": "Pending"}
+        env.k.json("PUT", "%s/namespaces/%s/slurmjobs/%s/status" % (GROUP, ns, name), obj,
+                   expect=(200,))
+        t4 = time.time()
+        t5 = wait_for((name, "MODIFIED", True))
+        rows["create+watch delivery"].append(t1 - t0)
+        rows["finalizer patch"].append(t2 - t1)
+        rows["submit (callSlurmRestApi)"].append(t3 - t2)
+        rows["status write"].append(t4 - t3)
+        rows["watch delivery of the write"].append(t5 - t4)
+        rows["whole path, serial"].append(t5 - t0)
+    w.stop = True
+    # clean up: remove the finalizers, delete, so the operator never sees these
+    for i in range(samples):
+        name = "floor-%d" % i
+        env.k.json("PATCH", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, ns, name),
+                   {"metadata": {"finalizers": None}}, ctype="application/merge-patch+json")
+        env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, ns, name))
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    med["floor (issue: delivery + submit + status write)"] = (
+        med["create+watch delivery"] + med["submit (callSlurmRestApi)"] + med["status write"])
+    return med
+
+
+# ----------------------------------------------------------------------------------- capacity
+
+def measure_capacity(env, count, threads):
+    """What the stand-ins sustain alone, with `threads` concurrent keep-alive clients (the
+    operator's default worker count): creates/s, status writes/s, deletes/s and watch events
+    delivered/s on the kube stand-in; submits/s, GET job/s and the batched list on the Agent
+    Platform stand-in. Returns a dict of rates plus the stand-ins' CPU seconds per request."""
+    out = {}
+    ns = "bench-cap"
+    names = ["cap-%d" % i for i in range(count)]
+    delivered = []
+    lock = threading.Lock()
+
+    def on_event(etype, obj, t):
+        with lock:
+            delivered.append(t)
+
+    _, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, ns), expect=(200,))
+    w = WatchStream(env.kube_port, env.kube_token, "%s/namespaces/%s/slurmjobs" % (GROUP, ns),
+                    lst["metadata"]["resourceVersion"], on_event)
+    w.start()
+    w.connected.wait(10)
+    objs = {}
+
+    def create(n):
+        _, o = env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, ns),
+                          job_manifest(ns, n, 0), expect=(201,))
+        objs[n] = o
+
+    c0 = proc_cpu(env.kube.pid)
+    t0 = time.time()
+    secs, errs = parallel(names, create, threads)
+    c1 = proc_cpu(env.kube.pid)
+    out["kube creates/s"] = count / secs
+    out["kube CPU ms per create"] = (c1 - c0) * 1000 / count
+    deadline = time.time() + 60
+    while len(delivered) < count and time.time() < deadline:
+        time.sleep(0.01)
+    with lock:
+        if delivered:
+            out["kube watch events/s (during creates)"] = len(delivered) / max(
+                1e-6, max(delivered) - t0)
+            out["kube watch lag at end of creates, s"] = max(0.0, max(delivered) - (t0 + secs))
+
+    def status_write(n):
+        o = objs[n]
+        o["status"] = {"jobId": 1, "jobState": "PENDING", "phase": "Pending"}
+        env.k.json("PUT", "%s/namespaces/%s/slurmjobs/%s/status" % (GROUP, ns, n), o,
+                   expect=(200,))
+
+    c0 = proc_cpu(env.kube.pid)
+    secs, errs2 = parallel(names, status_write, threads)
+    c1 = proc_cpu(env.kube.pid)
+    out["kube status writes/s"] = count / secs
+    out["kube CPU ms per status write"] = (c1 - c0) * 1000 / count
+    c0 = proc_cpu(env.kube.pid)
+    secs, errs3 = parallel(
+        names, lambda n: env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, ns, n),
+                                    expect=(200,)), threads)
+    c1 = proc_cpu(env.kube.pid)
+    out["kube deletes/s"] = count / secs
+    out["kube CPU ms per delete"] = (c1 - c0) * 1000 / count
+    w.stop = True
+
+    # Agent Platform: submits, GETs of one job, the batched list
+    env.token()
+    ap_count = max(50, count // 2)
+    ids = []
+    idl = threading.Lock()
+
+    def submit(i):
+        r = env.slurm("POST", "/slurm/v0.0.42/job/submit",
+                      dict(submit_body("cap-%d" % i, "cap:%d" % i),
+                           script="#!/bin/bash\nsleep 3600\n"))
+        with idl:
+            ids.append(r["structuredBody"]["job_id"])
+
+    c0 = proc_cpu(env.ap.pid)
+    secs, errs4 = parallel(range(ap_count), submit, threads)
+    c1 = proc_cpu(env.ap.pid)
+    out["AP submits/s"] = ap_count / secs
+    out["AP CPU ms per submit"] = (c1 - c0) * 1000 / ap_count
+    c0 = proc_cpu(env.ap.pid)
+    secs, errs5 = parallel(ids, lambda j: env.slurm("GET", "/slurm/v0.0.42/job/%d" % j), threads)
+    c1 = proc_cpu(env.ap.pid)
+    out["AP GET job/s (%d live jobs)" % len(ids)] = len(ids) / secs
+    out["AP CPU ms per GET job"] = (c1 - c0) * 1000 / len(ids)
+    c0 = proc_cpu(env.ap.pid)
+    t0 = time.time()
+    reps = 3
+    for _ in range(reps):
+        r = env.slurm("GET", "/slurm/v0.0.42/jobs/")
+    secs = (time.time() - t0) / reps
+    c1 = proc_cpu(env.ap.pid)
+    listed = len((r.get("structuredBody") or {}).get("jobs") or [])
+    out["AP GET jobs/ (list of %d): ms" % listed] = secs * 1000
+    out["AP list ms per listed job"] = secs * 1000 / max(1, listed)
+    out["AP CPU ms per list"] = (c1 - c0) * 1000 / reps
+    # A Python stand-in runs on one core at most (the GIL): its ceiling for a kind of request is
+    # one core divided by the CPU it spends per request (the rates above are limited by this
+    # harness's own Python client as well).
+    for label, key in (("kube creates/s", "kube CPU ms per create"),
+                       ("kube status writes/s", "kube CPU ms per status write"),
+                       ("kube deletes/s", "kube CPU ms per delete"),
+                       ("AP submits/s", "AP CPU ms per submit"),
+                       ("AP GET job/s", "AP CPU ms per GET job")):
+        if out.get(key):
+            out["ceiling (1 core) " + label] = 1000.0 / out[key]
+    out["errors"] = len(errs) + len(errs2) + len(errs3) + len(errs4) + len(errs5)
+    env.aadmin("POST", "reset")
+    return out
+
+
+# ----------------------------------------------------------------------------------- the run
+
+class Tracker:
+    """What the harness's own watch saw of each SlurmJob."""
+
+    def __init__(self):
+        self.lock = threading.Condition()
+        self.jobs = {}  # name -> dict
+        self.events = 0
+
+    def on_event(self, etype, obj, t):
+        md = obj.get("metadata") or {}
+        name = md.get("name")
+        st = obj.get("status") or {}
+        with self.lock:
+            self.events += 1
+            j = self.jobs.setdefault(name, {})
+            j.setdefault("t_added", t)
+            if st.get("jobId") and "t_jobid" not in j:
+                j["t_jobid"] = t
+                j["job_id"] = st["jobId"]
+            state = st.get("jobState")
+            if state and state != j.get("state"):
+                j["state"] = state
+                if state in TERMINAL and "t_terminal" not in j:
+                    j["t_terminal"] = t
+            if md.get("finalizers") and "t_finalizer" not in j:
+                j["t_finalizer"] = t
+            if etype == "DELETED":
+                j["t_deleted"] = t
+            self.lock.notify_all()
+
+    def count(self, key, names):
+        with self.lock:
+            return sum(1 for n in names if key in self.jobs.get(n, {}))
+
+    def wait(self, key, names, timeout, what, progress=None):
+        deadline = time.time() + timeout
+        last = 0
+        while True:
+            done = self.count(key, names)
+            if done >= len(names):
+                return True
+            if time.time() > deadline:
+                log("timed out waiting for %s: %d/%d" % (what, done, len(names)))
+                return False
+            if progress and time.time() - last > 10:
+                last = time.time()
+                log("%s: %d/%d" % (what, done, len(names)))
+            with self.lock:
+                self.lock.wait(0.5)
+
+
+class Sampler(threading.Thread):
+    """Every `interval` s: the processes' CPU and RSS, and the Agent Platform call counters."""
+
+    def __init__(self, env, interval=0.5):
+        super().__init__(daemon=True)
+        self.env, self.interval = env, interval
+        self.pids = {}
+        self.samples = []
+        self.stop = False
+        self.lock = threading.Lock()
+
+    def run(self):
+        while not self.stop:
+            t = time.time()
+            row = {"t": t, "cpu": {}, "rss": {}}
+            with self.lock:
+                pids = dict(self.pids)
+            for k, pid in pids.items():
+                row["cpu"][k] = proc_cpu(pid)
+                row["rss"][k] = proc_mem(pid)[0]
+            try:
+                calls = self.env.aadmin("GET", "calls")
+                row["calls"] = calls.get("by_call", {})
+            except Exception:  # noqa: BLE001
+                row["calls"] = None
+            self.samples.append(row)
+            time.sleep(max(0.0, self.interval - (time.time() - t)))
+
+
+def slurm_calls(by_call):
+    """callSlurmRestApi calls only (metadata-server and token-endpoint calls left out)."""
+    out = {}
+    for k, v in (by_call or {}).items():
+        parts = k.split(" ", 1)
+        if k == "callSlurmRestApi" or (len(parts) == 2 and parts[1].startswith("/slurm")):
+            out[k] = v
+    return out
+
+
+def diff(a, b):
+    keys = set(a or {}) | set(b or {})
+    return {k: (b or {}).get(k, 0) - (a or {}).get(k, 0) for k in keys
+            if (b or {}).get(k, 0) - (a or {}).get(k, 0)}
+
+
+def start_operator(args, env, work, tag):
+    hp = "%s/health-%s.port" % (work, tag)
+    if os.path.exists(hp):
+        os.remove(hp)
+    argv = [args.operator, "--kubeconfig=" + work + "/kubeconfig", "--health-port=0",
+            "--health-port-file=" + hp, "--agent-platform-qps=0",
+            "--workers=%d" % args.workers] + args.operator_arg
+    penv = {"GCE_METADATA_HOST": "127.0.0.1:%d" % env.ap_port,
+            "GOOGLE_APPLICATION_CREDENTIALS": "", "HOME": work}
+    penv.update(kv.split("=", 1) for kv in args.operator_env)
+    p = Proc(argv, "%s/operator-%s.log" % (work, tag), penv)
+    port = int(wait_file(hp, 60))
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        if grpc_health.check(port, "readiness", timeout=5) == grpc_health.SERVING:
+            return p, port, time.time() - p.started
+        if p.p.poll() is not None:
+            raise RuntimeError("operator exited %s; see %s" % (p.p.returncode, p.logpath))
+        time.sleep(0.01)
+    raise RuntimeError("operator not ready after 600 s")
+
+
+def run_once(args, n):
+    work = tempfile.mkdtemp(prefix="slurmop-load-%d-" % n)
+    log("N=%d: work dir %s" % (n, work))
+    res = {"N": n, "work": work}
+    env = Env(work, history=max(10000, n * 20))
+    samp = None
+    ops = []
+    try:
+        env.setup_cluster()
+        env.token()
+        res["floor"] = measure_floor(env, args.floor_samples)
+        log("floor: %s" % {k: round(v * 1000, 2) for k, v in res["floor"].items()})
+        res["capacity"] = measure_capacity(env, args.capacity_count, args.workers)
+        log("capacity: %s" % {k: round(v, 2) for k, v in res["capacity"].items()})
+
+        tracker = Tracker()
+        _, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), expect=(200,))
+        watch = WatchStream(env.kube_port, env.kube_token,
+                            "%s/namespaces/%s/slurmjobs" % (GROUP, NS),
+                            lst["metadata"]["resourceVersion"], tracker.on_event)
+        watch.start()
+        watch.connected.wait(10)
+        env.kadmin("POST", "counters/reset")
+        env.aadmin("POST", "calls")
+        watch_requests0 = watch.requests
+
+        res["loadavg_start"] = float(open("/proc/loadavg").read().split()[0])
+        samp = Sampler(env)
+        samp.pids = {"kube": env.kube.pid, "ap": env.ap.pid, "harness": os.getpid()}
+        samp.start()
+        op, hport, ready_s = start_operator(args, env, work, "1")
+        ops.append(op)
+        with samp.lock:
+            samp.pids["op"] = op.pid
+        res["ready_first_s"] = ready_s
+        time.sleep(2.0)
+        rss_idle, _ = proc_mem(op.pid)
+        cpu_idle = proc_cpu(op.pid)
+        res["rss_idle"] = rss_idle
+
+        run_seconds = args.run_seconds or max(20.0, min(300.0, n / 60.0 + 20))
+        res["run_seconds"] = run_seconds
+        names = ["job-%05d" % i for i in range(n)]
+        t_create = {}
+
+        def create(name):
+            t0 = time.time()
+            env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, NS),
+                       job_manifest(NS, name, run_seconds), expect=(201,))
+            t_create[name] = t0
+
+        log("creating %d SlurmJobs (%d threads), each runs %g s" % (n, args.create_threads,
+                                                                   run_seconds))
+        t_burst = time.time()
+        create_secs, errs = parallel(names, create, args.create_threads)
+        res["create_seconds"] = create_secs
+        res["create_errors"] = len(errs)
+        log("created in %.1f s (%.0f/s), %d errors" % (create_secs, n / create_secs, len(errs)))
+        ok_jobid = tracker.wait("t_jobid", names, args.timeout, "jobId", progress=True)
+        t_all_submitted = time.time()
+        # The steady window: every job submitted, none finished yet.
+        mark_all_submitted = len(samp.samples)
+        ok_term = tracker.wait("t_terminal", names, args.timeout + run_seconds, "terminal",
+                               progress=True)
+        t_all_terminal = time.time()
+        time.sleep(1.0)
+        res["ok"] = ok_jobid and ok_term and not errs
+        with tracker.lock:
+            jobs = {k: dict(v) for k, v in tracker.jobs.items() if k in t_create}
+        lat_jobid = [jobs[k]["t_jobid"] - t_create[k] for k in names if "t_jobid" in jobs.get(k, {})]
+        res["create_to_jobid"] = {"p50": pct(lat_jobid, 50), "p99": pct(lat_jobid, 99),
+                                  "max": max(lat_jobid) if lat_jobid else None}
+        first_create = min(t_create.values())
+        last_jobid = max(j["t_jobid"] for j in jobs.values() if "t_jobid" in j)
+        res["throughput_submits_per_s"] = len(lat_jobid) / max(1e-6, last_jobid - first_create)
+        # Slurm's own end time of each job, from the simulator's table
+        table = env.aadmin("GET", "jobs")
+        end_by_id = {j["job_id"]: j["end_time"] for j in table["jobs"] if j.get("end_time")}
+        res["slurm_submits"] = table["submit_counts"]["accepted"]
+        res["duplicate_submits"] = len(table["submit_counts"].get("duplicates_by_comment") or {})
+        lat_term = [jobs[k]["t_terminal"] - end_by_id[jobs[k]["job_id"]]
+                    for k in names if "t_terminal" in jobs.get(k, {})
+                    and jobs[k].get("job_id") in end_by_id]
+        res["terminal_to_status"] = {"p50": pct(lat_term, 50), "p99": pct(lat_term, 99),
+                                     "max": max(lat_term) if lat_term else None}
+        states = collections.Counter(j.get("state") for j in jobs.values())
+        res["final_states"] = dict(states)
+
+        # Agent Platform calls while N were active: from the last jobId to the first end
+        first_end = min(end_by_id.values()) if end_by_id else t_all_terminal
+        win = [s for s in samp.samples if last_jobid + 0.5 <= s["t"] <= first_end - 0.5
+               and s.get("calls") is not None]
+        active_window = None
+        if len(win) >= 2:
+            a, b = win[0], win[-1]
+            d = slurm_calls(diff(a["calls"], b["calls"]))
+            secs = b["t"] - a["t"]
+            lists = sum(v for k, v in d.items() if k.startswith("GET /slurm/") and
+                        k.endswith("/jobs/"))
+            active_window = {"seconds": secs, "calls": d, "calls_per_s": sum(d.values()) / secs,
+                             "list_calls": lists,
+                             "calls_per_tick": (sum(d.values()) / lists) if lists else None,
+                             "rss": statistics.median(s["rss"].get("op") or 0 for s in win)}
+        res["active_window"] = active_window
+        # Peak load on each process while submitting (first create -> last jobId)
+        before = [s for s in samp.samples if s["t"] <= first_create]
+        after = [s for s in samp.samples if s["t"] >= last_jobid]
+        if before and after:  # the samples just outside the window bracket it
+            a, b = before[-1], after[0]
+            res["burst_cpu_util"] = {k: ((b["cpu"].get(k) or 0) - (a["cpu"].get(k) or 0)) /
+                                     (b["t"] - a["t"]) for k in b["cpu"]}
+        life_calls = slurm_calls(env.aadmin("GET", "calls").get("by_call"))
+        res["ap_calls_to_completion"] = life_calls
+        rss, hwm = proc_mem(op.pid)
+        res["rss_tracked_all_done"] = rss
+        res["rss_peak_first"] = hwm
+        cpu_first = proc_cpu(op.pid) - cpu_idle
+
+        # Restart with N SlurmJobs present
+        calls_before = env.aadmin("GET", "calls").get("by_call")
+        kube_before = env.kadmin("GET", "counters")
+        # The floor of a restart: one list of the N SlurmJobs, by this harness, operator stopped.
+        log("restarting the operator with %d SlurmJobs present" % n)
+        op.stop()
+        t0 = time.time()
+        env.k.json("GET", "%s/slurmjobs" % GROUP, expect=(200,))
+        res["list_all_s"] = time.time() - t0
+        kube_before = env.kadmin("GET", "counters")  # the new process's requests only
+        t_stop = time.time()
+        op2, hport2, ready2 = start_operator(args, env, work, "2")
+        ops.append(op2)
+        with samp.lock:
+            samp.pids["op"] = op2.pid
+        res["ready_after_restart_s"] = ready2
+        time.sleep(5.0)
+        res["restart_ap_calls_5s"] = slurm_calls(diff(calls_before,
+                                                      env.aadmin("GET", "calls").get("by_call")))
+        res["restart_kube_requests_5s"] = {k: v for k, v in diff(
+            kube_before.get("byVerbResource"),
+            env.kadmin("GET", "counters").get("byVerbResource")).items()}
+        res["rss_after_restart"] = proc_mem(op2.pid)[0]
+
+        # Delete them all
+        cpu2_0 = proc_cpu(op2.pid)
+        log("deleting %d SlurmJobs" % n)
+        del_secs, derrs = parallel(
+            names, lambda nm: env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" %
+                                         (GROUP, NS, nm), expect=(200, 202)),
+            args.create_threads)
+        ok_del = tracker.wait("t_deleted", names, args.timeout, "deleted", progress=True)
+        res["delete_seconds"] = del_secs
+        res["ok"] = res["ok"] and ok_del and not derrs
+        time.sleep(2.0)
+        cpu_second = proc_cpu(op2.pid) - cpu2_0
+        res["cpu_s_per_1000"] = (cpu_first + cpu_second) * 1000.0 / n
+        res["cpu_s_first"] = cpu_first
+        res["cpu_s_delete"] = cpu_second
+        rss_end, hwm2 = proc_mem(op2.pid)
+        res["rss_end"] = rss_end
+        res["rss_peak_second"] = hwm2
+        res["ap_calls_total"] = slurm_calls(env.aadmin("GET", "calls").get("by_call"))
+        kc = env.kadmin("GET", "counters")
+        by = dict(kc.get("byVerbResource") or {})
+        # leave out the harness's own requests: N creates, N deletes, its watch(es)
+        sj = "slurmjobs.hpc.slurmoperator.dev"
+        by["create " + sj] = by.get("create " + sj, 0) - n
+        by["delete " + sj] = by.get("delete " + sj, 0) - n
+        by["watch " + sj] = by.get("watch " + sj, 0) - (watch.requests - watch_requests0)
+        by["list " + sj] = by.get("list " + sj, 0) - 1  # the restart floor's list
+        res["kube_requests"] = {k: v for k, v in by.items() if v}
+        watch.stop = True
+    finally:
+        if samp:
+            samp.stop = True
+        for o in ops:
+            o.stop()
+        env.stop()
+    res["harness_cpu_s"] = proc_cpu(os.getpid())
+    res["loadavg_end"] = float(open("/proc/loadavg").read().split()[0])
+    return res
+
+
+# ----------------------------------------------------------------------------------- report
+
+def ms(x):
+    return "-" if x is None else ("%.1f" % (x * 1000))
+
+
+def mb(x):
+    return "-" if x is None else "%.1f MB" % (x / 1e6)
+
+
+def report(results, out=sys.stdout):
+    n = results[0]["N"]
+    k = len(results)
+
+    def med(f):
+        vals = [f(r) for r in results]
+        vals = [v for v in vals if v is not None]
+        return statistics.median(vals) if vals else None
+
+    def rng(f, fmt):
+        vals = [v for v in (f(r) for r in results) if v is not None]
+        if not vals:
+            return "-"
+        if len(vals) == 1:
+            return fmt(vals[0])
+        return "%s (%s..%s)" % (fmt(statistics.median(vals)), fmt(min(vals)), fmt(max(vals)))
+
+    w = out.write
+    w("\n=== N = %d SlurmJobs  (%d run%s; median (min..max) where K > 1) ===\n" % (
+        n, k, "s" if k > 1 else ""))
+    r0 = results[0]
+    w("runs ok: %s; final states: %s; Slurm submits accepted: %s; duplicate submits: %s\n" % (
+        [r.get("ok") for r in results], r0.get("final_states"), r0.get("slurm_submits"),
+        r0.get("duplicate_submits")))
+    w("each job runs %g s in Slurm; creates took %s s\n" % (
+        r0["run_seconds"], rng(lambda r: r.get("create_seconds"), lambda x: "%.1f" % x)))
+    rows = []
+    f = lambda x: ms(x)  # noqa: E731
+    rows.append(("create -> status.jobId p50 / p99 / max (ms)",
+                 "%s / %s / %s" % (rng(lambda r: r["create_to_jobid"]["p50"], f),
+                                   rng(lambda r: r["create_to_jobid"]["p99"], f),
+                                   rng(lambda r: r["create_to_jobid"]["max"], f))))
+    rows.append(("Slurm end -> status shows it p50 / p99 / max (ms)",
+                 "%s / %s / %s" % (rng(lambda r: r["terminal_to_status"]["p50"], f),
+                                   rng(lambda r: r["terminal_to_status"]["p99"], f),
+                                   rng(lambda r: r["terminal_to_status"]["max"], f))))
+    fl = "floor (issue: delivery + submit + status write)"
+    rows.append(("floor: create+watch delivery / submit / status write (ms)",
+                 "%s / %s / %s" % (rng(lambda r: r["floor"]["create+watch delivery"], f),
+                                   rng(lambda r: r["floor"]["submit (callSlurmRestApi)"], f),
+                                   rng(lambda r: r["floor"]["status write"], f))))
+    rows.append(("floor = sum of those (ms)", rng(lambda r: r["floor"][fl], f)))
+    rows.append(("floor, whole path serial incl. finalizer patch + 2nd delivery (ms)",
+                 rng(lambda r: r["floor"]["whole path, serial"], f)))
+    rows.append(("p50 / floor ; p99 / floor",
+                 "%s ; %s" % (rng(lambda r: r["create_to_jobid"]["p50"] / r["floor"][fl],
+                                  lambda x: "%.1fx" % x),
+                              rng(lambda r: r["create_to_jobid"]["p99"] / r["floor"][fl],
+                                  lambda x: "%.1fx" % x))))
+    rows.append(("throughput, SlurmJobs submitted/s (first create -> last jobId)",
+                 rng(lambda r: r["throughput_submits_per_s"], lambda x: "%.1f" % x)))
+
+    def tot(d):
+        return sum((d or {}).values())
+    rows.append(("Agent Platform calls, total (create..delete)",
+                 rng(lambda r: tot(r["ap_calls_total"]), lambda x: "%d" % x)))
+    rows.append(("Agent Platform calls per job over its life",
+                 rng(lambda r: tot(r["ap_calls_total"]) / r["N"], lambda x: "%.2f" % x)))
+    by = collections.Counter()
+    for r in results:
+        for kk, v in r["ap_calls_total"].items():
+            by[kk] += v / r["N"] / k
+    rows.append(("  by call, per job", ", ".join("%s %.2f" % kv for kv in sorted(by.items()))))
+    rows.append(("Agent Platform calls/s while all N active (window s)",
+                 rng(lambda r: (r["active_window"] or {}).get("calls_per_s"),
+                     lambda x: "%.1f" % x) + "  (" + rng(
+                     lambda r: (r["active_window"] or {}).get("seconds"),
+                     lambda x: "%.0f" % x) + ")"))
+    rows.append(("  per active job per second",
+                 rng(lambda r: (r["active_window"] or {}).get("calls_per_s", 0) / r["N"]
+                     if r.get("active_window") else None, lambda x: "%.3f" % x)))
+    rows.append(("Agent Platform calls per tick (per batched list call) while N active",
+                 rng(lambda r: (r["active_window"] or {}).get("calls_per_tick"),
+                     lambda x: "%.2f" % x) + "  (no list call = no tick: per-job polling)"))
+    if r0.get("active_window"):
+        rows.append(("  window calls by kind", json.dumps(r0["active_window"]["calls"],
+                                                           sort_keys=True)))
+    kb = collections.Counter()
+    for r in results:
+        for kk, v in r["kube_requests"].items():
+            kb[kk] += v / r["N"] / k
+    rows.append(("Kubernetes requests per job, operator's (by verb resource)",
+                 ", ".join("%s %.2f" % kv for kv in sorted(kb.items()) if abs(kv[1]) >= 0.005)))
+    writes = sum(v for kk, v in kb.items() if kk.split(" ")[0] in ("patch", "update") and
+                 kk.endswith(("slurmjobs.hpc.slurmoperator.dev",
+                              "slurmjobs.hpc.slurmoperator.dev/status")))
+    rows.append(("  SlurmJob writes per job (patch+update, status included)", "%.2f" % writes))
+    rows.append(("operator RSS: idle / all N tracked (active) / peak / end after delete",
+                 "%s / %s / %s / %s" % (
+                     rng(lambda r: r["rss_idle"], mb),
+                     rng(lambda r: (r["active_window"] or {}).get("rss"), mb),
+                     rng(lambda r: max(r["rss_peak_first"] or 0, r["rss_peak_second"] or 0), mb),
+                     rng(lambda r: r["rss_end"], mb))))
+    rows.append(("bytes per tracked SlurmJob ((active RSS - idle RSS) / N)",
+                 rng(lambda r: ((r["active_window"] or {}).get("rss", 0) - r["rss_idle"]) / r["N"]
+                     if r.get("active_window") else None, lambda x: "%.0f" % x)))
+    rows.append(("operator CPU s per 1,000 job lifecycles (create..delete, both processes)",
+                 rng(lambda r: r["cpu_s_per_1000"], lambda x: "%.2f" % x)))
+    rows.append(("time to ready: first start / after restart with N SlurmJobs (s)",
+                 "%s / %s" % (rng(lambda r: r["ready_first_s"], lambda x: "%.2f" % x),
+                              rng(lambda r: r["ready_after_restart_s"], lambda x: "%.2f" % x))))
+    rows.append(("  floor of a restart: one list of the N SlurmJobs from the stand-in (s)",
+                 rng(lambda r: r.get("list_all_s"), lambda x: "%.2f" % x)))
+    rows.append(("  restart: Agent Platform calls / Kubernetes requests in 5 s after",
+                 "%s / %s" % (json.dumps(r0["restart_ap_calls_5s"], sort_keys=True),
+                              json.dumps(r0["restart_kube_requests_5s"], sort_keys=True))))
+    wid = max(len(a) for a, _ in rows)
+    for a, b in rows:
+        w("  %-*s  %s\n" % (wid, a, b))
+    w("-- stand-ins alone (same run, before the operator started) --\n")
+    cap = r0["capacity"]
+    for kk in cap:
+        w("  %-*s  %s\n" % (wid, kk, rng(lambda r: r["capacity"].get(kk),
+                                         lambda x: "%.2f" % x)))
+    w("-- who limits: CPU use while submitting (cores; a Python stand-in saturates at ~1.0) --\n")
+    u = r0.get("burst_cpu_util") or {}
+    w("  %s\n" % ", ".join("%s %.2f" % kv for kv in sorted(u.items())))
+    verdict = limiter(results)
+    w("  => %s\n" % verdict)
+
+
+def limiter(results):
+    """Which side limits, from CPU use while submitting and the capacity measured alone."""
+    r = results[0]
+    u = r.get("burst_cpu_util") or {}
+    cap = r["capacity"]
+    tp = statistics.median(x["throughput_submits_per_s"] for x in results)
+    notes = []
+    for k, name in (("kube", "kube stand-in"), ("ap", "Agent Platform stand-in")):
+        if u.get(k, 0) >= 0.85:
+            notes.append("%s saturated (%.2f cores)" % (name, u[k]))
+    if tp >= 0.7 * cap.get("AP submits/s", 1e9):
+        notes.append("throughput %.0f/s is >= 70%% of the AP stand-in's submits/s alone (%.0f)" % (
+            tp, cap["AP submits/s"]))
+    if tp >= 0.7 * cap.get("kube status writes/s", 1e9) / 2:
+        notes.append("throughput x 2 status writes is >= 70%% of the kube stand-in's status "
+                     "writes/s alone")
+    total = sum(u.values())
+    ncpu = os.cpu_count() or 2
+    if total >= 0.9 * ncpu:
+        notes.append("the machine's %d cores are full (%.2f cores in use by these processes)" %
+                     (ncpu, total))
+    load = max(r.get("loadavg_start", 0), r.get("loadavg_end", 0))
+    if load > ncpu:
+        notes.append("CAUTION: load average %.1f on %d cores (other work on the machine): every "
+                     "process here got less CPU than it asked for; compare ratios, not absolutes"
+                     % (load, ncpu))
+    if not any(n.startswith(("kube stand-in", "Agent Platform stand-in", "throughput"))
+               for n in notes):
+        notes.insert(0, "the operator limits: no stand-in is saturated, and the throughput is "
+                        "below 70%% of what each stand-in sustained alone (%s)" %
+                     ", ".join("%s %.2f" % kv for kv in sorted(u.items())))
+    return "; ".join(notes)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--operator", help="the slurmjob-operator binary")
+    p.add_argument("--standins-only", action="store_true",
+                   help="only measure the stand-ins alone (floor and capacity) at each size")
+    p.add_argument("--sizes", default="100,1000,10000")
+    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--workers", type=int, default=4, help="operator --workers")
+    p.add_argument("--create-threads", type=int, default=8)
+    p.add_argument("--run-seconds", type=float, default=0,
+                   help="how long each Slurm job runs (default: 20 s + N/60 s, at most 300)")
+    p.add_argument("--floor-samples", type=int, default=30)
+    p.add_argument("--capacity-count", type=int, default=1000,
+                   help="requests of each kind used to measure the stand-ins alone")
+    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--operator-arg", action="append", default=[],
+                   help="extra operator flag, repeatable (e.g. --operator-arg=--min-poll-seconds=2)")
+    p.add_argument("--operator-env", action="append", default=[],
+                   help="KEY=VALUE added to the operator's environment, repeatable")
+    p.add_argument("--json-out", help="write every run's raw figures here")
+    p.add_argument("--keep", action="store_true", help="keep the work directories (logs)")
+    args = p.parse_args()
+    sizes = [int(s.replace("_", "").replace(",", "")) for s in args.sizes.split(",") if s]
+    all_results = []
+    t_start = time.time()
+    if args.standins_only:
+        for n in sizes:
+            work = tempfile.mkdtemp(prefix="slurmop-standins-%d-" % n)
+            env = Env(work, history=max(10000, n * 20))
+            try:
+                env.setup_cluster()
+                env.token()
+                fl = measure_floor(env, args.floor_samples)
+                cap = measure_capacity(env, args.capacity_count, args.workers)
+            finally:
+                env.stop()
+            sys.stdout.write("N=%d floor (ms): %s\n" % (n, json.dumps(
+                {k: round(v * 1000, 2) for k, v in fl.items()})))
+            sys.stdout.write("N=%d capacity: %s\n" % (n, json.dumps(
+                {k: round(v, 2) for k, v in cap.items()})))
+        return
+    if not args.operator:
+        p.error("--operator is required")
+    for n in sizes:
+        results = []
+        for i in range(args.repeat):
+            t0 = time.time()
+            r = run_once(args, n)
+            r["wall_s"] = time.time() - t0
+            log("N=%d run %d took %.0f s" % (n, i + 1, r["wall_s"]))
+            results.append(r)
+            if not args.keep:
+                import shutil
+                shutil.rmtree(r["work"], ignore_errors=True)
+        report(results)
+        sys.stdout.write("  (N=%d: %s s wall per run)\n" % (
+            n, ", ".join("%.0f" % r["wall_s"] for r in results)))
+        sys.stdout.flush()
+        all_results.append(results)
+        if args.json_out:
+            with open(args.json_out, "w") as f:
+                json.dump(all_results, f, indent=1, default=str)
+    sys.stdout.write("\ntotal %.0f s; load average now %s\n" % (
+        time.time() - t_start, open("/proc/loadavg").read().split()[:3]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,315 @@
+// File: controller/reconcile/job_tracker.cc
+
+#include "controller/reconcile/job_tracker.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "controller/reconcile/job_descriptor.h"
+#include "controller/slurm/dialects.h"
+#include "glog/logging.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+// What a SlurmJob's status is made of: a change here is worth a reconcile.
+bool SameRecord(const slurm::JobInfo& a, const slurm::JobInfo& b) {
+  return a.state == b.state && a.flags == b.flags && a.state_reason == b.state_reason &&
+         a.exit_code == b.exit_code && a.signal == b.signal && a.start_time == b.start_time &&
+         a.end_time == b.end_time && a.submit_time == b.submit_time && a.comment == b.comment;
+}
+
+}  // namespace
+
+JobTracker::JobTracker(Caller caller, const Clock& clock, Notify notify, KnownUid known_uid,
+                       TrackerOptions options)
+    : caller_(std::move(caller)),
+      clock_(clock),
+      notify_(std::move(notify)),
+      known_uid_(std::move(known_uid)),
+      options_(options) {}
+
+JobTracker::~JobTracker() { Stop(); }
+
+void JobTracker::Track(const ClusterEndpoint& cluster, int64_t job_id, const std::string& job_key,
+                       Duration poll) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = by_key_.try_emplace(job_key);
+  Tracked& t = it->second;
+  if (!inserted && (t.cluster_key != cluster.key || t.job_id != job_id)) {
+    auto old = clusters_.find(t.cluster_key);
+    if (old != clusters_.end()) old->second.tracked.erase(t.job_id);
+    inserted = true;
+  }
+  if (inserted) t.since = clock_.Now();
+  t.cluster_key = cluster.key;
+  t.job_id = job_id;
+  t.poll = poll;
+  Cluster& c = clusters_[cluster.key];
+  c.endpoint = cluster;
+  c.tracked[job_id] = job_key;
+}
+
+void JobTracker::Untrack(const std::string& job_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_key_.find(job_key);
+  if (it == by_key_.end()) return;
+  auto c = clusters_.find(it->second.cluster_key);
+  if (c != clusters_.end()) {
+    c->second.tracked.erase(it->second.job_id);
+    if (c->second.tracked.empty() && !c->second.registered && !c->second.fetching) {
+      clusters_.erase(c);
+    }
+  }
+  by_key_.erase(it);
+}
+
+void JobTracker::RegisterCluster(const ClusterEndpoint& cluster) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Cluster& c = clusters_[cluster.key];
+  c.endpoint = cluster;
+  c.registered = true;
+}
+
+void JobTracker::ForgetCluster(const std::string& cluster_key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = clusters_.find(cluster_key);
+  if (it == clusters_.end()) return;
+  it->second.registered = false;
+  if (it->second.tracked.empty() && !it->second.fetching) clusters_.erase(it);
+}
+
+size_t JobTracker::TrackedCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return by_key_.size();
+}
+
+absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluster, int64_t job_id,
+                                                   Time not_before) {
+  std::unique_lock<std::mutex> lock(mu_);
+  {
+    Cluster& c = clusters_[cluster.key];
+    c.endpoint = cluster;
+  }
+  // A job tracked after the snapshot was taken may simply be newer than it.
+  if (auto c = clusters_.find(cluster.key); c != clusters_.end()) {
+    if (auto k = c->second.tracked.find(job_id); k != c->second.tracked.end()) {
+      if (auto t = by_key_.find(k->second); t != by_key_.end()) {
+        not_before = std::max(not_before, t->second.since);
+      }
+    }
+  }
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Cluster& c = clusters_[cluster.key];
+    if (c.fetched_at && *c.fetched_at >= not_before) {
+      Answer a;
+      if (auto it = c.jobs.find(job_id); it != c.jobs.end()) a.job = it->second;
+      return a;
+    }
+    if (c.fetching) {
+      fetched_.wait(lock, [&] { return !clusters_[cluster.key].fetching; });
+      Cluster& after = clusters_[cluster.key];
+      if (after.last_error && !(after.fetched_at && *after.fetched_at >= not_before)) {
+        return *after.last_error;
+      }
+      continue;
+    }
+    absl::Status s = FetchLocked(lock, cluster.key);
+    if (!s.ok()) return s;
+  }
+  return absl::UnavailableError("the cluster's job list kept changing under the reader");
+}
+
+absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key) {
+  Cluster& c = clusters_[key];
+  c.fetching = true;
+  const ClusterEndpoint endpoint = c.endpoint;
+  const Time started = clock_.Now();
+  const bool full = !c.last_full || started - *c.last_full >= options_.full_resync ||
+                    !c.last_update || !c.fetched_at || !c.last_update_confirmed;
+  std::optional<int64_t> update_time;
+  if (!full) update_time = *c.last_update + 1;
+  lock.unlock();
+
+  absl::Status result = absl::OkStatus();
+  std::optional<slurm::JobList> list;
+  absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(endpoint.api_version);
+  if (!dialect.ok()) {
+    result = dialect.status();
+  } else {
+    list_calls_.fetch_add(1);
+    absl::StatusOr<agentplatform::SlurmResponse> r =
+        caller_(endpoint, agentplatform::HttpMethod::kGet, (*dialect)->JobsPath(update_time));
+    if (!r.ok()) {
+      result = r.status();
+    } else {
+      absl::StatusOr<slurm::JobList> parsed = (*dialect)->ParseJobs(r->status, r->body);
+      if (!parsed.ok()) {
+        result = parsed.status();
+      } else {
+        list = std::move(*parsed);
+      }
+    }
+  }
+
+  lock.lock();
+  Cluster& after = clusters_[key];
+  after.fetching = false;
+  std::vector<std::string> changed;
+  if (!result.ok()) {
+    after.last_error = result;
+    after.retry_at =
+        started + std::max<Duration>(
+                      std::chrono::seconds(5),
+                      agentplatform::RetryDelay(result).value_or(std::chrono::milliseconds(0)));
+  } else {
+    after.last_error.reset();
+    after.retry_at.reset();
+    after.fetched_at = started;
+    if (!list->unchanged) {
+      if (full) after.last_full = started;
+      if (list->last_update) {
+        if (list->last_update != after.last_update) {
+          after.last_update = list->last_update;
+          after.last_update_seen_at = started;
+          after.last_update_confirmed = false;
+        } else if (full && started - after.last_update_seen_at >= std::chrono::milliseconds(1500)) {
+          after.last_update_confirmed = true;
+        }
+      } else {
+        after.last_update.reset();
+        after.last_update_confirmed = false;
+      }
+      std::unordered_map<int64_t, slurm::JobInfo> fresh;
+      fresh.reserve(list->jobs.size());
+      for (slurm::JobInfo& j : list->jobs) {
+        const int64_t id = j.job_id;
+        fresh.insert_or_assign(id, std::move(j));
+      }
+      for (const auto& [id, job_key] : after.tracked) {
+        auto before = after.jobs.find(id);
+        auto now = fresh.find(id);
+        const bool was = before != after.jobs.end();
+        const bool is = now != fresh.end();
+        if (was != is || (was && is && !SameRecord(before->second, now->second))) {
+          changed.push_back(job_key);
+        }
+      }
+      after.jobs = std::move(fresh);
+    }
+    if (options_.sweep && known_uid_ &&
+        (!after.last_sweep || started - *after.last_sweep >= options_.sweep_interval)) {
+      after.last_sweep = started;
+      SweepLocked(lock, clusters_[key], started);
+    }
+  }
+  fetched_.notify_all();
+  if (!changed.empty() && notify_) {
+    lock.unlock();
+    for (const std::string& k : changed) notify_(k);
+    lock.lock();
+  }
+  return result;
+}
+
+void JobTracker::SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Time now) {
+  (void)now;
+  std::set<int64_t> candidates;
+  std::vector<std::pair<int64_t, std::string>> to_cancel;
+  for (const auto& [id, job] : c.jobs) {
+    if (job.IsFinal() || job.HasFlag("COMPLETING")) continue;
+    std::optional<ParsedTag> tag = ParseSubmissionTag(job.comment);
+    if (!tag) continue;
+    std::optional<Owner> owner = known_uid_(tag->ns, tag->uid);
+    if (!owner.has_value()) continue;
+    const bool orphan = !owner->exists;
+    const bool stale_run = owner->exists && tag->run < std::max(1, owner->run);
+    const bool duplicate = owner->exists && tag->run == std::max(1, owner->run) &&
+                           owner->job_id != 0 && owner->job_id != id;
+    if (!orphan && !stale_run && !duplicate) continue;
+    candidates.insert(id);
+    if (c.orphan_candidates.contains(id)) to_cancel.push_back({id, job.comment});
+  }
+  c.orphan_candidates = std::move(candidates);
+  if (to_cancel.empty()) return;
+  const ClusterEndpoint endpoint = c.endpoint;
+  const std::string key = endpoint.key;
+  lock.unlock();
+  absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(endpoint.api_version);
+  for (const auto& [id, comment] : to_cancel) {
+    if (!dialect.ok()) break;
+    LOG(WARNING) << "SlurmCluster " << key << ": Slurm job " << id << " (" << comment
+                 << ") belongs to no current run of an existing SlurmJob (its SlurmJob is gone, "
+                    "or it duplicates the run's recorded job); cancelling it. Set "
+                    "deletionPolicy: Orphan on SlurmJobs whose jobs must outlive them.";
+    absl::StatusOr<agentplatform::SlurmResponse> r =
+        caller_(endpoint, agentplatform::HttpMethod::kDelete, (*dialect)->CancelPath(id));
+    if (r.ok()) {
+      absl::StatusOr<slurm::CancelResponse> parsed =
+          (*dialect)->ParseCancel(r->status, r->body, id);
+      if (parsed.ok()) {
+        orphans_cancelled_.fetch_add(1);
+        continue;
+      }
+      LOG(WARNING) << "cancelling orphaned Slurm job " << id << " failed: " << parsed.status();
+    } else {
+      LOG(WARNING) << "cancelling orphaned Slurm job " << id << " failed: " << r.status();
+    }
+  }
+  lock.lock();
+}
+
+void JobTracker::Tick() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const Time now = clock_.Now();
+  std::vector<std::string> due;
+  for (const auto& [key, c] : clusters_) {
+    if (c.fetching || (c.retry_at && now < *c.retry_at)) continue;
+    Duration want = options_.sweep_interval;
+    bool any = c.registered;
+    for (const auto& [id, job_key] : c.tracked) {
+      (void)id;
+      auto t = by_key_.find(job_key);
+      if (t == by_key_.end()) continue;
+      want = std::min(want, t->second.poll);
+      any = true;
+    }
+    if (!any) continue;
+    if (!c.fetched_at || now - *c.fetched_at >= want) due.push_back(key);
+  }
+  for (const std::string& key : due) {
+    auto it = clusters_.find(key);
+    if (it == clusters_.end() || it->second.fetching) continue;
+    absl::Status s = FetchLocked(lock, key);
+    if (!s.ok()) {
+      VLOG(1) << "SlurmCluster " << key << ": listing jobs failed: " << s;
+    }
+  }
+}
+
+void JobTracker::Start() {
+  std::lock_guard<std::mutex> lock(run_mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(run_mu_);
+    while (!stopping_) {
+      lock.unlock();
+      Tick();
+      lock.lock();
+      run_cv_.wait_for(lock, options_.tick, [this] { return stopping_; });
+    }
+  });
+}
+
+void JobTracker::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    stopping_ = true;
+  }
+  run_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace slurmop::reconcile

@@ -1,0 +1,174 @@
+// File: controller/reconcile/job_tracker.h
+//
+// Batched tracking of Slurm jobs: one `GET /slurm/<v>/jobs/` per SlurmCluster
+// per tick, shared by every SlurmJob on that cluster, instead of one GET per
+// job. What the list says is kept as the cluster's snapshot; reconciles read
+// their job from it, and the jobs whose record changed (or that left the
+// queue) are handed to `notify` so that their SlurmJobs are reconciled at
+// once rather than on a timer.
+//
+// Contract:
+//  * A cluster is listed only while it has tracked jobs, and then at the
+//    pace its most eager job asks for (Track's `poll`: fast right after a
+//    submit, slower for long-running jobs); never for finished jobs, which
+//    the executor untracks.
+//  * Get() answers from a snapshot fetched no earlier than `not_before`; if
+//    there is none, it fetches one now. Concurrent callers for one cluster
+//    share a single fetch (one call in flight per cluster).
+//  * A job absent from a list fetched after it was tracked has left the live
+//    queue (Get answers job == nullopt); the executor then reads /slurmdb.
+//  * With v0.0.40+ the list is asked with `update_time` = Slurm's own
+//    `last_update` + 1 (Slurm's clock, never ours), so an unchanged cluster
+//    costs an empty answer; because last_update counts whole seconds, that
+//    is done only after a full list at least 1.5 s later confirmed it, and a
+//    full list is fetched at least every `full_resync`. v0.0.38/39 give no
+//    such time, so their lists are full.
+//  * Orphan sweep: at most every `sweep_interval`, jobs carrying the
+//    operator's tag (SubmissionTag) whose SlurmJob uid `known_uid` says does
+//    not exist, and that are not final, are cancelled once they were seen
+//    orphaned in two sweeps in a row (a brand-new SlurmJob is never
+//    mistaken for a gone one). Jobs disowned by deletionPolicy Orphan carry
+//    another tag and are left alone. The same two-sweep rule cancels a
+//    duplicate: an active job tagged with a SlurmJob's current run whose
+//    status names another Slurm job for that run (a submit that landed
+//    after its outcome was given up on), or tagged with an earlier run.
+//
+// Thread-safety: all methods may be called from any thread.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_JOB_TRACKER_H_
+#define SLURMOP_CONTROLLER_RECONCILE_JOB_TRACKER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "absl/status/statusor.h"
+#include "controller/agentplatform/client.h"
+#include "controller/common/clock.h"
+#include "controller/slurm/job_model.h"
+
+namespace slurmop::reconcile {
+
+// Everything needed to call one SlurmCluster.
+struct ClusterEndpoint {
+  std::string key;          // "namespace/name" of the SlurmCluster
+  std::string api_version;  // "v0.0.42"
+  agentplatform::ClusterName where;
+  std::shared_ptr<agentplatform::TokenSource> credentials;
+};
+
+struct TrackerOptions {
+  Duration tick = std::chrono::milliseconds(200);  // how often due clusters are checked
+  Duration full_resync = std::chrono::seconds(60);
+  Duration sweep_interval = std::chrono::seconds(60);
+  bool sweep = true;
+};
+
+class JobTracker {
+ public:
+  // One callSlurmRestApi call (the executor's, with metrics).
+  using Caller = std::function<absl::StatusOr<agentplatform::SlurmResponse>(
+      const ClusterEndpoint&, agentplatform::HttpMethod, const std::string& path)>;
+  // The SlurmJob "namespace/name" should be reconciled now.
+  using Notify = std::function<void(const std::string& job_key)>;
+  // What the cache says of the SlurmJob with this uid in `ns`: whether it
+  // exists, and its current run and that run's Slurm job id (0: none yet).
+  // nullopt when that cannot be told (namespace not watched, cache not synced).
+  struct Owner {
+    bool exists = false;
+    int32_t run = 0;
+    int64_t job_id = 0;
+  };
+  using KnownUid =
+      std::function<std::optional<Owner>(const std::string& ns, const std::string& uid)>;
+
+  JobTracker(Caller caller, const Clock& clock, Notify notify, KnownUid known_uid,
+             TrackerOptions options = {});
+  ~JobTracker();
+
+  // `job_key` follows Slurm job `job_id` on `cluster` and wants news at
+  // least every `poll`. Re-tracking updates the poll (and the endpoint).
+  void Track(const ClusterEndpoint& cluster, int64_t job_id, const std::string& job_key,
+             Duration poll);
+  void Untrack(const std::string& job_key);
+  // Clusters are swept for orphans even when none of their jobs is tracked.
+  void RegisterCluster(const ClusterEndpoint& cluster);
+  void ForgetCluster(const std::string& cluster_key);
+
+  struct Answer {
+    std::optional<slurm::JobInfo> job;  // nullopt: not in the live queue
+  };
+  absl::StatusOr<Answer> Get(const ClusterEndpoint& cluster, int64_t job_id, Time not_before);
+
+  // Fetches the clusters that are due (the ticker thread calls this).
+  void Tick();
+  void Start();
+  void Stop();
+
+  // For tests and metrics.
+  size_t TrackedCount() const;
+  int64_t ListCalls() const { return list_calls_.load(); }
+  int64_t OrphansCancelled() const { return orphans_cancelled_.load(); }
+
+ private:
+  struct Tracked {
+    std::string cluster_key;
+    int64_t job_id = 0;
+    Duration poll{};
+    Time since{};
+  };
+  struct Cluster {
+    ClusterEndpoint endpoint;
+    bool registered = false;
+    bool fetching = false;
+    std::optional<Time> fetched_at;  // when the snapshot's request was sent
+    std::optional<Time> last_full;
+    std::optional<Time> last_sweep;
+    std::optional<int64_t> last_update;  // Slurm's, from the last changed list
+    // Slurm's last_update has one-second resolution: a change in the same
+    // second as a list is invisible to `update_time = last_update + 1`. So a
+    // new last_update is trusted only once a full list started >= 1.5 s after
+    // the one that first showed it reports the same value.
+    Time last_update_seen_at{};
+    bool last_update_confirmed = false;
+    std::unordered_map<int64_t, slurm::JobInfo> jobs;
+    std::optional<absl::Status> last_error;
+    std::optional<Time> retry_at;  // after a failed list, the ticker waits
+    std::set<int64_t> orphan_candidates;
+    std::map<int64_t, std::string> tracked;  // job id -> job key
+  };
+
+  // Fetches `key`'s list (mu_ held on entry and exit, released during the call).
+  absl::Status FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key);
+  void SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Time now);
+
+  Caller caller_;
+  const Clock& clock_;
+  Notify notify_;
+  KnownUid known_uid_;
+  const TrackerOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable fetched_;
+  std::map<std::string, Cluster> clusters_;
+  std::unordered_map<std::string, Tracked> by_key_;
+
+  std::atomic<int64_t> list_calls_{0};
+  std::atomic<int64_t> orphans_cancelled_{0};
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_JOB_TRACKER_H_

@@ -1,0 +1,249 @@
+// File: tests/reconcile/job_tracker_test.cc
+//
+// The batched tracker with a scripted Slurm (no network) and a FakeClock:
+// one list per cluster per tick for any number of jobs, update_time taken from
+// Slurm's own last_update, notifications only for jobs whose record changed,
+// absent-after-tracking means "left the queue", a failing cluster is not
+// hammered, and the orphan sweep's two-sweep rule.
+
+#include "controller/reconcile/job_tracker.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+class FakeSlurm {
+ public:
+  // job id -> (state, comment)
+  std::map<int64_t, std::pair<std::string, std::string>> jobs;
+  int64_t last_update = 1000;
+  std::vector<std::string> paths;
+  std::vector<std::string> deletes;
+  bool fail = false;
+
+  absl::StatusOr<agentplatform::SlurmResponse> Call(agentplatform::HttpMethod m,
+                                                    const std::string& path) {
+    if (fail) return absl::UnavailableError("cluster down");
+    if (m == agentplatform::HttpMethod::kDelete) {
+      deletes.push_back(path);
+      return agentplatform::SlurmResponse{200, json{{"errors", json::array()}}};
+    }
+    paths.push_back(path);
+    if (auto q = path.find("update_time="); q != std::string::npos) {
+      if (std::stoll(path.substr(q + 12)) - 1 >= last_update) {
+        return agentplatform::SlurmResponse{
+            200, json{{"jobs", json::array()},
+                      {"errors", json::array()},
+                      {"warnings", {{{"description", "No job changes since update_time"}}}}}};
+      }
+    }
+    const bool legacy = path.find("v0.0.38") != std::string::npos;
+    json list = json::array();
+    for (const auto& [id, v] : jobs) {
+      list.push_back({{"job_id", id},
+                      {"job_state", legacy ? json(v.first) : json::array({v.first})},
+                      {"comment", v.second},
+                      {"submit_time",
+                       legacy ? json(1700000000) : json{{"set", true}, {"number", 1700000000}}}});
+    }
+    json body = {{"jobs", list}, {"errors", json::array()}};
+    if (!legacy)
+      body["last_update"] = {{"set", true}, {"infinite", false}, {"number", last_update}};
+    return agentplatform::SlurmResponse{200, body};
+  }
+};
+
+class JobTrackerTest : public ::testing::Test {
+ protected:
+  JobTrackerTest()
+      : tracker_([this](const ClusterEndpoint&, agentplatform::HttpMethod m,
+                        const std::string& path) { return slurm_.Call(m, path); },
+                 clock_, [this](const std::string& key) { notified_.push_back(key); },
+                 [this](const std::string& ns,
+                        const std::string& uid) -> std::optional<JobTracker::Owner> {
+                   auto it = owners_.find(ns + "/" + uid);
+                   if (it != owners_.end()) return it->second;
+                   JobTracker::Owner o;
+                   o.exists = known_.count(ns + "/" + uid) > 0;
+                   return o;
+                 },
+                 TrackerOptions{}) {}
+
+  ClusterEndpoint Endpoint(std::string version = "v0.0.42") {
+    return ClusterEndpoint{"team-a/a3", std::move(version), {}, nullptr};
+  }
+
+  FakeClock clock_;
+  FakeSlurm slurm_;
+  std::vector<std::string> notified_;
+  std::set<std::string> known_;
+  std::map<std::string, JobTracker::Owner> owners_;
+  JobTracker tracker_;
+};
+
+TEST_F(JobTrackerTest, OneListServesEveryJobOfTheCluster) {
+  for (int i = 1; i <= 500; ++i) {
+    slurm_.jobs[i] = {"RUNNING", ""};
+    tracker_.Track(Endpoint(), i, absl::StrCat("team-a/job", i), seconds(5));
+  }
+  clock_.Advance(seconds(1));
+  for (int i = 1; i <= 500; ++i) {
+    auto a = tracker_.Get(Endpoint(), i, clock_.Now() - seconds(5));
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE(a->job.has_value());
+    EXPECT_EQ(a->job->state, slurm::BaseState::kRunning);
+  }
+  EXPECT_EQ(slurm_.paths.size(), 1u);
+  EXPECT_EQ(tracker_.ListCalls(), 1);
+}
+
+TEST_F(JobTrackerTest, TicksListAtTheEagerestPaceAndNotifyOnlyChanges) {
+  slurm_.jobs = {{1, {"PENDING", ""}}, {2, {"RUNNING", ""}}};
+  tracker_.Track(Endpoint(), 1, "team-a/one", seconds(1));
+  tracker_.Track(Endpoint(), 2, "team-a/two", seconds(30));
+  clock_.Advance(seconds(1));
+  tracker_.Tick();
+  EXPECT_THAT(notified_, UnorderedElementsAre("team-a/one", "team-a/two"));  // first sight
+  notified_.clear();
+  tracker_.Tick();  // not due yet
+  EXPECT_EQ(slurm_.paths.size(), 1u);
+
+  // last_update (1000) counts whole seconds: a change later in second 1000
+  // would be invisible to update_time=1001, so the next list is full; it
+  // confirms 1000 (started >= 1.5 s after the list that first showed it).
+  clock_.Advance(seconds(2));
+  tracker_.Tick();
+  EXPECT_EQ(slurm_.paths.back(), "/slurm/v0.0.42/jobs/");
+  EXPECT_THAT(notified_, IsEmpty());
+
+  clock_.Advance(seconds(1));
+  slurm_.jobs[1].first = "RUNNING";
+  slurm_.last_update = 1001;
+  tracker_.Tick();
+  EXPECT_THAT(notified_, ElementsAre("team-a/one"));
+  // Asked with Slurm's own last_update + 1, not our clock.
+  EXPECT_EQ(slurm_.paths.back(), "/slurm/v0.0.42/jobs/?update_time=1001");
+
+  notified_.clear();
+  clock_.Advance(seconds(2));
+  tracker_.Tick();  // full again: confirms 1001
+  clock_.Advance(seconds(1));
+  tracker_.Tick();  // nothing changed: "No job changes" answer, no notification
+  EXPECT_THAT(notified_, IsEmpty());
+  EXPECT_EQ(slurm_.paths.back(), "/slurm/v0.0.42/jobs/?update_time=1002");
+
+  // Untracked (finished) jobs do not keep the cluster listed.
+  tracker_.Untrack("team-a/one");
+  tracker_.Untrack("team-a/two");
+  const size_t lists = slurm_.paths.size();
+  clock_.Advance(seconds(120));
+  tracker_.Tick();
+  EXPECT_EQ(slurm_.paths.size(), lists);
+}
+
+TEST_F(JobTrackerTest, LegacyVersionsListInFull) {
+  slurm_.jobs = {{1, {"RUNNING", ""}}};
+  tracker_.Track(Endpoint("v0.0.38"), 1, "team-a/one", seconds(1));
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(seconds(1));
+    tracker_.Tick();
+  }
+  ASSERT_EQ(slurm_.paths.size(), 3u);
+  for (const std::string& p : slurm_.paths) EXPECT_EQ(p, "/slurm/v0.0.38/jobs/");
+}
+
+TEST_F(JobTrackerTest, AJobMissingFromAListTakenAfterItWasTrackedHasLeftTheQueue) {
+  slurm_.jobs = {{1, {"RUNNING", ""}}};
+  clock_.Advance(seconds(1));
+  tracker_.Track(Endpoint(), 7, "team-a/seven", seconds(1));
+  auto a = tracker_.Get(Endpoint(), 7, clock_.Now() - seconds(1));
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(a->job.has_value());
+  // A snapshot older than the tracking is never trusted for absence.
+  EXPECT_EQ(slurm_.paths.size(), 1u);
+  clock_.Advance(seconds(1));
+  slurm_.jobs[7] = {"PENDING", ""};
+  slurm_.last_update = 1001;
+  tracker_.Track(Endpoint(), 8, "team-a/eight", seconds(1));
+  a = tracker_.Get(Endpoint(), 8, clock_.Now() - seconds(10));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(slurm_.paths.size(), 2u) << "the job was tracked after the last list: list again";
+}
+
+TEST_F(JobTrackerTest, AFailingClusterIsNotListedEveryTick) {
+  slurm_.fail = true;
+  tracker_.Track(Endpoint(), 1, "team-a/one", seconds(1));
+  auto a = tracker_.Get(Endpoint(), 1, clock_.Now());
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kUnavailable);
+  const int64_t calls = tracker_.ListCalls();
+  for (int i = 0; i < 10; ++i) {
+    clock_.Advance(std::chrono::milliseconds(200));
+    tracker_.Tick();
+  }
+  EXPECT_EQ(tracker_.ListCalls(), calls) << "retried within the 5 s pause";
+  clock_.Advance(seconds(5));
+  tracker_.Tick();
+  EXPECT_EQ(tracker_.ListCalls(), calls + 1);
+}
+
+TEST_F(JobTrackerTest, OrphanSweepCancelsOnlyTaggedActiveJobsSeenOrphanedTwice) {
+  known_ = {"team-a/alive"};
+  slurm_.jobs = {
+      {1, {"RUNNING", "slurmjob-operator:team-a/alive/1"}},
+      {2, {"RUNNING", "slurmjob-operator:team-a/gone/1"}},
+      {3, {"COMPLETED", "slurmjob-operator:team-a/gone2/1"}},
+      {4, {"RUNNING", "slurmjob-operator-orphaned:team-a/gone3/1"}},
+      {5, {"RUNNING", "someone else's job"}},
+  };
+  tracker_.RegisterCluster(Endpoint());
+  tracker_.Tick();  // first sweep: job 2 becomes a candidate
+  EXPECT_THAT(slurm_.deletes, IsEmpty());
+  clock_.Advance(seconds(61));
+  slurm_.last_update = 1001;
+  tracker_.Tick();  // second sweep: still orphaned -> cancelled
+  EXPECT_THAT(slurm_.deletes, ElementsAre("/slurm/v0.0.42/job/2"));
+  EXPECT_EQ(tracker_.OrphansCancelled(), 1);
+}
+
+TEST_F(JobTrackerTest, ADuplicateOfTheCurrentRunAndAStaleRunAreCancelled) {
+  owners_["team-a/u"] = {true, 2, 20};  // run 2 is Slurm job 20
+  slurm_.jobs = {
+      {10, {"RUNNING", "slurmjob-operator:team-a/u/1"}},  // an earlier run still running
+      {20, {"RUNNING", "slurmjob-operator:team-a/u/2"}},  // the recorded job
+      {21, {"PENDING", "slurmjob-operator:team-a/u/2"}},  // a submit that landed late
+      {30, {"RUNNING", "slurmjob-operator:team-a/u/3"}},  // ahead of a lagging cache: left
+  };
+  tracker_.RegisterCluster(Endpoint());
+  tracker_.Tick();
+  clock_.Advance(seconds(61));
+  tracker_.Tick();
+  EXPECT_THAT(slurm_.deletes,
+              UnorderedElementsAre("/slurm/v0.0.42/job/10", "/slurm/v0.0.42/job/21"));
+}
+
+TEST_F(JobTrackerTest, ASlurmJobThatAppearsBetweenSweepsIsNotCancelled) {
+  slurm_.jobs = {{2, {"RUNNING", "slurmjob-operator:team-a/new/1"}}};
+  tracker_.RegisterCluster(Endpoint());
+  tracker_.Tick();
+  known_.insert("team-a/new");  // the informer caught up
+  clock_.Advance(seconds(61));
+  tracker_.Tick();
+  EXPECT_THAT(slurm_.deletes, IsEmpty());
+}
+
+}  // namespace
+}  // namespace slurmop::reconcile
