@@ -537,7 +537,7 @@ Decision DecideTracking(const JobFacts& job, const ClusterFacts& cluster, const 
     }
   }
   if (!out.query) {
-    if (!opt.batched && memo.last_query_at && now - *memo.last_query_at < poll) {
+    if (memo.last_query_at && now - *memo.last_query_at < poll) {
       // Woken by our own status write or an unrelated change: the last look
       // is recent enough.
       return WriteIfChanged(job, WithGeneration(job.status, gen), {},

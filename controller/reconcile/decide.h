@@ -149,8 +149,7 @@ struct DecideOptions {
   Duration submit_settle = std::chrono::seconds(60);
   // When this process started (the executor sets it).
   Time process_start{};
-  // Looks are answered from the cluster's shared list (job_tracker.h), so a
-  // look is cheap and need not wait for the poll interval.
+  // Looks are answered from the cluster's shared list (job_tracker.h).
   bool batched = false;
 };
 

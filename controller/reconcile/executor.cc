@@ -213,6 +213,11 @@ absl::StatusOr<agentplatform::SlurmResponse> Executor::CallSlurm(
   return r;
 }
 
+void Executor::MarkChanged(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  changed_.insert(key);
+}
+
 size_t Executor::MemoCount() const {
   std::lock_guard<std::mutex> lock(mu_);
   return memos_.size();
@@ -222,7 +227,10 @@ Memo Executor::TakeMemo(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = memos_.find(key);
   if (it == memos_.end()) return Memo{};
-  return it->second;
+  Memo memo = it->second;
+  // The cluster's list shows a change: look now, whatever the poll interval.
+  if (changed_.erase(key) > 0) memo.last_query_at.reset();
+  return memo;
 }
 
 void Executor::PutMemo(const std::string& key, Memo memo) {
@@ -249,6 +257,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
     if (tracker_) tracker_->Untrack(key);
     std::lock_guard<std::mutex> lock(mu_);
     memos_.erase(key);
+    changed_.erase(key);
     return {};
   }
   nlohmann::json object = *cached;
@@ -307,9 +316,8 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
         // key when the list shows a change; the timer is only a safety net.
         absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
             credentials_.For(ns, cluster.spec);
-        const std::string version = cluster.spec.slurm_api_version().empty()
-                                        ? "v0.0.42"
-                                        : cluster.spec.slurm_api_version();
+        const std::string version =
+            cluster.spec.slurm_api_version().empty() ? "v0.0.42" : cluster.spec.slurm_api_version();
         if (creds.ok()) {
           tracker_->Track(ClusterEndpoint{absl::StrCat(ns, "/", cluster.name), version,
                                           ClusterNameOf(cluster.spec), *creds},
@@ -357,6 +365,7 @@ ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
             if (tracker_) tracker_->Untrack(key);
             std::lock_guard<std::mutex> lock(mu_);
             memos_.erase(key);
+            changed_.erase(key);
             return {};
           }
           if (d.action == Action::kAddFinalizer) out.added_finalizer = true;

@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "controller/agentplatform/client.h"
@@ -66,6 +67,10 @@ class Executor {
     options_.decide.batched = tracker != nullptr;
   }
 
+  // The tracker saw the job of `key` change: the next reconcile looks at it
+  // even if it looked recently.
+  void MarkChanged(const std::string& key);
+
   // One callSlurmRestApi call, counted in the metrics.
   absl::StatusOr<agentplatform::SlurmResponse> CallSlurm(const agentplatform::ClusterName& where,
                                                          agentplatform::TokenSource& credentials,
@@ -92,6 +97,7 @@ class Executor {
 
   mutable std::mutex mu_;
   std::map<std::string, Memo> memos_;
+  std::set<std::string> changed_;  // keys the tracker saw change (mu_)
 };
 
 }  // namespace slurmop::reconcile

@@ -49,7 +49,11 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
         [this](const ClusterEndpoint& c, agentplatform::HttpMethod m, const std::string& path) {
           return executor_.CallSlurm(c.where, *c.credentials, m, path, nullptr);
         },
-        clock, [this](const std::string& key) { queue_.Add(key); },
+        clock,
+        [this](const std::string& key) {
+          executor_.MarkChanged(key);
+          queue_.Add(key);
+        },
         [this](const std::string& ns, const std::string& uid) { return KnownUid(ns, uid); },
         options_.tracker);
     executor_.SetTracker(tracker_.get());

@@ -56,10 +56,9 @@ class Dialect {
   virtual std::string PingPath() const = 0;                  // /slurm/v0.0.42/ping/
   virtual std::string UpdatePath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42 (POST)
 
-  // Renders the body of a job update. v0.0.38 (22.05 job_properties) holds
-  // with "hold": true and releases by setting the priority to INFINITE (what
-  // `scontrol release` sends); v0.0.39+ (job_desc_msg) take "hold": false.
-  // InvalidArgument when the update sets nothing.
+  // Renders the body of a job update: {"comment": ...} and/or {"hold": b}
+  // (true holds with priority 0, false releases; the same in every version,
+  // checked against 22.05.8's v0.0.38). InvalidArgument when it sets nothing.
   virtual absl::StatusOr<nlohmann::json> RenderUpdate(const JobUpdate& update) const = 0;
 
   // Renders the submit body {"job": {...}, "script": "..."} for this version.
@@ -104,7 +103,8 @@ class Dialect {
                                                int64_t job_id) const = 0;
   // 2017 (404, 500 or inside a 200 status[]) -> unknown_job; 2021 or a
   // message containing "already" -> already_finished.
-  // 2017 (any status) -> unknown_job; other errors -> the error contract.
+  // 2017 (any status) -> unknown_job; 2084 "Job has already finished" ->
+  // already_finished; other errors -> the error contract.
   virtual absl::StatusOr<UpdateResponse> ParseUpdate(int http_status,
                                                      const nlohmann::json& body) const = 0;
   virtual absl::StatusOr<CancelResponse> ParseCancel(int http_status, const nlohmann::json& body,

@@ -140,7 +140,8 @@ struct JobUpdate {
 };
 
 struct UpdateResponse {
-  bool unknown_job = false;  // 2017: Slurm no longer knows the job
+  bool unknown_job = false;       // 2017: Slurm no longer knows the job
+  bool already_finished = false;  // 2084: nothing left to change
   std::vector<SlurmMessage> warnings;
 };
 

@@ -227,12 +227,14 @@ absl::StatusOr<UpdateResponse> ParseUpdateResponse(int http_status, const json& 
   for (SlurmMessage& e : m.errors) {
     if (e.error_number == kErrorInvalidJobId) {
       out.unknown_job = true;
+    } else if (e.error_number == 2084) {  // ESLURM_JOB_FINISHED, seen on 22.05.8
+      out.already_finished = true;
     } else {
       other_errors.push_back(std::move(e));
     }
   }
   if (http_status == 404) out.unknown_job = true;
-  if ((http_status >= 400 || !other_errors.empty()) && !out.unknown_job) {
+  if ((http_status >= 400 || !other_errors.empty()) && !out.unknown_job && !out.already_finished) {
     return RejectionStatus(http_status, body, other_errors);
   }
   out.warnings = std::move(m.warnings);

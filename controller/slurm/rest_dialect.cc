@@ -76,13 +76,9 @@ std::string RestDialect::UpdatePath(int64_t job_id) const { return JobPath(job_i
 absl::StatusOr<nlohmann::json> RestDialect::RenderUpdate(const JobUpdate& update) const {
   nlohmann::json body = nlohmann::json::object();
   if (update.comment) body["comment"] = *update.comment;
-  if (update.hold) {
-    if (*update.hold || format_.submit != SubmitFormat::kSbatchOptions) {
-      body["hold"] = *update.hold;
-    } else {
-      body["priority"] = int64_t{4294967295};  // INFINITE: release, as scontrol does
-    }
-  }
+  // "hold": false releases in every version: checked on 22.05.8's v0.0.38,
+  // which refuses the INFINITE priority scontrol sends ("Priority too large").
+  if (update.hold) body["hold"] = *update.hold;
   if (body.empty()) return absl::InvalidArgumentError("a job update must change something");
   return body;
 }

@@ -1246,20 +1246,28 @@ class SlurmSimulator:
                        "_update_job", 9000)
             return SlurmResponse(400, self._envelope(n, {}, [err]))
         view = job.view(now, self.completing_seconds)
-        if "hold" in body or "priority" in body:
-            if view["state"] != "PENDING":
-                err = _err(n, "Job is no longer pending execution", "_update_job", 2019)
-                return SlurmResponse(500, self._envelope(n, {}, [err]))
-            hold = body.get("hold")
-            if hold is True:
-                job.hold = True
-            elif (hold is False and n >= 39) or body.get("priority") == 4294967295:
-                if job.hold:
-                    job.hold = False
-                    job.release_time = now
-            elif "hold" in body and not isinstance(hold, bool):
+        if view["finished"]:
+            err = _err(n, "job update failed", "_parse_job_list", 2084)
+            err["error"] = "Job has already finished"
+            return SlurmResponse(200, self._envelope(n, {}, [err]))
+        if "priority" in body:
+            # 22.05.8 refuses INFINITE (what scontrol release sends) through REST.
+            if body["priority"] == 4294967295:
+                err = {"error": "Priority too large", "error_number": -1,
+                       "description": "Unable to process key \"priority\""}
+                return SlurmResponse(200, self._envelope(n, {}, [err]))
+        if "hold" in body:
+            hold = body["hold"]
+            if not isinstance(hold, bool):
                 err = _err(n, "hold must be a boolean", "_update_job", 9000)
                 return SlurmResponse(400, self._envelope(n, {}, [err]))
+            # As on 22.05.8: a running job accepts the update (no effect here).
+            if view["state"] == "PENDING":
+                if hold:
+                    job.hold = True
+                elif job.hold:
+                    job.hold = False
+                    job.release_time = now
         if "comment" in body:
             if not isinstance(body["comment"], str):
                 err = _err(n, "comment must be a string", "_update_job", 9000)

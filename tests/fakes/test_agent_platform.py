@@ -368,8 +368,7 @@ class SimulatorTest(unittest.TestCase):
         return (st if isinstance(st, str) else st[0]), job.get("state_reason")
 
     def test_hold_release_and_comment_update(self):
-        for version, release in (("v0.0.38", {"priority": 4294967295}),
-                                 ("v0.0.42", {"hold": False})):
+        for version, release in (("v0.0.38", {"hold": False}), ("v0.0.42", {"hold": False})):
             jid = self.submit(version, "#!/bin/bash\n#SIM pending=5\nsleep 10\n")
             resp = self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid), body={"hold": True})
             self.assertEqual(resp.status, 200, resp.body)
@@ -379,9 +378,13 @@ class SimulatorTest(unittest.TestCase):
             self.assertEqual(resp.status, 200, resp.body)
             self.clock.advance(1)
             self.assertEqual(self.state(version, jid)[0], "RUNNING")
-            # Holding a running job is refused, as slurmctld does.
+            # Holding a running job is accepted without effect (22.05.8); INFINITE is refused.
             resp = self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid), body={"hold": True})
-            self.assertEqual(resp.status, 500)
+            self.assertEqual((resp.status, resp.body["errors"]), (200, []))
+            self.assertEqual(self.state(version, jid)[0], "RUNNING")
+            resp = self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid),
+                                   body={"priority": 4294967295})
+            self.assertEqual(resp.body["errors"][0]["error"], "Priority too large")
             resp = self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid),
                                    body={"comment": "mine now"})
             self.assertEqual(resp.status, 200, resp.body)
