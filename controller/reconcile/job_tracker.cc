@@ -2,6 +2,8 @@
 
 #include "controller/reconcile/job_tracker.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -152,6 +154,12 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
       }
     }
   }
+
+  // A list of thousands of jobs is tens of MB while it is decoded (envelope,
+  // JSON, job records); hand those pages back to the system rather than let
+  // each thread's malloc arena keep its high-water mark.
+  const bool large = list && list->jobs.size() >= 256;
+  if (large) malloc_trim(0);
 
   lock.lock();
   Cluster& after = clusters_[key];

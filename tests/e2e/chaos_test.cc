@@ -94,12 +94,6 @@ constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "chaos";
 constexpr char kGroupPath[] = "/apis/hpc.slurmoperator.dev/v1alpha1";
 constexpr char kTagPrefix[] = "slurmjob-operator:";
-// The uid in a tag "slurmjob-operator:<namespace>/<uid>/<run>".
-std::string TagUid(const std::string& tag) {
-  const std::string rest = tag.substr(strlen(kTagPrefix));
-  const size_t a = rest.find('/'), b = rest.rfind('/');
-  return a != std::string::npos && b > a ? rest.substr(a + 1, b - a - 1) : rest;
-}
 constexpr char kToken[] = "chaos-harness-token";
 
 void Metric(const std::string& name, double value, const std::string& unit) {
@@ -633,7 +627,7 @@ class Chaos : public ::testing::Test {
       const std::string c = sj.value("comment", "");
       if (c.rfind(kTagPrefix, 0) != 0) continue;
       by_comment[c].push_back(sj);
-      const std::string uid = TagUid(c);
+      const std::string uid = testing::TagUid(c);
       by_uid[uid].push_back(sj);
       if (!uids.count(uid)) {
         ++v.strays;

@@ -425,12 +425,7 @@ class KubeFaults : public ::testing::Test {
       if (c.rfind(kTagPrefix, 0) == 0 && s.value("accepted", false)) ++accepted[c];
     }
     for (const auto& [tag, n] : accepted) {
-      // slurmjob-operator:<namespace>/<uid>/<run>
-      const std::string rest = tag.substr(strlen(kTagPrefix));
-      const size_t a = rest.find('/'), b = rest.rfind('/');
-      const std::string tag_uid =
-          a != std::string::npos && b > a ? rest.substr(a + 1, b - a - 1) : rest;
-      EXPECT_TRUE(known_uids_->count(tag_uid))
+      EXPECT_TRUE(known_uids_->count(testing::TagUid(tag)))
           << "a Slurm job with tag " << tag << " belongs to no SlurmJob of this suite";
       EXPECT_EQ(n, 1) << tag << " was submitted " << n << " times";
     }

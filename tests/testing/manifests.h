@@ -31,6 +31,16 @@ inline std::string LocalSlurmClusterManifest(const std::string& ns, int agent_pl
          std::to_string(agent_platform_port) + "\n";
 }
 
+// The uid in the operator's tag "slurmjob-operator:<namespace>/<uid>/<run>"
+// (the Slurm job's comment); "" for any other comment.
+inline std::string TagUid(const std::string& comment) {
+  const std::string prefix = "slurmjob-operator:";
+  if (comment.rfind(prefix, 0) != 0) return "";
+  const std::string rest = comment.substr(prefix.size());
+  const size_t a = rest.find('/'), b = rest.rfind('/');
+  return a != std::string::npos && b > a ? rest.substr(a + 1, b - a - 1) : "";
+}
+
 }  // namespace slurmop::testing
 
 #endif  // SLURMOP_TESTS_TESTING_MANIFESTS_H_
