@@ -25,8 +25,10 @@ tested=$(date +%s)
 echo "tests: $((tested - built)) s"
 
 if [ "${SLURMOP_SANITIZERS:-1}" != 0 ]; then
-  # The chaos run is timing-bound; under ASan it is left to the plain build.
-  scripts/test-sanitizers.sh -LE 'real-slurm|chaos'
+  # Unit and integration tests (the operator-as-a-process suites, label e2e, are left to the
+  # plain build: cpprestsdk's set_body type-puns its stream buffers, and UBSan's vptr report
+  # of it from the operator subprocess is not reliably suppressed).
+  scripts/test-sanitizers.sh -LE 'real-slurm|chaos|e2e'
   echo "sanitizers: $(($(date +%s) - tested)) s"
 fi
 fuzz_start=$(date +%s)
