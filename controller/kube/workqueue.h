@@ -96,8 +96,8 @@ class WorkQueue {
   // them under mu_). An entry whose deadline is no longer waiting_[key] (an
   // earlier AddAfter won, or the key already left) is stale and skipped.
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>>
-      heap_;  // guarded by mu_
-  bool shutting_down_ = false;           // guarded by mu_
+      heap_;                    // guarded by mu_
+  bool shutting_down_ = false;  // guarded by mu_
 };
 
 }  // namespace slurmop::kube

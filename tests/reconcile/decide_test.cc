@@ -346,7 +346,8 @@ TEST(DecideSubmit, TagNotFoundWhileASubmitMayBeInFlightWaitsThenSearchesAgain) {
   EXPECT_TRUE(memo.submit_outcome_unknown);
   d = Decide(job, Cluster(), {}, out, memo, t1, opt);
   ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
-  EXPECT_THAT(d.status.message(), HasSubstr("once no submit can still be in flight (60 s after it was sent)"));
+  EXPECT_THAT(d.status.message(),
+              HasSubstr("once no submit can still be in flight (60 s after it was sent)"));
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_EQ(d.events[0].reason, "SubmitOutcomeUnknown");
   job.status = d.status;
