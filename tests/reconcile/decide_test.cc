@@ -10,36 +10,17 @@
 #include "controller/reconcile/conditions.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/reconcile/decide_fixtures.h"
 
 namespace slurmop::reconcile {
 namespace {
 
+using fixtures::Cluster;
+using fixtures::kT0;
+using fixtures::NewJob;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 using ::testing::Pair;
-
-const Time kT0 = Time(seconds(1'700'000'000));
-
-JobFacts NewJob() {
-  JobFacts f;
-  f.id = {"team-a", "train", "uid-1"};
-  f.generation = 1;
-  f.spec.mutable_cluster_ref()->set_name("a3");
-  f.spec.set_script("#!/bin/bash\necho hi\n");
-  return f;
-}
-
-ClusterFacts Cluster() {
-  ClusterFacts c;
-  c.kind = ClusterFacts::Kind::kFound;
-  c.name = "a3";
-  c.spec.set_project_id("proj");
-  c.spec.set_region("us-central1");
-  c.spec.set_cluster_id("c1");
-  c.spec.set_slurm_api_version("v0.0.42");
-  c.spec.set_default_partition("gpu");
-  return c;
-}
 
 slurm::JobInfo Info(int64_t id, slurm::BaseState state) {
   slurm::JobInfo j;

@@ -16,36 +16,23 @@
 #include "controller/slurm/dialects.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/reconcile/decide_fixtures.h"
 
 namespace slurmop::reconcile {
 namespace {
 
-using nlohmann::json;
-using std::chrono::seconds;
-using ::testing::HasSubstr;
+using fixtures::Cluster;
+using fixtures::kT0;
 
-const Time kT0 = Time(seconds(1'700'000'000));
-
+// The shared job, with the CRD's default backoffLimit of 3 as the API server sets it.
 JobFacts NewJob() {
-  JobFacts f;
-  f.id = {"team-a", "train", "uid-1"};
-  f.generation = 1;
-  f.spec.mutable_cluster_ref()->set_name("a3");
-  f.spec.set_script("#!/bin/bash\necho hi\n");
+  JobFacts f = fixtures::NewJob();
   f.spec.set_backoff_limit(3);
   return f;
 }
-
-ClusterFacts Cluster() {
-  ClusterFacts c;
-  c.kind = ClusterFacts::Kind::kFound;
-  c.name = "a3";
-  c.spec.set_project_id("proj");
-  c.spec.set_region("us-central1");
-  c.spec.set_cluster_id("c1");
-  c.spec.set_slurm_api_version("v0.0.42");
-  return c;
-}
+using nlohmann::json;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
 
 JobFacts Submitted(int64_t id = 42) {
   JobFacts f = NewJob();
