@@ -225,7 +225,7 @@ TEST_F(EventRecorderTest, RecordNeverBlocksOnTheApiServer) {
   for (int i = 0; i < 50; ++i) {
     recorder.Record(kJob, "Normal", "Tick", "Poll", "tick " + std::to_string(i));
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   release.Notify();
   recorder.Flush();
   EXPECT_EQ(client_.calls().size(), 50u);

@@ -330,7 +330,7 @@ TEST_F(InformerTest, StopCancelsAnInFlightWatchPromptly) {
   WaitForIdleWatch();
   const auto start = std::chrono::steady_clock::now();
   informer->Stop();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   informer->Stop();  // idempotent
 }
 
@@ -342,7 +342,7 @@ TEST_F(InformerTest, StopInterruptsARealBackoffWait) {
   ASSERT_TRUE(WaitUntil([this] { return client_.list_calls().size() == 1; }));
   const auto start = std::chrono::steady_clock::now();
   informer->Stop();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_FALSE(informer->HasSynced());
 }
 
