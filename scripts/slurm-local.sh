@@ -424,13 +424,7 @@ fresh_start() {
      GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" || fail_start mariadb
   step "mariadb up (port $DB_PORT)"
 
-  launch slurmdbd slurmdbd -D
-  wait_until slurmdbd 60 sacctmgr -n -P list cluster format=cluster || fail_start slurmdbd
-  step "slurmdbd up"
-
-  launch slurmctld slurmctld -D -i
-  wait_until slurmctld 60 sh -c 'scontrol ping | grep -q "is UP"' || fail_start slurmctld
-  step "slurmctld answers scontrol ping"
+  start_dbd_and_ctld 2
 
   # slurmd only after slurmctld answers (it backs off and ignores SIGTERM while retrying).
   launch slurmd slurmd -D -N localhost
@@ -456,6 +450,30 @@ fresh_start() {
   step "slurmrestd answers GET /slurm/$API/ping"
   cmd_env >"$DIR/env"
   log "ready: $(cmd_env | tr '\n' ' ')"
+}
+
+# start_dbd_and_ctld TRIES: slurmdbd, then slurmctld once slurmdbd answers. Seen once in CI
+# (2026-11-30): slurmdbd logged "Terminate signal (SIGINT or SIGTERM) received" the very
+# millisecond slurmctld started, with no process of this script sending it; slurmctld then
+# exits ("we have no TRES from it"). When slurmctld dies and slurmdbd is gone too, both are
+# started once more; any other failure is reported at once.
+start_dbd_and_ctld() {
+  local tries=$1
+  launch slurmdbd slurmdbd -D
+  wait_until slurmdbd 60 sacctmgr -n -P list cluster format=cluster || fail_start slurmdbd
+  step "slurmdbd up"
+
+  launch slurmctld slurmctld -D -i
+  if wait_until slurmctld 60 sh -c 'scontrol ping | grep -q "is UP"'; then
+    step "slurmctld answers scontrol ping"
+    return 0
+  fi
+  if [ "$tries" -gt 1 ] && ! alive slurmdbd && ! alive slurmctld; then
+    err "slurmdbd exited too ($(tail -n 1 "$DIR/log/slurmdbd.log" 2>/dev/null)); starting both again"
+    start_dbd_and_ctld $((tries - 1))
+    return 0
+  fi
+  fail_start slurmctld
 }
 
 cmd_start() {
