@@ -54,6 +54,47 @@ Decision WriteIfChanged(const JobFacts& job, v1alpha1::SlurmJobStatus desired,
   return d;
 }
 
+// `s` without what a pending job's status only adds detail with: Slurm's
+// pending reason and submit time, the message, and the conditions' reasons,
+// messages and transition times.
+v1alpha1::SlurmJobStatus WithoutQueueDetails(v1alpha1::SlurmJobStatus s) {
+  s.clear_reason();
+  s.clear_submit_time();
+  s.clear_message();
+  for (v1alpha1::Condition& c : *s.mutable_conditions()) {
+    c.clear_reason();
+    c.clear_message();
+    c.clear_last_transition_time();
+  }
+  return s;
+}
+
+// True when `desired` differs from `current` only in queue details, both
+// pending (see DecideOptions::pending_details_delay).
+bool OnlyQueueDetailsChange(const v1alpha1::SlurmJobStatus& desired,
+                            const v1alpha1::SlurmJobStatus& current) {
+  return desired.phase() == kPhasePending && current.phase() == kPhasePending &&
+         SameStatus(WithoutQueueDetails(desired), WithoutQueueDetails(current));
+}
+
+// True when `desired` only moves a running job to COMPLETING.
+bool OnlyCompletingChange(const v1alpha1::SlurmJobStatus& desired,
+                          const v1alpha1::SlurmJobStatus& current) {
+  if (desired.job_state() != "COMPLETING" || current.job_state() != "RUNNING") return false;
+  v1alpha1::SlurmJobStatus probe = desired;
+  probe.set_job_state(current.job_state());
+  return SameStatus(probe, current);
+}
+
+// When the current run was submitted (its Submitted condition), if recorded.
+std::optional<Time> SubmittedAt(const v1alpha1::SlurmJobStatus& status) {
+  const v1alpha1::Condition* c = FindCondition(status.conditions(), kSubmitted);
+  if (c == nullptr || c->status() != "True" || !c->has_last_transition_time()) {
+    return std::nullopt;
+  }
+  return Time(std::chrono::seconds(c->last_transition_time().seconds()));
+}
+
 std::string ApiVersionOf(const ClusterFacts& cluster) {
   return cluster.spec.slurm_api_version().empty() ? kDefaultApiVersion
                                                   : cluster.spec.slurm_api_version();
@@ -617,6 +658,25 @@ Decision DecideTracking(const JobFacts& job, const ClusterFacts& cluster, const 
                       job.spec.suspend() ? " is held (spec.suspend)." : " is released.")});
   }
   Decision then = StopAndRequeue(PollInterval(desired, now, opt), "the Slurm job is active");
+  if (opt.pending_details_delay > Duration::zero() && events.empty() &&
+      OnlyQueueDetailsChange(desired, job.status)) {
+    if (std::optional<Time> submitted = SubmittedAt(job.status)) {
+      const Time due = *submitted + opt.pending_details_delay;
+      if (now < due) {
+        // Looked at again by then (the tracker also wakes it on any change).
+        return StopAndRequeue(std::min<Duration>(*then.requeue_after, due - now),
+                              "pending; queue details are written with the next change");
+      }
+    }
+  }
+  if (opt.completing_write_delay > Duration::zero() && events.empty() && view.job->end_time &&
+      OnlyCompletingChange(desired, job.status)) {
+    const Time due = *view.job->end_time + opt.completing_write_delay;
+    if (now < due) {
+      return StopAndRequeue(std::min<Duration>(*then.requeue_after, due - now),
+                            "completing; written with the final state");
+    }
+  }
   return WriteIfChanged(job, std::move(desired), std::move(events), then);
 }
 

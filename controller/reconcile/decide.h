@@ -147,6 +147,17 @@ struct DecideOptions {
   // after it was sent, or after a restart for a submit an earlier process
   // may have sent: a tag search that finds nothing before then proves nothing.
   Duration submit_settle = std::chrono::seconds(60);
+  // While a job is still pending this soon after its submit, a change that
+  // only adds queue details (Slurm's pending reason and submit time, and the
+  // messages quoting them) is not written on its own: most jobs start within
+  // it, and the write that records RUNNING carries them. A job still pending
+  // after it gets them written. Keeps a plain life at one status write per
+  // visible state (submitted, running, finished); 0 writes them at once.
+  Duration pending_details_delay = std::chrono::seconds(10);
+  // Likewise a running job that ended but is still COMPLETING (epilog, I/O
+  // flush; usually well under a second): the COMPLETING state gets a write
+  // of its own only once the job ended this long ago.
+  Duration completing_write_delay = std::chrono::seconds(10);
   // When this process started (the executor sets it).
   Time process_start{};
   // Looks are answered from the cluster's shared list (job_tracker.h).

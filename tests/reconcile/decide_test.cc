@@ -585,6 +585,83 @@ TEST(DecideTrack, RunningIsWrittenOnceWithAStartedEvent) {
   EXPECT_TRUE(again.events.empty());
 }
 
+// A plain life is one status write per visible state: the pending reason and
+// submit time Slurm reports right after the submit do not get a write of their
+// own while the job is young; they ride on the write that records RUNNING.
+TEST(DecideTrack, QueueDetailsOfAYoungPendingJobWaitForTheNextChange) {
+  JobFacts job = Submitted();
+  slurm::JobInfo info = Info(42, slurm::BaseState::kPending);
+  info.state_reason = "Priority";
+  info.submit_time = kT0;
+  Decision young = Decide(job, Cluster(), {}, Queried(info), {}, kT0 + seconds(2));
+  EXPECT_EQ(young.action, Action::kNone) << young.why;
+  ASSERT_TRUE(young.requeue_after.has_value());
+  EXPECT_LE(*young.requeue_after, seconds(8));  // looked at again by the end of the delay
+
+  info.state = slurm::BaseState::kRunning;
+  info.state_reason = "None";
+  info.start_time = kT0 + seconds(3);
+  Decision running = Decide(job, Cluster(), {}, Queried(info), {}, kT0 + seconds(4));
+  ASSERT_EQ(running.action, Action::kWriteStatus);
+  EXPECT_EQ(running.status.job_state(), "RUNNING");
+  EXPECT_EQ(running.status.submit_time().seconds(), 1'700'000'000);
+}
+
+TEST(DecideTrack, QueueDetailsOfAJobStillPendingAfterTheDelayAreWritten) {
+  JobFacts job = Submitted();
+  slurm::JobInfo info = Info(42, slurm::BaseState::kPending);
+  info.state_reason = "Resources";
+  Decision d = Decide(job, Cluster(), {}, Queried(info), {}, kT0 + seconds(10));
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.reason(), "Resources");
+  EXPECT_THAT(d.status.message(), HasSubstr("(Resources)"));
+
+  // With the delay off, at once.
+  DecideOptions now_opts;
+  now_opts.pending_details_delay = Duration::zero();
+  Decision at_once = Decide(job, Cluster(), {}, Queried(info), {}, kT0 + seconds(1), now_opts);
+  EXPECT_EQ(at_once.action, Action::kWriteStatus);
+}
+
+TEST(DecideTrack, AnythingBeyondQueueDetailsIsWrittenAtOnceEvenWhenYoung) {
+  JobFacts job = Submitted();
+  slurm::JobInfo info = Info(42, slurm::BaseState::kPending);
+  info.state_reason = "Priority";
+  // A generation change (an edit of the SlurmJob) is not a queue detail.
+  job.generation = 2;
+  Decision d = Decide(job, Cluster(), {}, Queried(info), {}, kT0 + seconds(1));
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(d.status.observed_generation(), 2);
+}
+
+TEST(DecideTrack, CompletingGetsNoWriteOfItsOwnUnlessItLasts) {
+  JobFacts job = Submitted();
+  slurm::JobInfo running = Info(42, slurm::BaseState::kRunning);
+  running.start_time = kT0 + seconds(1);
+  Decision r = Decide(job, Cluster(), {}, Queried(running), {}, kT0 + seconds(2));
+  ASSERT_EQ(r.action, Action::kWriteStatus);
+  job.status = r.status;
+
+  slurm::JobInfo completing = Info(42, slurm::BaseState::kCompleted);
+  completing.flags = {"COMPLETING"};
+  completing.start_time = kT0 + seconds(1);
+  completing.end_time = kT0 + seconds(30);
+  completing.exit_code = 0;
+  Decision brief = Decide(job, Cluster(), {}, Queried(completing), {}, kT0 + seconds(31));
+  EXPECT_EQ(brief.action, Action::kNone) << brief.why;
+  ASSERT_TRUE(brief.requeue_after.has_value());
+  EXPECT_LE(*brief.requeue_after, seconds(9));
+
+  Decision stuck = Decide(job, Cluster(), {}, Queried(completing), {}, kT0 + seconds(41));
+  ASSERT_EQ(stuck.action, Action::kWriteStatus);
+  EXPECT_EQ(stuck.status.job_state(), "COMPLETING");
+
+  completing.flags.clear();
+  Decision done = Decide(job, Cluster(), {}, Queried(completing), {}, kT0 + seconds(32));
+  ASSERT_EQ(done.action, Action::kWriteStatus);
+  EXPECT_EQ(done.status.job_state(), "COMPLETED");
+}
+
 TEST(DecideTrack, CompletedIsReadyAndFinal) {
   JobFacts job = Submitted();
   slurm::JobInfo info = Info(42, slurm::BaseState::kCompleted);
