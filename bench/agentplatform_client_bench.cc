@@ -18,14 +18,27 @@
 // divided by the round trip; (b) the wall time spent outside the transport's
 // Send() (a timing decorator around the transport) over the round trip.
 //
+// Part 3, job lists (issue #7): a v0.0.42 list of --list-jobs jobs (records
+// as tests/fakes/slurm_sim.py renders them), pretty and compact, decoded by
+// the protobuf Struct path the client used before (a copy is kept below), by
+// DecodeResponse() unfiltered and with the dialect's JobRecordKeys() filter,
+// and by nlohmann's parse() with a key callback; then the compact answer read
+// over loopback by the old Send() (extract_vector() + copy) and by
+// CpprestTransport::Send(). Time, peak live heap bytes, the result's size and
+// the bytes allocated, one run each.
+//
 // Allocations are counted by replacing the global operator new/delete of this
 // binary with an atomic counter (all threads, so part 2's figures include
-// cpprestsdk's own allocations).
+// cpprestsdk's own allocations); live bytes (malloc_usable_size) and their
+// peak are tracked the same way.
 //
 //   agentplatform_client_bench [--n=20000] [--reps=1] [--rt-get=1000]
 //                              [--rt-post=200] [--no-loopback]
+//                              [--list-jobs=10000] [--list-only] [--no-callback]
 
+#include <cpprest/http_client.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -34,6 +47,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,31 +61,52 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agentplatform/v1beta1/slurm_rest.pb.h"
 #include "controller/agentplatform/client.h"
 #include "controller/agentplatform/credentials.h"
 #include "controller/agentplatform/envelope.h"
 #include "controller/http/cpprest_transport.h"
 #include "controller/http/http_transport.h"
 #include "controller/slurm/dialects.h"
+#include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "tests/http/test_http_server.h"
 
 // ------------------------------------------------------------ allocations
 
 namespace {
 std::atomic<uint64_t> g_allocs{0};
 std::atomic<uint64_t> g_alloc_bytes{0};
+// Heap bytes held through operator new (as malloc counts them), and the
+// highest value since the last reset.
+std::atomic<int64_t> g_live_bytes{0};
+std::atomic<int64_t> g_peak_bytes{0};
 
+void* NoteAlloc(void* p) {
+  if (p == nullptr) return p;
+  const int64_t size = static_cast<int64_t>(malloc_usable_size(p));
+  const int64_t live = g_live_bytes.fetch_add(size, std::memory_order_relaxed) + size;
+  int64_t peak = g_peak_bytes.load(std::memory_order_relaxed);
+  while (live > peak && !g_peak_bytes.compare_exchange_weak(peak, live)) {
+  }
+  return p;
+}
+void Free(void* p) {
+  if (p == nullptr) return;
+  g_live_bytes.fetch_sub(static_cast<int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+  std::free(p);
+}
 void* CountedAlloc(std::size_t n) {
   g_allocs.fetch_add(1, std::memory_order_relaxed);
   g_alloc_bytes.fetch_add(n, std::memory_order_relaxed);
-  return std::malloc(n == 0 ? 1 : n);
+  return NoteAlloc(std::malloc(n == 0 ? 1 : n));
 }
 void* CountedAlignedAlloc(std::size_t n, std::align_val_t al) {
   g_allocs.fetch_add(1, std::memory_order_relaxed);
   g_alloc_bytes.fetch_add(n, std::memory_order_relaxed);
   const std::size_t a = static_cast<std::size_t>(al);
   const std::size_t size = ((n == 0 ? 1 : n) + a - 1) / a * a;
-  return std::aligned_alloc(a, size);
+  return NoteAlloc(std::aligned_alloc(a, size));
 }
 }  // namespace
 
@@ -99,18 +134,18 @@ void* operator new(std::size_t n, std::align_val_t al, const std::nothrow_t&) no
 void* operator new[](std::size_t n, std::align_val_t al, const std::nothrow_t&) noexcept {
   return CountedAlignedAlloc(n, al);
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept { Free(p); }
+void operator delete[](void* p) noexcept { Free(p); }
+void operator delete(void* p, std::size_t) noexcept { Free(p); }
+void operator delete[](void* p, std::size_t) noexcept { Free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { Free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { Free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { Free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { Free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { Free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { Free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { Free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { Free(p); }
 
 namespace slurmop::bench {
 namespace {
@@ -124,6 +159,9 @@ struct Options {
   int rt_get = 1000;
   int rt_post = 200;
   bool loopback = true;
+  int list_jobs = 10000;
+  bool list_only = false;
+  bool list_callback = true;
 };
 
 Options ParseArgs(int argc, char** argv) {
@@ -144,6 +182,12 @@ Options ParseArgs(int argc, char** argv) {
       o.rt_post = std::atoi(v);
     } else if (a == "--no-loopback") {
       o.loopback = false;
+    } else if (const char* v = val("--list-jobs=")) {
+      o.list_jobs = std::atoi(v);
+    } else if (a == "--list-only") {
+      o.list_only = true;
+    } else if (a == "--no-callback") {
+      o.list_callback = false;
     } else {
       std::cerr << "unknown argument " << a << "\n";
       std::exit(2);
@@ -408,6 +452,305 @@ InProcess RunInProcess(const Options& o) {
   return out;
 }
 
+// ------------------------------------------------------------ job lists
+
+// The callSlurmRestApi decoding before issue #7, kept here to compare with:
+// the envelope through protobuf's JSON mapping into
+// CallSlurmRestApiResponse (google.protobuf.Struct), then converted to
+// nlohmann::json.
+namespace legacy {
+
+constexpr double kMaxSafeInteger = 9007199254740992.0;  // 2^53
+
+nlohmann::json FromProtoStruct(const google::protobuf::Struct& s);
+
+nlohmann::json FromProtoValue(const google::protobuf::Value& v) {
+  switch (v.kind_case()) {
+    case google::protobuf::Value::kNullValue:
+    case google::protobuf::Value::KIND_NOT_SET:
+      return nullptr;
+    case google::protobuf::Value::kBoolValue:
+      return v.bool_value();
+    case google::protobuf::Value::kNumberValue: {
+      const double d = v.number_value();
+      if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) <= kMaxSafeInteger) {
+        return static_cast<int64_t>(d);
+      }
+      return d;
+    }
+    case google::protobuf::Value::kStringValue:
+      return v.string_value();
+    case google::protobuf::Value::kStructValue:
+      return FromProtoStruct(v.struct_value());
+    case google::protobuf::Value::kListValue: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : v.list_value().values()) out.push_back(FromProtoValue(item));
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+nlohmann::json FromProtoStruct(const google::protobuf::Struct& s) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, value] : s.fields()) out[key] = FromProtoValue(value);
+  return out;
+}
+
+absl::StatusOr<ap::SlurmResponse> DecodeResponse(std::string_view json) {
+  slurmop::agentplatform::v1beta1::CallSlurmRestApiResponse response;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(json.data(), json.size()), &response, options);
+  if (!status.ok()) return absl::InternalError(status.message().ToString());
+  if (response.status() == 0) return absl::InternalError("no status");
+  ap::SlurmResponse out;
+  out.status = response.status();
+  if (response.has_structured_body()) {
+    out.body = FromProtoStruct(response.structured_body());
+  } else if (response.has_body()) {
+    const google::protobuf::Value& body = response.body();
+    if (body.kind_case() == google::protobuf::Value::kStringValue && body.string_value().empty()) {
+      out.body = nullptr;
+    } else if (body.kind_case() == google::protobuf::Value::kStringValue) {
+      nlohmann::json parsed = nlohmann::json::parse(body.string_value(), nullptr, false);
+      out.body = parsed.is_discarded() ? nlohmann::json(body.string_value()) : std::move(parsed);
+    } else {
+      out.body = FromProtoValue(body);
+    }
+  }
+  return out;
+}
+
+}  // namespace legacy
+
+// The same filter through nlohmann's parse() callback (returning false on a
+// `key` event drops the key and its value), for comparison: in nlohmann 3.11
+// every object that ends while a callback is set rescans its parent for a
+// discarded value, so a list of n jobs costs O(n^2) steps.
+nlohmann::json CallbackParse(const std::string& text, const std::vector<std::string>& keep) {
+  std::vector<std::string> path(8);
+  bool in_structured_jobs = false;
+  nlohmann::json envelope = nlohmann::json::parse(
+      text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        if (event != nlohmann::json::parse_event_t::key) return true;
+        const std::string& key = parsed.get_ref<const std::string&>();
+        if (depth < static_cast<int>(path.size())) path[depth] = key;
+        if (depth == 1 || depth == 2) {
+          in_structured_jobs = path[1] == "structuredBody" && path[2] == "jobs";
+        }
+        if (depth == 4 && in_structured_jobs) {
+          return std::find(keep.begin(), keep.end(), key) != keep.end();
+        }
+        return true;
+      });
+  return std::move(envelope["structuredBody"]);
+}
+
+// One record as tests/fakes/slurm_sim.py renders a running job for
+// /slurm/v0.0.42/jobs/ (67 keys, 2.5 KB compact).
+constexpr char kSimJob42[] =
+    R"({"account":"","accrue_time":{"set":true,"infinite":false,"number":1700000000},)"
+    R"("admin_comment":"","array_job_id":{"set":true,"infinite":false,"number":0},)"
+    R"("array_task_id":{"set":false,"infinite":false,"number":0},)"
+    R"("array_max_tasks":{"set":true,"infinite":false,"number":0},"array_task_string":"",)"
+    R"("association_id":0,"batch_features":"","batch_flag":true,"batch_host":"node-0",)"
+    R"("flags":["JOB_WAS_RUNNING"],"burst_buffer":"","burst_buffer_state":"",)"
+    R"("cluster":"cluster","cluster_features":"","command":"",)"
+    R"("comment":"slurmjob-operator:team-a/3f2a9c1e-0b7d-4e55-9a63-1c2d3e4f5a6b/1",)"
+    R"("container":"","contiguous":false,"cpus":{"set":true,"infinite":false,"number":1},)"
+    R"("cpus_per_task":{"set":true,"infinite":false,"number":1},)"
+    R"("current_working_directory":"/home/alice","deadline":{"set":true,"infinite":false,)"
+    R"("number":0},"dependency":"","derived_exit_code":{"status":["SUCCESS"],)"
+    R"("return_code":{"set":true,"infinite":false,"number":0},"signal":{"id":{"set":false,)"
+    R"("infinite":false,"number":0},"name":""}},"eligible_time":{"set":true,"infinite":false,)"
+    R"("number":1700000000},"end_time":{"set":true,"infinite":false,"number":1700007200},)"
+    R"("excluded_nodes":"","exit_code":{"status":["SUCCESS"],"return_code":{"set":true,)"
+    R"("infinite":false,"number":0},"signal":{"id":{"set":false,"infinite":false,"number":0},)"
+    R"("name":""}},"features":"","group_id":11529,"group_name":"alice","job_id":1000,)"
+    R"("job_state":["RUNNING"],"last_sched_evaluation":{"set":true,"infinite":false,)"
+    R"("number":1700000000},"licenses":"","max_cpus":{"set":true,"infinite":false,)"
+    R"("number":0},"max_nodes":{"set":true,"infinite":false,"number":0},"name":"train-0001",)"
+    R"("nice":0,"node_count":{"set":true,"infinite":false,"number":1},"nodes":"node-0",)"
+    R"("partition":"debug","priority":{"set":true,"infinite":false,"number":4294901759},)"
+    R"("qos":"normal","requeue":false,"restart_cnt":0,"resv_name":"",)"
+    R"("standard_error":"/home/alice/slurm-1000.out","standard_input":"/dev/null",)"
+    R"("standard_output":"/home/alice/slurm-1000.out","start_time":{"set":true,)"
+    R"("infinite":false,"number":1700000000},"state_description":"","state_reason":"None",)"
+    R"("submit_time":{"set":true,"infinite":false,"number":1700000000},)"
+    R"("suspend_time":{"set":true,"infinite":false,"number":0},"system_comment":"",)"
+    R"("tasks":{"set":true,"infinite":false,"number":1},"tasks_per_node":{"set":false,)"
+    R"("infinite":false,"number":0},"time_limit":{"set":true,"infinite":false,"number":120},)"
+    R"("time_minimum":{"set":true,"infinite":false,"number":0},"tres_req_str":"cpu=1,node=1,)"
+    R"(billing=1","tres_alloc_str":"cpu=1,node=1,billing=1","user_id":11529,)"
+    R"("user_name":"alice","wckey":""})";
+
+// {"status": 200, "structuredBody": <a v0.0.42 list of n jobs>}, as the
+// envelope of tests/fakes/agent_platform.py; `indent` 2 is Google's default
+// (pretty) output, -1 the compact one of ?prettyPrint=false.
+std::string JobListEnvelope(int n, int indent) {
+  const nlohmann::json job = nlohmann::json::parse(kSimJob42);
+  nlohmann::json body = nlohmann::json::parse(absl::StrCat("{", kMeta42, "}"));
+  body["errors"] = nlohmann::json::array();
+  body["warnings"] = nlohmann::json::array();
+  body["last_backfill"] = {{"set", true}, {"infinite", false}, {"number", 1700000000}};
+  body["last_update"] = {{"set", true}, {"infinite", false}, {"number", 1700000017}};
+  nlohmann::json& jobs = body["jobs"] = nlohmann::json::array();
+  for (int i = 0; i < n; ++i) {
+    nlohmann::json j = job;
+    const int64_t id = 1000 + i;
+    j["job_id"] = id;
+    j["name"] = absl::StrCat("train-", i);
+    j["comment"] =
+        absl::StrCat("slurmjob-operator:team-a/3f2a9c1e-0b7d-4e55-9a63-", 100000000000 + i, "/1");
+    j["standard_output"] = j["standard_error"] = absl::StrCat("/home/alice/slurm-", id, ".out");
+    j["job_state"] = nlohmann::json::array({i % 3 == 0 ? "PENDING" : "RUNNING"});
+    jobs.push_back(std::move(j));
+  }
+  return nlohmann::json{{"status", 200}, {"structuredBody", std::move(body)}}.dump(indent);
+}
+
+// One run of `f`: wall time, the peak of live heap bytes above what was live
+// before, what `f` left allocated (its result), and the bytes allocated.
+struct PeakSample {
+  double ms = 0;
+  int64_t peak = 0;
+  int64_t kept = 0;
+  uint64_t allocated = 0;
+};
+
+template <typename F>
+PeakSample MeasurePeak(F&& f) {
+  const int64_t live0 = g_live_bytes.load();
+  g_peak_bytes.store(live0);
+  const uint64_t b0 = g_alloc_bytes.load();
+  const auto t0 = Clock::now();
+  f();
+  const auto t1 = Clock::now();
+  PeakSample s;
+  s.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  s.peak = g_peak_bytes.load() - live0;
+  s.kept = g_live_bytes.load() - live0;
+  s.allocated = g_alloc_bytes.load() - b0;
+  return s;
+}
+
+void PeakRow(const std::string& what, const PeakSample& s) {
+  std::printf("  %-58s %9.0f ms %9.1f MB %9.1f MB %10.1f MB\n", what.c_str(), s.ms, s.peak / 1e6,
+              s.kept / 1e6, s.allocated / 1e6);
+}
+
+void RunJobList(const Options& o) {
+  const slurm::Dialect* dialect = *slurm::DialectFor("v0.0.42");
+  ap::CallOptions filter;
+  filter.job_fields = dialect->JobRecordKeys();
+  std::printf("\nDecoding a v0.0.42 list of %d jobs (GET /slurm/v0.0.42/jobs/), one run each\n",
+              o.list_jobs);
+  std::printf("  %-58s %12s %12s %12s %13s\n", "", "time", "peak heap", "result", "allocated");
+  for (int indent : {2, -1}) {
+    const std::string text = JobListEnvelope(o.list_jobs, indent);
+    std::printf("  %s answer: %.1f MB\n", indent >= 0 ? "pretty (indent 2)" : "compact",
+                text.size() / 1e6);
+    auto check = [&](const absl::StatusOr<ap::SlurmResponse>& r) {
+      absl::StatusOr<slurm::JobList> list = r.ok() ? dialect->ParseJobs(r->status, r->body)
+                                                   : absl::StatusOr<slurm::JobList>(r.status());
+      if (!list.ok() || static_cast<int>(list->jobs.size()) != o.list_jobs) {
+        std::fprintf(stderr, "the list did not decode: %s\n",
+                     list.ok() ? "wrong size" : std::string(list.status().message()).c_str());
+        std::exit(1);
+      }
+    };
+    {
+      absl::StatusOr<ap::SlurmResponse> r;
+      PeakSample s = MeasurePeak([&] { r = legacy::DecodeResponse(text); });
+      check(r);
+      PeakRow("before: protobuf Struct -> nlohmann::json", s);
+    }
+    {
+      absl::StatusOr<ap::SlurmResponse> r;
+      PeakSample s = MeasurePeak([&] { r = ap::DecodeResponse(text); });
+      check(r);
+      PeakRow("after: DecodeResponse, unfiltered", s);
+    }
+    {
+      absl::StatusOr<ap::SlurmResponse> r;
+      PeakSample s = MeasurePeak([&] { r = ap::DecodeResponse(text, filter); });
+      check(r);
+      PeakRow("after: DecodeResponse, job_fields = JobRecordKeys()", s);
+    }
+    {
+      absl::StatusOr<slurm::JobList> list;
+      PeakSample s = MeasurePeak([&] {
+        absl::StatusOr<ap::SlurmResponse> r = ap::DecodeResponse(text, filter);
+        list = dialect->ParseJobs(r->status, r->body);
+      });
+      PeakRow("after: the tracker's list (filtered decode + ParseJobs)", s);
+    }
+    {
+      absl::StatusOr<slurm::JobList> list;
+      PeakSample s = MeasurePeak([&] {
+        absl::StatusOr<ap::SlurmResponse> r = legacy::DecodeResponse(text);
+        list = dialect->ParseJobs(r->status, r->body);
+      });
+      PeakRow("before: the tracker's list (decode + ParseJobs)", s);
+    }
+    if (o.list_callback) {
+      nlohmann::json body;
+      PeakSample s = MeasurePeak([&] { body = CallbackParse(text, filter.job_fields); });
+      PeakRow("for comparison: nlohmann parse() with a key callback", s);
+    }
+  }
+}
+
+// A compact list served over loopback, read by the old Send() (cpprest's
+// extract_vector(), then a copy into the string) and by CpprestTransport.
+void RunJobListTransfer(const Options& o) {
+  const std::string text = JobListEnvelope(o.list_jobs, -1);
+  testing::TestHttpServer server([&](const testing::ReceivedRequest& r, testing::Connection& c) {
+    const std::string_view body(text);
+    if (r.target == "/chunked") {
+      c.StartChunked(200, {{"Content-Type", "application/json; charset=UTF-8"}});
+      for (size_t at = 0; at < body.size(); at += 256 * 1024) {
+        if (!c.WriteChunk(body.substr(at, 256 * 1024))) return;
+      }
+      c.EndChunked();
+      return;
+    }
+    // Written in place: WriteResponse() would copy the body.
+    c.Write(absl::StrCat("HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=UTF-8\r\n",
+                         "Content-Length: ", body.size(), "\r\n\r\n"));
+    c.Write(body);
+  });
+  std::printf("\nReading that compact answer (%.1f MB) over loopback, one run each\n",
+              text.size() / 1e6);
+  std::printf("  %-58s %12s %12s %12s %13s\n", "", "time", "peak heap", "result", "allocated");
+  for (const char* path : {"/length", "/chunked"}) {
+    const std::string url = server.url() + path;
+    {
+      web::http::client::http_client client(server.url());
+      std::string body;
+      PeakSample s = MeasurePeak([&] {
+        web::http::http_response response = client.request(web::http::methods::GET, path).get();
+        std::vector<unsigned char> bytes = response.extract_vector().get();
+        body.assign(bytes.begin(), bytes.end());
+      });
+      if (body != text) std::printf("  (the old read returned %zu bytes)\n", body.size());
+      PeakRow(absl::StrCat("before: extract_vector() + copy, ", path + 1), s);
+    }
+    {
+      absl::StatusOr<std::unique_ptr<http::CpprestTransport>> transport =
+          http::CpprestTransport::Create({});
+      http::Request request;
+      request.url = url;
+      absl::StatusOr<http::Response> response;
+      PeakSample s = MeasurePeak([&] { response = (*transport)->Send(request); });
+      if (!response.ok() || response->body != text) std::printf("  (Send() failed)\n");
+      PeakRow(absl::StrCat("after: CpprestTransport::Send(), ", path + 1), s);
+    }
+  }
+}
+
 // ------------------------------------------------------------ loopback
 
 class Child {
@@ -595,8 +938,14 @@ int main(int argc, char** argv) {
   using namespace slurmop::bench;
   const Options o = ParseArgs(argc, argv);
   const auto t0 = Clock::now();
-  InProcess inproc = RunInProcess(o);
-  if (o.loopback) RunLoopback(o, inproc);
+  if (!o.list_only) {
+    InProcess inproc = RunInProcess(o);
+    if (o.loopback) RunLoopback(o, inproc);
+  }
+  if (o.list_jobs > 0) {
+    RunJobList(o);
+    if (o.loopback) RunJobListTransfer(o);
+  }
   std::printf("\nTotal bench time %.1f s\n",
               std::chrono::duration<double>(Clock::now() - t0).count());
   return 0;

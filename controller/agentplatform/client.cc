@@ -80,13 +80,15 @@ class SlurmApiClient final : public SlurmApi {
     if (opts_.max_attempts < 1) opts_.max_attempts = 1;
   }
 
+  using SlurmApi::Call;
   absl::StatusOr<SlurmResponse> Call(const ClusterName& cluster, TokenSource& credentials,
                                      HttpMethod method, std::string_view path,
-                                     const nlohmann::json* body) override {
+                                     const nlohmann::json* body,
+                                     const CallOptions& options) override {
     try {
       bool sent = false;
       absl::StatusOr<SlurmResponse> result =
-          CallImpl(cluster, credentials, method, path, body, &sent);
+          CallImpl(cluster, credentials, method, path, body, options, &sent);
       if (!result.ok() && !sent) return NotSent(result.status());
       return result;
     } catch (const std::exception& e) {
@@ -103,7 +105,8 @@ class SlurmApiClient final : public SlurmApi {
 
   absl::StatusOr<SlurmResponse> CallImpl(const ClusterName& cluster, TokenSource& credentials,
                                          HttpMethod method, std::string_view path_view,
-                                         const nlohmann::json* body, bool* sent) {
+                                         const nlohmann::json* body, const CallOptions& options,
+                                         bool* sent) {
     const std::string path(path_view);
     if (opts_.transport == nullptr) {
       return absl::FailedPreconditionError("Agent Platform: ClientOptions.transport is not set");
@@ -131,6 +134,8 @@ class SlurmApiClient final : public SlurmApi {
     }
 
     const std::string url = cluster.CallUrl();
+    // Compact JSON: Google's frontends indent answers unless told not to.
+    const std::string request_url = absl::StrCat(url, "?prettyPrint=false");
     const std::string limiter_key = cluster.ResourceName();
     const std::string method_name(HttpMethodName(method));
     Backoff backoff(opts_.initial_backoff, opts_.max_backoff, opts_.jitter);
@@ -166,7 +171,7 @@ class SlurmApiClient final : public SlurmApi {
 
       http::Request request;
       request.method = "POST";
-      request.url = url;
+      request.url = request_url;
       request.headers["Authorization"] = "Bearer " + *token;
       request.headers["Content-Type"] = "application/json";
       request.headers["Accept"] = "application/json";
@@ -200,7 +205,7 @@ class SlurmApiClient final : public SlurmApi {
       }
 
       if (response->status >= 200 && response->status < 300) {
-        absl::StatusOr<SlurmResponse> decoded = DecodeResponse(response->body);
+        absl::StatusOr<SlurmResponse> decoded = DecodeResponse(response->body, options);
         if (!decoded.ok()) return RedactStatus(decoded.status(), secrets);
         return decoded;
       }

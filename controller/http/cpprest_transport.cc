@@ -10,8 +10,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -116,6 +119,61 @@ absl::Status NotWoundDown(StopReason reason) {
              : TransportError(absl::StatusCode::kDeadlineExceeded, "request timed out", true);
 }
 
+// Reads the body of `http_response` as it arrives, straight into one string.
+// cpprest's own extract_vector()/extract_string() hand the body over through
+// a pplx task result, which get() copies, and the copy had to be made while
+// the received bytes were still in cpprest's buffer: a 44 MB job list was
+// held two or three times over. Here cpprest's producer-consumer buffer is
+// drained as it fills (it frees each block once read), into a string
+// reserved to the Content-Length when there is one: the body exists once.
+// The bytes are copied as they are (no charset conversion), so any body,
+// binary included, comes back unchanged (our bodies are JSON / UTF-8 text).
+absl::StatusOr<std::string> ReadBody(const web::http::http_response& http_response,
+                                     pplx::cancellation_token_source& cts,
+                                     const StreamHandle* handle,
+                                     std::chrono::steady_clock::time_point deadline) {
+  constexpr uint64_t kMaxReserve = uint64_t{1} << 30;
+  auto body = std::make_shared<std::string>();
+  if (const uint64_t length = http_response.headers().content_length(); length > 0) {
+    body->reserve(static_cast<size_t>(std::min(length, kMaxReserve)));
+  }
+  // With nothing buffered, one byte is awaited here, so that reaching the
+  // end never grows `body` past its reserved size.
+  auto one = std::make_shared<uint8_t>(0);
+  concurrency::streams::streambuf<uint8_t> source = http_response.body().streambuf();
+  for (;;) {
+    const size_t available = source.in_avail();
+    const size_t old_size = body->size();
+    uint8_t* target = one.get();
+    size_t want = 1;
+    if (available > 0) {
+      body->resize(old_size + available);
+      target = reinterpret_cast<uint8_t*>(body->data()) + old_size;
+      want = available;
+    }
+    TaskOutcome<size_t> read(source.getn(target, want),
+                             available > 0 ? std::shared_ptr<void>(body) : one);
+    AwaitResult waited = AwaitTask(read, cts, handle, deadline);
+    if (!waited.finished) return NotWoundDown(waited.reason);
+    if (read.error()) return StatusFromException(read.error(), waited.reason);
+    if (waited.reason != StopReason::kNone) return NotWoundDown(waited.reason);
+    const size_t length = read.value();
+    if (available > 0) {
+      body->resize(old_size + length);
+    } else if (length == 1) {
+      body->push_back(static_cast<char>(*one));
+    }
+    if (length == 0) break;  // the server ended the body
+  }
+  // The body may also have ended early (a dropped connection): cpprest
+  // reports that through content_ready().
+  TaskOutcome<web::http::http_response> ready(http_response.content_ready());
+  AwaitResult waited = AwaitTask(ready, cts, handle, deadline);
+  if (!waited.finished) return NotWoundDown(waited.reason);
+  if (ready.error()) return StatusFromException(ready.error(), waited.reason);
+  return std::move(*body);
+}
+
 Headers LowerCaseHeaders(const web::http::http_headers& headers) {
   Headers out;
   for (const auto& [name, value] : headers) out[absl::AsciiStrToLower(name)] = value;
@@ -209,8 +267,10 @@ absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request) {
     // connection turns out closed by the server, including the case where the
     // server processed it and then closed: for a POST that is a duplicate
     // submission. Non-idempotent requests therefore never use a pooled
-    // connection: a fresh client has none to reuse.
-    const bool idempotent = request.method != "POST" && request.method != "PATCH";
+    // connection (a fresh client has none to reuse), unless the caller says a
+    // replay is harmless (Request::replay_safe).
+    const bool idempotent =
+        request.replay_safe || (request.method != "POST" && request.method != "PATCH");
     std::shared_ptr<http_client> client =
         idempotent ? ClientFor(url->base, timeout) : NewClient(url->base, timeout);
     TaskOutcome<web::http::http_response> head(
@@ -220,15 +280,13 @@ absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request) {
     if (head.error()) return StatusFromException(head.error(), waited.reason);
     web::http::http_response http_response = head.value();
 
-    TaskOutcome<std::vector<unsigned char>> body(http_response.extract_vector());
-    waited = AwaitTask(body, cts, nullptr, deadline);
-    if (!waited.finished) return NotWoundDown(waited.reason);
-    if (body.error()) return StatusFromException(body.error(), waited.reason);
+    absl::StatusOr<std::string> body = ReadBody(http_response, cts, nullptr, deadline);
+    if (!body.ok()) return body.status();
 
     Response response;
     response.status = http_response.status_code();
     response.headers = LowerCaseHeaders(http_response.headers());
-    response.body.assign(body.value().begin(), body.value().end());
+    response.body = *std::move(body);
     return response;
   } catch (...) {
     return StatusFromException(std::current_exception(), StopReason::kNone);
@@ -256,11 +314,10 @@ absl::StatusOr<Response> CpprestTransport::Impl::Stream(
     response.headers = LowerCaseHeaders(http_response.headers());
     if (response.status < 200 || response.status >= 300) {
       // Error responses are small and returned whole, as from Send().
-      TaskOutcome<std::vector<unsigned char>> body(http_response.extract_vector());
-      waited = AwaitTask(body, cts, handle.get(), std::chrono::steady_clock::now() + timeout);
-      if (!waited.finished) return NotWoundDown(waited.reason);
-      if (body.error()) return StatusFromException(body.error(), waited.reason);
-      response.body.assign(body.value().begin(), body.value().end());
+      absl::StatusOr<std::string> body =
+          ReadBody(http_response, cts, handle.get(), std::chrono::steady_clock::now() + timeout);
+      if (!body.ok()) return body.status();
+      response.body = *std::move(body);
       return response;
     }
 

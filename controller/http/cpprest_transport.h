@@ -12,6 +12,9 @@
 //    Send() also enforces it as a whole-request deadline. Stream() uses it only
 //    as the inactivity limit, so a watch needs a timeout longer than its
 //    `timeoutSeconds` (cpprest's 30 s default would cut watches).
+//  * Send() moves the body from cpprest's receive buffer into Response::body
+//    as it arrives (reserved to the Content-Length when there is one), so a
+//    large answer is held once; the bytes are not converted.
 //  * Stream() reads the body incrementally and splits it into lines
 //    (LineSplitter). Cancel() on the handle interrupts a blocked read within
 //    about 50 ms (the connection is closed); Stream() then returns kCancelled.

@@ -44,6 +44,12 @@ struct Request {
   std::string body;
   // Whole-request timeout; for Stream() the time allowed without any byte.
   std::chrono::milliseconds timeout{30000};
+  // POST and PATCH are not sent on a pooled keep-alive connection, because a
+  // transport may re-send a request once when such a connection turns out
+  // closed, even after the server processed it. A caller sets this when a
+  // second delivery is harmless (e.g. a patch carrying a resourceVersion
+  // precondition: the replay fails with 409), to save a connection setup.
+  bool replay_safe = false;
 };
 
 struct Response {

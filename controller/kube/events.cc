@@ -140,7 +140,8 @@ std::string EventRecorder::NewEventName(const Pending& event) {
 }
 
 void EventRecorder::Write(const Pending& event) {
-  const std::string key = AggregationKey(event.regarding, event.type, event.reason, event.note);
+  const uint64_t key = std::hash<std::string>{}(
+      AggregationKey(event.regarding, event.type, event.reason, event.note));
   auto expired = [&](const Series& s) {
     return event.observed - s.last_observed > opts_.aggregation_window;
   };

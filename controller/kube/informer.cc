@@ -64,18 +64,42 @@ void Informer::Stop() {
 
 bool Informer::HasSynced() const { return synced_.load(); }
 
+Informer::Entry Informer::MakeEntry(const Object& object) const {
+  Entry entry;
+  entry.resource_version = ResourceVersionOf(*object);
+  if (opts_.compact_cache) {
+    entry.packed = nlohmann::json::to_cbor(*object);
+    entry.packed.shrink_to_fit();  // to_cbor grows by doubling
+  } else {
+    entry.object = object;
+  }
+  return entry;
+}
+
+Informer::Object Informer::Unpack(const Entry& entry) const {
+  if (entry.object != nullptr) return entry.object;
+  // The bytes were written by to_cbor() above: decoding cannot fail.
+  return std::make_shared<const nlohmann::json>(nlohmann::json::from_cbor(entry.packed));
+}
+
 std::shared_ptr<const nlohmann::json> Informer::Get(std::string_view ns,
                                                     std::string_view name) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = cache_.find(Key(rt_.namespaced ? ns : "", name));
-  return it == cache_.end() ? nullptr : it->second;
+  std::vector<std::uint8_t> packed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(Key(rt_.namespaced ? ns : "", name));
+    if (it == cache_.end()) return nullptr;
+    if (it->second.object != nullptr) return it->second.object;
+    packed = it->second.packed;  // decode outside the lock
+  }
+  return std::make_shared<const nlohmann::json>(nlohmann::json::from_cbor(packed));
 }
 
 std::vector<std::shared_ptr<const nlohmann::json>> Informer::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Object> objects;
   objects.reserve(cache_.size());
-  for (const auto& [key, object] : cache_) objects.push_back(object);
+  for (const auto& [key, entry] : cache_) objects.push_back(Unpack(entry));
   return objects;
 }
 
@@ -141,7 +165,9 @@ absl::Status Informer::ListAndReplace(const std::string& resource_version) {
   options.resource_version = resource_version;
   options.label_selector = opts_.label_selector;
   options.limit = opts_.page_size;
-  std::map<std::string, Object> listed;
+  // Packed page by page (compact_cache), so the parsed objects of one page
+  // at most exist at a time; deliveries unpack one object at a time.
+  std::map<std::string, Entry> listed;
   std::string list_rv;
   for (;;) {
     absl::StatusOr<nlohmann::json> page = client_.List(rt_, ns_, options);
@@ -156,7 +182,7 @@ absl::Status Informer::ListAndReplace(const std::string& resource_version) {
         if (opts_.strip_managed_fields) StripManagedFields(item);
         std::string key = KeyOf(item);
         if (key.empty()) continue;
-        listed[key] = std::make_shared<const nlohmann::json>(std::move(item));
+        listed[key] = MakeEntry(std::make_shared<const nlohmann::json>(std::move(item)));
       }
     }
     std::string continue_token;
@@ -171,24 +197,29 @@ absl::Status Informer::ListAndReplace(const std::string& resource_version) {
     options.resource_version.clear();
   }
 
-  std::vector<std::pair<std::string, Object>> deliveries;
+  // (type, entry) pairs, pointing into cache_ and `removed`. Only this
+  // thread changes cache_, so its entries stay put while they are delivered
+  // (other threads only read them).
+  std::vector<std::pair<const char*, const Entry*>> deliveries;
+  std::map<std::string, Entry> removed;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, object] : listed) {
+    for (const auto& [key, entry] : listed) {
       auto cached = cache_.find(key);
       if (cached == cache_.end()) {
-        deliveries.emplace_back(kAdded, object);
-      } else if (ResourceVersionOf(*cached->second) != ResourceVersionOf(*object)) {
-        deliveries.emplace_back(kModified, object);
+        deliveries.emplace_back(kAdded, &entry);
+      } else if (cached->second.resource_version != entry.resource_version) {
+        deliveries.emplace_back(kModified, &entry);
       }
     }
-    for (const auto& [key, object] : cache_) {
-      if (listed.count(key) == 0) deliveries.emplace_back(kDeleted, object);
+    for (auto& [key, entry] : cache_) {
+      if (listed.count(key) == 0) removed.emplace(key, std::move(entry));
     }
-    cache_ = std::move(listed);
+    cache_ = std::move(listed);  // map nodes move: the pointers stay valid
     last_sync_rv_ = list_rv;
   }
-  for (const auto& [type, object] : deliveries) Deliver(type, object);
+  for (const auto& [key, entry] : removed) deliveries.emplace_back(kDeleted, &entry);
+  for (const auto& [type, entry] : deliveries) Deliver(type, Unpack(*entry));
   synced_.store(true);
   return absl::OkStatus();
 }
@@ -235,15 +266,16 @@ void Informer::ApplyWatchEvent(const WatchEvent& event) {
   if (opts_.strip_managed_fields) StripManagedFields(*object);
   const std::string key = KeyOf(*object);
   std::string type = event.type;
+  Entry entry;
+  if (!key.empty() && type != kDeleted) entry = MakeEntry(object);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!key.empty()) {
       if (type == kDeleted) {
         cache_.erase(key);
       } else {
-        const bool known = cache_.count(key) != 0;
-        cache_[key] = object;
-        type = known ? kModified : kAdded;
+        auto [it, inserted] = cache_.insert_or_assign(key, std::move(entry));
+        type = inserted ? kAdded : kModified;
       }
     }
     if (!rv.empty()) last_sync_rv_ = rv;

@@ -201,6 +201,14 @@ absl::StatusOr<nlohmann::json> RestClient::Patch(const ResourceType& rt, std::st
   http::Request request = NewRequest("PATCH", path, query);
   request.headers["Content-Type"] = ContentType(type);
   request.body = patch.dump();
+  // A merge patch with metadata.resourceVersion is conditional: replayed
+  // after it applied, it fails with 409 Conflict instead of applying twice.
+  if (type == PatchType::kMerge && patch.is_object()) {
+    auto md = patch.find("metadata");
+    request.replay_safe = md != patch.end() && md->is_object() && md->contains("resourceVersion") &&
+                          (*md)["resourceVersion"].is_string() &&
+                          !(*md)["resourceVersion"].get<std::string>().empty();
+  }
   return Call(std::move(request));
 }
 

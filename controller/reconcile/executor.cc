@@ -205,10 +205,11 @@ Executor::Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCach
 
 absl::StatusOr<agentplatform::SlurmResponse> Executor::CallSlurm(
     const agentplatform::ClusterName& where, agentplatform::TokenSource& credentials,
-    agentplatform::HttpMethod method, const std::string& path, const nlohmann::json* body) {
+    agentplatform::HttpMethod method, const std::string& path, const nlohmann::json* body,
+    const agentplatform::CallOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   absl::StatusOr<agentplatform::SlurmResponse> r =
-      slurm_api_.Call(where, credentials, method, path, body);
+      slurm_api_.Call(where, credentials, method, path, body, options);
   RecordSlurmCall(method, path, r, std::chrono::steady_clock::now() - started);
   return r;
 }

@@ -72,11 +72,10 @@ class Executor {
   void MarkChanged(const std::string& key);
 
   // One callSlurmRestApi call, counted in the metrics.
-  absl::StatusOr<agentplatform::SlurmResponse> CallSlurm(const agentplatform::ClusterName& where,
-                                                         agentplatform::TokenSource& credentials,
-                                                         agentplatform::HttpMethod method,
-                                                         const std::string& path,
-                                                         const nlohmann::json* body);
+  absl::StatusOr<agentplatform::SlurmResponse> CallSlurm(
+      const agentplatform::ClusterName& where, agentplatform::TokenSource& credentials,
+      agentplatform::HttpMethod method, const std::string& path, const nlohmann::json* body,
+      const agentplatform::CallOptions& options = agentplatform::CallOptions());
 
  private:
   struct Step;

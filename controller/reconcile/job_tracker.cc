@@ -141,8 +141,14 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
     result = dialect.status();
   } else {
     list_calls_.fetch_add(1);
-    absl::StatusOr<agentplatform::SlurmResponse> r =
-        caller_(endpoint, agentplatform::HttpMethod::kGet, (*dialect)->JobsPath(update_time));
+    // Of each job only the keys ParseJobs reads are kept, dropped while the
+    // answer is decoded: a record is 60-110 keys (2.5-4.5 KB of JSON), of
+    // which it reads 11. At 10,000 jobs the decoded list takes 37 MB instead
+    // of 172 MB (bench/agentplatform_client_bench).
+    agentplatform::CallOptions options;
+    options.job_fields = (*dialect)->JobRecordKeys();
+    absl::StatusOr<agentplatform::SlurmResponse> r = caller_(
+        endpoint, agentplatform::HttpMethod::kGet, (*dialect)->JobsPath(update_time), options);
     if (!r.ok()) {
       result = r.status();
     } else {
@@ -252,7 +258,8 @@ void JobTracker::SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Tim
                     "or it duplicates the run's recorded job); cancelling it. Set "
                     "deletionPolicy: Orphan on SlurmJobs whose jobs must outlive them.";
     absl::StatusOr<agentplatform::SlurmResponse> r =
-        caller_(endpoint, agentplatform::HttpMethod::kDelete, (*dialect)->CancelPath(id));
+        caller_(endpoint, agentplatform::HttpMethod::kDelete, (*dialect)->CancelPath(id),
+                agentplatform::CallOptions());
     if (r.ok()) {
       absl::StatusOr<slurm::CancelResponse> parsed =
           (*dialect)->ParseCancel(r->status, r->body, id);

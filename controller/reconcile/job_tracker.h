@@ -74,9 +74,12 @@ struct TrackerOptions {
 
 class JobTracker {
  public:
-  // One callSlurmRestApi call (the executor's, with metrics).
+  // One callSlurmRestApi call (the executor's, with metrics). Job lists are
+  // asked with options.job_fields = the dialect's JobRecordKeys(): only what
+  // ParseJobs reads of each job is kept while the answer is decoded.
   using Caller = std::function<absl::StatusOr<agentplatform::SlurmResponse>(
-      const ClusterEndpoint&, agentplatform::HttpMethod, const std::string& path)>;
+      const ClusterEndpoint&, agentplatform::HttpMethod, const std::string& path,
+      const agentplatform::CallOptions& options)>;
   // The SlurmJob "namespace/name" should be reconciled now.
   using Notify = std::function<void(const std::string& job_key)>;
   // What the cache says of the SlurmJob with this uid in `ns`: whether it

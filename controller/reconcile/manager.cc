@@ -21,6 +21,14 @@ std::string MetaField(const nlohmann::json& obj, const char* field) {
   return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+// SlurmJobs are many and are read one at a time (by the worker reconciling
+// one): they are cached packed (informer.h, compact_cache).
+kube::InformerOptions JobInformerOptions() {
+  kube::InformerOptions options;
+  options.compact_cache = true;
+  return options;
+}
+
 }  // namespace
 
 std::shared_ptr<const nlohmann::json> Manager::CacheView::Get(std::string_view ns,
@@ -43,11 +51,12 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
         OnJobEvent(type, obj);
       },
-      clock);
+      clock, JobInformerOptions());
   if (options_.batched_tracking) {
     tracker_ = std::make_unique<JobTracker>(
-        [this](const ClusterEndpoint& c, agentplatform::HttpMethod m, const std::string& path) {
-          return executor_.CallSlurm(c.where, *c.credentials, m, path, nullptr);
+        [this](const ClusterEndpoint& c, agentplatform::HttpMethod m, const std::string& path,
+               const agentplatform::CallOptions& options) {
+          return executor_.CallSlurm(c.where, *c.credentials, m, path, nullptr, options);
         },
         clock,
         [this](const std::string& key) {
@@ -72,7 +81,9 @@ void Manager::OnJobEvent(const std::string& type,
                          const std::shared_ptr<const nlohmann::json>& obj) {
   if (!obj) return;
   const std::string ns = MetaField(*obj, "namespace");
-  const std::string key = absl::StrCat(ns, "/", MetaField(*obj, "name"));
+  const std::string name = MetaField(*obj, "name");
+  const std::string key = absl::StrCat(ns, "/", name);
+  UpdateSummary(type, key, ns, name, *obj);
   queue_.Add(key);
   // Keep the dependents index, and wake the SlurmJobs that wait for this one.
   std::vector<std::string> wake;
@@ -101,30 +112,48 @@ void Manager::OnJobEvent(const std::string& type,
   for (const std::string& k : wake) queue_.Add(k);
 }
 
+void Manager::UpdateSummary(const std::string& type, const std::string& key, const std::string& ns,
+                            const std::string& name, const nlohmann::json& obj) {
+  std::lock_guard<std::mutex> lock(summaries_mu_);
+  if (auto old = summaries_.find(key); old != summaries_.end()) {
+    key_by_uid_.erase(old->second.uid);
+    if (type == "DELETED") summaries_.erase(old);
+  }
+  if (type == "DELETED") return;
+  JobSummary& s = summaries_[key];
+  s = JobSummary{};
+  s.ns = ns;
+  s.name = name;
+  s.uid = MetaField(obj, "uid");
+  if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
+    if (auto cr = spec->find("clusterRef"); cr != spec->end() && cr->is_object()) {
+      s.cluster_ref = cr->value("name", "");
+    }
+  }
+  if (auto st = obj.find("status"); st != obj.end() && st->is_object()) {
+    s.phase = st->value("phase", "");
+    if (auto r = st->find("run"); r != st->end() && r->is_number_integer()) {
+      s.run = r->get<int32_t>();
+    }
+    if (auto j = st->find("jobId"); j != st->end() && j->is_number_integer()) {
+      s.job_id = j->get<int64_t>();
+    }
+  }
+  if (!s.uid.empty()) key_by_uid_[s.uid] = key;
+}
+
 std::optional<JobTracker::Owner> Manager::KnownUid(const std::string& ns, const std::string& uid) {
   if (!jobs_ || !jobs_->HasSynced()) return std::nullopt;
   if (!options_.watch_namespace.empty() && ns != options_.watch_namespace) return std::nullopt;
-  std::lock_guard<std::mutex> lock(uids_mu_);
-  const auto now = std::chrono::steady_clock::now();
-  if (now - uids_built_ > std::chrono::seconds(2)) {
-    uids_.clear();
-    for (const auto& job : jobs_->List()) {
-      JobTracker::Owner o;
-      o.exists = true;
-      if (auto st = job->find("status"); st != job->end() && st->is_object()) {
-        if (auto r = st->find("run"); r != st->end() && r->is_number_integer()) {
-          o.run = r->get<int32_t>();
-        }
-        if (auto j = st->find("jobId"); j != st->end() && j->is_number_integer()) {
-          o.job_id = j->get<int64_t>();
-        }
-      }
-      uids_[MetaField(*job, "uid")] = o;
-    }
-    uids_built_ = now;
-  }
-  auto it = uids_.find(uid);
-  return it == uids_.end() ? JobTracker::Owner{} : it->second;
+  std::lock_guard<std::mutex> lock(summaries_mu_);
+  auto it = key_by_uid_.find(uid);
+  if (it == key_by_uid_.end()) return JobTracker::Owner{};
+  const JobSummary& s = summaries_.at(it->second);
+  JobTracker::Owner o;
+  o.exists = true;
+  o.run = s.run;
+  o.job_id = s.job_id;
+  return o;
 }
 
 void Manager::OnClusterEvent(const std::string& type,
@@ -146,17 +175,17 @@ void Manager::OnClusterEvent(const std::string& type,
       queue_.Add(kClusterKeyPrefix + key);
     }
   }
-  for (const auto& job : jobs_->List()) {
-    if (MetaField(*job, "namespace") != ns) continue;
-    std::string ref;
-    if (auto spec = job->find("spec"); spec != job->end() && spec->is_object()) {
-      if (auto cr = spec->find("clusterRef"); cr != spec->end() && cr->is_object()) {
-        ref = cr->value("name", "");
-      }
+  std::vector<std::string> naming;
+  {
+    std::lock_guard<std::mutex> lock(summaries_mu_);
+    for (const auto& [job_key, s] : summaries_) {
+      if (s.ns != ns) continue;
+      const std::string& ref =
+          s.cluster_ref.empty() ? options_.executor.default_cluster : s.cluster_ref;
+      if (ref == name) naming.push_back(job_key);
     }
-    if (ref.empty()) ref = options_.executor.default_cluster;
-    if (ref == name) queue_.Add(absl::StrCat(ns, "/", MetaField(*job, "name")));
   }
+  for (const std::string& k : naming) queue_.Add(k);
 }
 
 void Manager::Start() {
@@ -217,14 +246,9 @@ void Manager::Start() {
          {"Pending", "Running", "Succeeded", "Failed", "Cancelled", "Unknown", ""}) {
       by_phase[p] = 0;
     }
-    if (jobs_) {
-      for (const auto& job : jobs_->List()) {
-        std::string phase;
-        if (auto st = job->find("status"); st != job->end() && st->is_object()) {
-          phase = st->value("phase", "");
-        }
-        by_phase[phase] += 1;
-      }
+    {
+      std::lock_guard<std::mutex> lock(summaries_mu_);
+      for (const auto& [key, s] : summaries_) by_phase[s.phase] += 1;
     }
     std::vector<std::pair<server::Labels, double>> out;
     for (const auto& [phase, n] : by_phase) out.push_back({{{"phase", phase}}, n});

@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "controller/slurm/job_model.h"
@@ -93,6 +94,11 @@ class Dialect {
                                              int64_t job_id) const = 0;
   // 304, or a "No job changes since update_time" message -> unchanged.
   virtual absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body) const = 0;
+  // The top-level keys of a /slurm job record (an element of jobs[]) that
+  // ParseJob and ParseJobs read: a record reduced to them parses the same.
+  // A caller of a long list may have the rest dropped while the answer is
+  // decoded (agentplatform::CallOptions::job_fields).
+  virtual const std::vector<std::string>& JobRecordKeys() const = 0;
   // Every record of a /slurmdb/.../jobs answer; "nothing found" is an empty list.
   virtual absl::StatusOr<JobList> ParseDbJobs(int http_status,
                                               const nlohmann::json& body) const = 0;

@@ -38,6 +38,17 @@ void ApplyExit(const ProcessExit& exit, JobInfo* info) {
 
 }  // namespace
 
+// Keep in step with StartRecord() and DecodeSlurmctldJob(): a key read there
+// and missing here would be dropped from the tracker's job lists
+// (tests/slurm/job_record_keys_test.cc checks every fixture).
+const std::vector<std::string>& SlurmctldJobRecordKeys() {
+  static const auto* const kKeys =
+      new std::vector<std::string>{"job_id",     "name",         "partition",         "comment",
+                                   "job_state",  "state_reason", "state_description", "submit_time",
+                                   "start_time", "end_time",     "exit_code"};
+  return *kKeys;
+}
+
 absl::StatusOr<JobInfo> DecodeSlurmctldJob(const nlohmann::json& record) {
   absl::StatusOr<JobInfo> info = StartRecord(record);
   if (!info.ok()) return info;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "controller/slurm/job_record_decoding.h"
 #include "controller/slurm/response_parsing.h"
 #include "controller/slurm/submit_rendering.h"
 #include "controller/slurm/text_compat.h"
@@ -108,6 +109,11 @@ absl::StatusOr<JobLookup> RestDialect::ParseJob(int http_status, const nlohmann:
 
 absl::StatusOr<JobList> RestDialect::ParseJobs(int http_status, const nlohmann::json& body) const {
   return Fenced("reading the jobs response", [&] { return ParseJobsResponse(http_status, body); });
+}
+
+const std::vector<std::string>& RestDialect::JobRecordKeys() const {
+  // Every version's records are read by the same shape-aware decoder.
+  return SlurmctldJobRecordKeys();
 }
 
 absl::StatusOr<JobList> RestDialect::ParseDbJobs(int http_status,

@@ -29,7 +29,7 @@ using ms = std::chrono::milliseconds;
 
 constexpr char kUrl[] =
     "https://us-central1-aiplatform.googleapis.com/v1beta1/projects/my-proj/locations/"
-    "us-central1/modelDevelopmentClusters/train-1:callSlurmRestApi";
+    "us-central1/modelDevelopmentClusters/train-1:callSlurmRestApi?prettyPrint=false";
 
 // Hands out "tok-1", "tok-2", ... (a new one after each Invalidate()).
 class FakeTokenSource : public TokenSource {

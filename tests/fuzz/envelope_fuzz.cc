@@ -2,16 +2,19 @@
 //
 // Fuzz target: the callSlurmRestApi response envelope as Agent Platform
 // sends it ({"status": N, "structuredBody": {...}} or "body"), through
-// agentplatform::DecodeResponse(), then the decoded Slurm body back through
-// ToProtoValue() as the client does for request bodies.
+// agentplatform::DecodeResponse(), unfiltered and with a `jobs` key filter,
+// then the decoded Slurm body back through EncodeRequest() as the client
+// does for request bodies.
 //
 // Checked (envelope.h): no crash, no exception; a non-envelope is
 // kInternal; a decoded envelope has a non-zero status; numbers that come
 // back from a google.protobuf.Value body as JSON integers are within
-// +-2^53 (job ids stay exact).
+// +-2^53 (job ids stay exact); the filter changes nothing but the objects of
+// the top-level `jobs` array, which keep exactly their kept keys.
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -59,7 +62,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool text_body =
       !input.is_object() || (!structured && body_it != input.end() && body_it->is_string());
   if (!text_body) CheckIntegers(response->body);
-  (void)ap::ToProtoValue(response->body);
+
+  ap::CallOptions filter;
+  filter.job_fields = {"job_id", "job_state"};
+  absl::StatusOr<ap::SlurmResponse> filtered =
+      ap::DecodeResponse(slurmop::fuzz::Input(data, size), filter);
+  FUZZ_CHECK(filtered.ok());
+  FUZZ_CHECK(filtered->status == response->status);
+  nlohmann::json expected = response->body;
+  if (expected.is_object()) {
+    if (auto jobs = expected.find("jobs"); jobs != expected.end() && jobs->is_array()) {
+      for (nlohmann::json& job : *jobs) {
+        if (!job.is_object()) continue;
+        nlohmann::json kept = nlohmann::json::object();
+        for (const std::string& key : filter.job_fields) {
+          if (auto it = job.find(key); it != job.end()) kept[key] = *it;
+        }
+        job = std::move(kept);
+      }
+    }
+  }
+  FUZZ_CHECK(filtered->body == expected);
+
   if (response->body.is_object()) {
     (void)ap::EncodeRequest(ap::HttpMethod::kPost, "/slurm/v0.0.42/job/submit", &response->body);
   }

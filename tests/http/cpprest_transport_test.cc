@@ -1,6 +1,7 @@
 // File: tests/http/cpprest_transport_test.cc
 //
-// CpprestTransport against an in-process HTTP server on 127.0.0.1: Send(),
+// CpprestTransport against an in-process HTTP server on 127.0.0.1: Send()
+// (binary and large bodies, bodies cut short or trickling past the deadline),
 // streaming across split chunks and coalesced lines, cancellation, error
 // responses, and transport failures (refused, timeout, dropped connection).
 
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -77,6 +79,111 @@ TEST(CpprestTransportTest, SendReturnsErrorStatusesAsResponses) {
   EXPECT_EQ(response->body, "nope");
 }
 
+// Every byte value comes back as it was sent (the body is copied, never
+// converted), with a Content-Length body and with a chunked one.
+TEST(CpprestTransportTest, SendReturnsBinaryBodiesUnchanged) {
+  std::string bytes;
+  for (int i = 0; i < 4096; ++i) bytes.push_back(static_cast<char>(i % 256));
+  TestHttpServer server([&](const ReceivedRequest& r, Connection& c) {
+    if (r.target == "/length") {
+      c.WriteResponse(200, {{"Content-Type", "application/octet-stream"}}, bytes);
+    } else {
+      c.StartChunked(200, {{"Content-Type", "text/plain; charset=latin1"}});
+      c.WriteChunk(bytes.substr(0, 1000));
+      c.WriteChunk(bytes.substr(1000));
+      c.EndChunked();
+    }
+  });
+  auto transport = NewTransport();
+  for (const char* path : {"/length", "/chunked"}) {
+    Request request;
+    request.url = server.url() + path;
+    absl::StatusOr<Response> response = transport->Send(request);
+    ASSERT_TRUE(response.ok()) << path << ": " << response.status();
+    EXPECT_EQ(response->body, bytes) << path;
+  }
+}
+
+// A body of several MB arriving in pieces over time, with and without a
+// Content-Length, comes back whole.
+TEST(CpprestTransportTest, SendReadsALargeBodyAsItArrives) {
+  std::string big;
+  for (int i = 0; big.size() < 6 * 1024 * 1024; ++i) {
+    big += "{\"job_id\":" + std::to_string(i) + ",\"name\":\"job\"},";
+  }
+  TestHttpServer server([&](const ReceivedRequest& r, Connection& c) {
+    const size_t piece = 700 * 1024;
+    if (r.target == "/length") {
+      c.Write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+              std::to_string(big.size()) + "\r\n\r\n");
+      for (size_t at = 0; at < big.size(); at += piece) {
+        if (!c.Write(std::string_view(big).substr(at, piece))) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    } else {
+      c.StartChunked(200, {{"Content-Type", "application/json"}});
+      for (size_t at = 0; at < big.size(); at += piece) {
+        if (!c.WriteChunk(std::string_view(big).substr(at, piece))) return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      c.EndChunked();
+    }
+  });
+  auto transport = NewTransport();
+  for (const char* path : {"/length", "/chunked"}) {
+    Request request;
+    request.url = server.url() + path;
+    absl::StatusOr<Response> response = transport->Send(request);
+    ASSERT_TRUE(response.ok()) << path << ": " << response.status();
+    EXPECT_EQ(response->body.size(), big.size()) << path;
+    EXPECT_TRUE(response->body == big) << path;
+  }
+}
+
+// A body cut short is a transport failure, not a short answer.
+TEST(CpprestTransportTest, SendOfABodyCutShortIsUnavailable) {
+  TestHttpServer server([](const ReceivedRequest& r, Connection& c) {
+    if (r.target == "/length") {
+      c.Write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"jobs\":[");
+    } else {
+      c.StartChunked(200);
+      c.WriteChunk("{\"jobs\":[");
+    }
+    c.CloseAfterResponse();
+  });
+  auto transport = NewTransport();
+  for (const char* path : {"/length", "/chunked"}) {
+    Request request;
+    request.url = server.url() + path;
+    absl::StatusOr<Response> response = transport->Send(request);
+    EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable)
+        << path << ": " << (response.ok() ? response->body : response.status().ToString());
+    EXPECT_TRUE(MayHaveBeenDelivered(response.status())) << path;
+  }
+}
+
+// The deadline covers the body too.
+TEST(CpprestTransportTest, SendTimesOutWhileTheBodyTrickles) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.StartChunked(200);
+    for (int i = 0; i < 100; ++i) {
+      if (!c.WriteChunk("x")) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    c.EndChunked();
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/slow";
+  request.timeout = std::chrono::seconds(2);
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<Response> response = transport->Send(request);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
+  EXPECT_GE(elapsed, std::chrono::milliseconds(1900));
+  EXPECT_LT(elapsed, std::chrono::seconds(9));
+}
+
 TEST(CpprestTransportTest, SequentialRequestsOnAKeepAliveServer) {
   TestHttpServer server(
       [](const ReceivedRequest& r, Connection& c) { c.WriteResponse(200, {}, r.target); });
@@ -91,6 +198,32 @@ TEST(CpprestTransportTest, SequentialRequestsOnAKeepAliveServer) {
   // cpprest returns a connection to its pool asynchronously, so a follow-up
   // request may open a second one; it must not open one per request forever.
   EXPECT_LE(server.connections_accepted(), 3);
+}
+
+// POST and PATCH get a connection of their own (a pooled one may be replayed
+// by cpprest after the server processed it), unless the caller marks the
+// request replay-safe.
+TEST(CpprestTransportTest, OnlyReplaySafeWritesReusePooledConnections) {
+  TestHttpServer server(
+      [](const ReceivedRequest& r, Connection& c) { c.WriteResponse(200, {}, r.method); });
+  auto transport = NewTransport();
+  auto send = [&](const std::string& method, bool replay_safe) {
+    Request request;
+    request.method = method;
+    request.url = server.url() + "/x";
+    request.body = "{}";
+    request.replay_safe = replay_safe;
+    absl::StatusOr<Response> response = transport->Send(request);
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->body, method);
+    // cpprest returns a connection to its pool asynchronously.
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  };
+  for (int i = 0; i < 4; ++i) send("PATCH", false);
+  for (int i = 0; i < 4; ++i) send("POST", false);
+  EXPECT_EQ(server.connections_accepted(), 8);
+  for (int i = 0; i < 4; ++i) send("PATCH", true);
+  EXPECT_LE(server.connections_accepted(), 10) << "replay-safe PATCHes share a connection";
 }
 
 TEST(CpprestTransportTest, StreamDeliversLinesAcrossSplitChunksAndCoalescedLines) {

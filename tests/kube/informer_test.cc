@@ -64,11 +64,14 @@ WatchEvent TooOld() {
                         {"code", 410}});
 }
 
-class InformerTest : public ::testing::Test {
+// Every test runs with the cache holding parsed objects and with the compact
+// (CBOR) cache: the behaviour must be the same.
+class InformerTest : public ::testing::TestWithParam<bool> {
  protected:
   InformerOptions Options() {
     InformerOptions opts;
     opts.random = [] { return 0.0; };
+    opts.compact_cache = GetParam();
     opts.sleep_for_testing = [this](Duration d) {
       std::lock_guard<std::mutex> lock(mu_);
       sleeps_.push_back(d);
@@ -110,7 +113,7 @@ class InformerTest : public ::testing::Test {
   std::vector<Duration> sleeps_;
 };
 
-TEST_F(InformerTest, InitialListDeliversAddsThenWatchesFromListVersion) {
+TEST_P(InformerTest, InitialListDeliversAddsThenWatchesFromListVersion) {
   client_.AddList(JobList({Job("a", "3"), Job("b", "7")}, "10"));
   auto informer = StartInformer();
   WaitForIdleWatch();
@@ -135,7 +138,7 @@ TEST_F(InformerTest, InitialListDeliversAddsThenWatchesFromListVersion) {
   EXPECT_LT(watches[0].timeout_seconds, 600);
 }
 
-TEST_F(InformerTest, WatchTimeoutIsRandomBetweenFiveAndTenMinutes) {
+TEST_P(InformerTest, WatchTimeoutIsRandomBetweenFiveAndTenMinutes) {
   client_.AddList(JobList({}, "1"));
   InformerOptions opts = Options();
   opts.random = [] { return 0.999; };
@@ -144,7 +147,7 @@ TEST_F(InformerTest, WatchTimeoutIsRandomBetweenFiveAndTenMinutes) {
   EXPECT_EQ(client_.watch_calls()[0].timeout_seconds, 599);
 }
 
-TEST_F(InformerTest, WatchEventsUpdateCacheAndReachHandler) {
+TEST_P(InformerTest, WatchEventsUpdateCacheAndReachHandler) {
   client_.AddList(JobList({Job("a", "3")}, "10"));
   client_.AddWatch(WatchScript{{Event(kAdded, Job("b", "11")), Event(kModified, Job("a", "12")),
                                 Event(kDeleted, Job("b", "13"))}});
@@ -158,7 +161,7 @@ TEST_F(InformerTest, WatchEventsUpdateCacheAndReachHandler) {
   EXPECT_EQ(informer->LastSyncResourceVersion(), "13");
 }
 
-TEST_F(InformerTest, NormalWatchEndReWatchesFromLastVersionWithoutRelist) {
+TEST_P(InformerTest, NormalWatchEndReWatchesFromLastVersionWithoutRelist) {
   client_.AddList(JobList({}, "10"));
   client_.AddWatch(WatchScript{{Event(kAdded, Job("a", "11"))}});
   client_.AddWatch(WatchScript{{Event(kModified, Job("a", "15"))}});
@@ -174,7 +177,7 @@ TEST_F(InformerTest, NormalWatchEndReWatchesFromLastVersionWithoutRelist) {
   EXPECT_TRUE(sleeps().empty()) << "a normal watch end is no failure";
 }
 
-TEST_F(InformerTest, BookmarkAdvancesResourceVersionSilently) {
+TEST_P(InformerTest, BookmarkAdvancesResourceVersionSilently) {
   client_.AddList(JobList({Job("a", "3")}, "10"));
   client_.AddWatch(WatchScript{{Bookmark("20")}});
   auto informer = StartInformer();
@@ -186,7 +189,7 @@ TEST_F(InformerTest, BookmarkAdvancesResourceVersionSilently) {
   EXPECT_EQ(informer->List().size(), 1u);
 }
 
-TEST_F(InformerTest, ErrorEvent410RelistsAndDeletesVanishedKeys) {
+TEST_P(InformerTest, ErrorEvent410RelistsAndDeletesVanishedKeys) {
   client_.AddList(JobList({Job("a", "3"), Job("b", "4")}, "10"));
   client_.AddWatch(WatchScript{{TooOld()}});
   client_.AddList(JobList({Job("a", "3"), Job("c", "25")}, "30"));
@@ -204,7 +207,7 @@ TEST_F(InformerTest, ErrorEvent410RelistsAndDeletesVanishedKeys) {
   EXPECT_TRUE(sleeps().empty()) << "relist after 410 is immediate";
 }
 
-TEST_F(InformerTest, RelistDeliversModifiedOnlyForChangedObjects) {
+TEST_P(InformerTest, RelistDeliversModifiedOnlyForChangedObjects) {
   client_.AddList(JobList({Job("a", "3"), Job("b", "4")}, "10"));
   client_.AddWatch(WatchScript{{TooOld()}});
   client_.AddList(JobList({Job("a", "3"), Job("b", "9")}, "30"));
@@ -214,7 +217,7 @@ TEST_F(InformerTest, RelistDeliversModifiedOnlyForChangedObjects) {
               UnorderedElementsAre(Pair("ADDED", "a"), Pair("ADDED", "b"), Pair("MODIFIED", "b")));
 }
 
-TEST_F(InformerTest, HttpGoneOnWatchRelists) {
+TEST_P(InformerTest, HttpGoneOnWatchRelists) {
   client_.AddList(JobList({Job("a", "3")}, "10"));
   client_.AddWatch(WatchScript{{},
                                StatusFromResponse(http::Response{
@@ -226,7 +229,7 @@ TEST_F(InformerTest, HttpGoneOnWatchRelists) {
   EXPECT_THAT(events(), ElementsAre(Pair("ADDED", "a"), Pair("DELETED", "a")));
 }
 
-TEST_F(InformerTest, PaginatedListFollowsContinueWithoutResourceVersion) {
+TEST_P(InformerTest, PaginatedListFollowsContinueWithoutResourceVersion) {
   client_.AddList(JobList({Job("a", "1")}, "5", "token-1"));
   client_.AddList(JobList({Job("b", "2")}, "5"));
   InformerOptions opts = Options();
@@ -246,7 +249,7 @@ TEST_F(InformerTest, PaginatedListFollowsContinueWithoutResourceVersion) {
   EXPECT_EQ(client_.watch_calls()[0].resource_version, "5");
 }
 
-TEST_F(InformerTest, ExpiredContinueTokenRelistsFromScratch) {
+TEST_P(InformerTest, ExpiredContinueTokenRelistsFromScratch) {
   client_.AddList(JobList({Job("a", "1")}, "5", "token-1"));
   client_.AddList(StatusFromResponse(
       http::Response{410, {}, R"({"kind":"Status","reason":"Expired","code":410})"}));
@@ -260,7 +263,7 @@ TEST_F(InformerTest, ExpiredContinueTokenRelistsFromScratch) {
   EXPECT_THAT(events(), UnorderedElementsAre(Pair("ADDED", "a"), Pair("ADDED", "b")));
 }
 
-TEST_F(InformerTest, ListItemsWithoutKindGetIt) {
+TEST_P(InformerTest, ListItemsWithoutKindGetIt) {
   nlohmann::json bare = {
       {"metadata", {{"namespace", "ns"}, {"name", "a"}, {"resourceVersion", "1"}}}};
   client_.AddList(JobList({bare}, "2"));
@@ -272,7 +275,7 @@ TEST_F(InformerTest, ListItemsWithoutKindGetIt) {
   EXPECT_EQ((*a)["apiVersion"], "hpc.slurmoperator.dev/v1alpha1");
 }
 
-TEST_F(InformerTest, FailuresBackOffExponentiallyAndWatchFailureDoesNotRelist) {
+TEST_P(InformerTest, FailuresBackOffExponentiallyAndWatchFailureDoesNotRelist) {
   client_.AddList(absl::UnavailableError("connection refused"));
   client_.AddList(absl::UnavailableError("connection refused"));
   client_.AddList(JobList({}, "10"));
@@ -287,7 +290,7 @@ TEST_F(InformerTest, FailuresBackOffExponentiallyAndWatchFailureDoesNotRelist) {
   EXPECT_EQ(client_.watch_calls().back().resource_version, "11");
 }
 
-TEST_F(InformerTest, BackoffCapsAtThirtySecondsAndResetsAfterHealthyStretch) {
+TEST_P(InformerTest, BackoffCapsAtThirtySecondsAndResetsAfterHealthyStretch) {
   InformerOptions opts = Options();
   for (int i = 0; i < 7; ++i) client_.AddList(absl::UnavailableError("down"));
   client_.AddList(JobList({}, "10"));
@@ -306,7 +309,7 @@ TEST_F(InformerTest, BackoffCapsAtThirtySecondsAndResetsAfterHealthyStretch) {
   EXPECT_EQ(backoff.Next(), std::chrono::milliseconds(800));
 }
 
-TEST_F(InformerTest, RetryAfterOf429IsHonoured) {
+TEST_P(InformerTest, RetryAfterOf429IsHonoured) {
   client_.AddList(StatusFromResponse(http::Response{
       429, {{"retry-after", "7"}}, R"({"kind":"Status","reason":"TooManyRequests","code":429})"}));
   client_.AddList(JobList({}, "10"));
@@ -315,7 +318,7 @@ TEST_F(InformerTest, RetryAfterOf429IsHonoured) {
   EXPECT_THAT(sleeps(), ElementsAre(std::chrono::seconds(7)));
 }
 
-TEST_F(InformerTest, WatchClosingAtOnceWithoutEventsBacksOff) {
+TEST_P(InformerTest, WatchClosingAtOnceWithoutEventsBacksOff) {
   client_.AddList(JobList({}, "10"));
   client_.AddWatch(WatchScript{});
   auto informer = StartInformer();
@@ -324,7 +327,7 @@ TEST_F(InformerTest, WatchClosingAtOnceWithoutEventsBacksOff) {
   EXPECT_EQ(client_.list_calls().size(), 1u);
 }
 
-TEST_F(InformerTest, StopCancelsAnInFlightWatchPromptly) {
+TEST_P(InformerTest, StopCancelsAnInFlightWatchPromptly) {
   client_.AddList(JobList({}, "10"));
   auto informer = StartInformer();
   WaitForIdleWatch();
@@ -334,7 +337,7 @@ TEST_F(InformerTest, StopCancelsAnInFlightWatchPromptly) {
   informer->Stop();  // idempotent
 }
 
-TEST_F(InformerTest, StopInterruptsARealBackoffWait) {
+TEST_P(InformerTest, StopInterruptsARealBackoffWait) {
   client_.AddList(absl::UnavailableError("down"));
   InformerOptions opts;
   opts.backoff.initial = std::chrono::hours(1);  // real wait, interrupted by Stop()
@@ -346,14 +349,15 @@ TEST_F(InformerTest, StopInterruptsARealBackoffWait) {
   EXPECT_FALSE(informer->HasSynced());
 }
 
-TEST_F(InformerTest, HandlerMayReadTheCache) {
+TEST_P(InformerTest, HandlerMayReadTheCache) {
   client_.AddList(JobList({Job("a", "3")}, "10"));
   Informer* self = nullptr;
   bool seen_in_cache = false;
   Informer informer(
       client_, kJobs, "ns",
       [&](const std::string&, const std::shared_ptr<const nlohmann::json>& obj) {
-        seen_in_cache = self->Get("ns", "a") == obj;
+        std::shared_ptr<const nlohmann::json> cached = self->Get("ns", "a");
+        seen_in_cache = cached != nullptr && *cached == *obj;
       },
       clock_, Options());
   self = &informer;
@@ -361,6 +365,34 @@ TEST_F(InformerTest, HandlerMayReadTheCache) {
   WaitForIdleWatch();
   EXPECT_TRUE(seen_in_cache);
 }
+
+TEST_P(InformerTest, CachedObjectsComeBackWhole) {
+  nlohmann::json job = Job("a", "3");
+  job["spec"] = {{"script", "#!/bin/bash\necho \u00e9t\u00e9\n"},
+                 {"cpus", 4},
+                 {"big", int64_t{9007199254740993}},
+                 {"ratio", 0.25},
+                 {"suspend", false},
+                 {"partition", nullptr},
+                 {"environment", {{{"name", "A"}, {"value", ""}}}},
+                 {"empty", nlohmann::json::object()}};
+  job["status"] = {{"jobId", 12}, {"conditions", nlohmann::json::array()}};
+  client_.AddList(JobList({job}, "10"));
+  auto informer = StartInformer();
+  WaitForIdleWatch();
+  std::shared_ptr<const nlohmann::json> cached = informer->Get("ns", "a");
+  ASSERT_NE(cached, nullptr);
+  EXPECT_EQ((*cached)["spec"], job["spec"]);
+  EXPECT_EQ((*cached)["status"], job["status"]);
+  EXPECT_EQ((*cached)["spec"]["big"].get<int64_t>(), 9007199254740993);
+  ASSERT_EQ(informer->List().size(), 1u);
+  EXPECT_EQ(*informer->List()[0], *cached);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cache, InformerTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "Compact" : "Parsed";
+                         });
 
 }  // namespace
 }  // namespace slurmop::kube

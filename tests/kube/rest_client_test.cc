@@ -209,6 +209,21 @@ TEST_F(RestClientTest, PatchContentTypesAndApplyParameters) {
   EXPECT_EQ(transport_.requests.size(), 3u);
 }
 
+TEST_F(RestClientTest, OnlyPatchesWithAResourceVersionPreconditionAreReplaySafe) {
+  auto client = NewTestClient();
+  const nlohmann::json conditional = {
+      {"metadata", {{"finalizers", {"f"}}, {"resourceVersion", "12"}}}};
+  ASSERT_TRUE(client->Patch(kJobs, "ns", "j1", PatchType::kMerge, conditional).ok());
+  ASSERT_TRUE(client->Patch(kJobs, "ns", "j1", PatchType::kMerge, {{"metadata", {{"x", 1}}}}).ok());
+  ASSERT_TRUE(
+      client->Patch(kJobs, "ns", "j1", PatchType::kMerge, {{"metadata", {{"resourceVersion", ""}}}})
+          .ok());
+  ASSERT_EQ(transport_.requests.size(), 3u);
+  EXPECT_TRUE(transport_.requests[0].replay_safe);
+  EXPECT_FALSE(transport_.requests[1].replay_safe);
+  EXPECT_FALSE(transport_.requests[2].replay_safe);
+}
+
 TEST_F(RestClientTest, DeleteReturnsTheBody) {
   transport_.on_send = [](const http::Request&) {
     return Json(200, {{"kind", "Status"}, {"status", "Success"}});

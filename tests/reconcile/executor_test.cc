@@ -58,7 +58,7 @@ constexpr char kTag[] = "slurmjob-operator:team-a/3f2a9c1e-0b7d-4e55-9a63-1c2d3e
 constexpr char kToken[] = "ya29.fixed-test-token";
 constexpr char kCallUrl[] =
     "https://us-central1-aiplatform.googleapis.com/v1beta1/projects/proj/locations/us-central1/"
-    "modelDevelopmentClusters/c1:callSlurmRestApi";
+    "modelDevelopmentClusters/c1:callSlurmRestApi?prettyPrint=false";
 
 constexpr char kPost[] = "HTTP_METHOD_POST";
 constexpr char kGet[] = "HTTP_METHOD_GET";

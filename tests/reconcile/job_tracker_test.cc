@@ -4,7 +4,8 @@
 // one list per cluster per tick for any number of jobs, update_time taken from
 // Slurm's own last_update, notifications only for jobs whose record changed,
 // absent-after-tracking means "left the queue", a failing cluster is not
-// hammered, and the orphan sweep's two-sweep rule.
+// hammered, the orphan sweep's two-sweep rule, and that lists ask for only
+// the job keys the dialect reads.
 
 #include "controller/reconcile/job_tracker.h"
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "controller/slurm/dialects.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -33,6 +35,7 @@ class FakeSlurm {
   int64_t last_update = 1000;
   std::vector<std::string> paths;
   std::vector<std::string> deletes;
+  std::vector<std::vector<std::string>> options;  // CallOptions::job_fields of each call
   bool fail = false;
 
   absl::StatusOr<agentplatform::SlurmResponse> Call(agentplatform::HttpMethod m,
@@ -70,18 +73,22 @@ class FakeSlurm {
 class JobTrackerTest : public ::testing::Test {
  protected:
   JobTrackerTest()
-      : tracker_([this](const ClusterEndpoint&, agentplatform::HttpMethod m,
-                        const std::string& path) { return slurm_.Call(m, path); },
-                 clock_, [this](const std::string& key) { notified_.push_back(key); },
-                 [this](const std::string& ns,
-                        const std::string& uid) -> std::optional<JobTracker::Owner> {
-                   auto it = owners_.find(ns + "/" + uid);
-                   if (it != owners_.end()) return it->second;
-                   JobTracker::Owner o;
-                   o.exists = known_.count(ns + "/" + uid) > 0;
-                   return o;
-                 },
-                 TrackerOptions{}) {}
+      : tracker_(
+            [this](const ClusterEndpoint&, agentplatform::HttpMethod m, const std::string& path,
+                   const agentplatform::CallOptions& options) {
+              slurm_.options.push_back(options.job_fields);
+              return slurm_.Call(m, path);
+            },
+            clock_, [this](const std::string& key) { notified_.push_back(key); },
+            [this](const std::string& ns,
+                   const std::string& uid) -> std::optional<JobTracker::Owner> {
+              auto it = owners_.find(ns + "/" + uid);
+              if (it != owners_.end()) return it->second;
+              JobTracker::Owner o;
+              o.exists = known_.count(ns + "/" + uid) > 0;
+              return o;
+            },
+            TrackerOptions{}) {}
 
   ClusterEndpoint Endpoint(std::string version = "v0.0.42") {
     return ClusterEndpoint{"team-a/a3", std::move(version), {}, nullptr};
@@ -109,6 +116,23 @@ TEST_F(JobTrackerTest, OneListServesEveryJobOfTheCluster) {
   }
   EXPECT_EQ(slurm_.paths.size(), 1u);
   EXPECT_EQ(tracker_.ListCalls(), 1);
+}
+
+TEST_F(JobTrackerTest, ListsKeepOnlyTheJobKeysTheDialectReadsAndCancelsEverything) {
+  known_ = {};
+  slurm_.jobs = {{7, {"RUNNING", "slurmjob-operator:team-a/gone/1"}}};
+  tracker_.RegisterCluster(Endpoint("v0.0.40"));
+  tracker_.Tick();
+  clock_.Advance(seconds(61));
+  slurm_.last_update = 1001;
+  tracker_.Tick();  // second sweep: job 7 is cancelled
+  ASSERT_THAT(slurm_.deletes, ElementsAre("/slurm/v0.0.40/job/7"));
+  const std::vector<std::string>& keys = (*slurm::DialectFor("v0.0.40"))->JobRecordKeys();
+  ASSERT_FALSE(keys.empty());
+  ASSERT_EQ(slurm_.options.size(), 3u);  // list, list, cancel
+  EXPECT_EQ(slurm_.options[0], keys);
+  EXPECT_EQ(slurm_.options[1], keys);
+  EXPECT_THAT(slurm_.options[2], IsEmpty());
 }
 
 TEST_F(JobTrackerTest, TicksListAtTheEagerestPaceAndNotifyOnlyChanges) {
