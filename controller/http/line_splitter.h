@@ -5,7 +5,7 @@
 //
 // Contract:
 //  * Feed() appends bytes and calls `on_line` once per completed line, in
-//    order, without the trailing '\n' (a trailing '\r' is stripped as well,
+//    order, without the trailing '\n' (trailing '\r's are stripped as well,
 //    so "\r\n" separated streams work). Empty lines are skipped.
 //  * A partial line is held back until a later Feed() completes it; Finish()
 //    hands out a final unterminated line, if any, when the stream ends.

@@ -43,6 +43,14 @@ TEST_F(LineSplitterTest, SplitsCoalescedLinesAndSkipsBlankOnes) {
   EXPECT_THAT(lines_, ElementsAre("a", "b", "c"));
 }
 
+TEST_F(LineSplitterTest, StripsEveryTrailingCarriageReturn) {
+  LineSplitter splitter(collect_);
+  EXPECT_TRUE(splitter.Feed("a\r\r\nb\r\r\r\n\r\r\nc\rd\n"));
+  EXPECT_TRUE(splitter.Feed("e\r\r"));
+  EXPECT_TRUE(splitter.Finish());
+  EXPECT_THAT(lines_, ElementsAre("a", "b", "c\rd", "e"));
+}
+
 TEST_F(LineSplitterTest, FinishDeliversUnterminatedLine) {
   LineSplitter splitter(collect_);
   EXPECT_TRUE(splitter.Feed("a\npartial"));
