@@ -50,6 +50,10 @@ ABSL_FLAG(int, metrics_port, 0,
           "Port for Prometheus metrics at /metrics; 0 (the default) serves none. deploy/ uses "
           "8080.");
 ABSL_FLAG(int, workers, 4, "Number of SlurmJobs reconciled concurrently.");
+ABSL_FLAG(int, malloc_trim_seconds, 30,
+          "Every so many seconds, hand freed heap pages back to the system (glibc "
+          "malloc_trim); 0 never. Bursts (thousands of submits, a relist) leave freed "
+          "memory in the heap that would otherwise stay resident.");
 ABSL_FLAG(std::string, default_cluster, "",
           "SlurmCluster (in the SlurmJob's namespace) used when spec.clusterRef.name is empty.");
 ABSL_FLAG(double, min_poll_seconds, 1.0, "Poll interval right after a job is submitted.");
@@ -265,9 +269,19 @@ int Run() {
 
   bool started = false;
   bool ready = false;
+  const auto trim_every = std::chrono::seconds(absl::GetFlag(FLAGS_malloc_trim_seconds));
+  auto last_trim = std::chrono::steady_clock::now();
   {
     std::unique_lock<std::mutex> lock(mu);
     while (!stop && !lost_leadership) {
+      if (trim_every.count() > 0 && std::chrono::steady_clock::now() - last_trim >= trim_every) {
+        // Measured with bench/load at 10,000 SlurmJobs: the heap in use is a
+        // fraction of the resident set after the submit burst.
+        lock.unlock();
+        malloc_trim(0);
+        lock.lock();
+        last_trim = std::chrono::steady_clock::now();
+      }
       if (leading && !started) {
         manager.Start();
         started = true;
