@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -32,6 +33,20 @@ std::unique_ptr<CpprestTransport> NewTransport() {
   absl::StatusOr<std::unique_ptr<CpprestTransport>> transport = CpprestTransport::Create({});
   EXPECT_TRUE(transport.ok()) << transport.status();
   return *std::move(transport);
+}
+
+// GET /length and GET /chunked on `server` (which answers the first with a
+// Content-Length and the second chunked), each with its path.
+std::vector<std::pair<std::string, absl::StatusOr<Response>>> GetWithAndWithoutLength(
+    const TestHttpServer& server) {
+  auto transport = NewTransport();
+  std::vector<std::pair<std::string, absl::StatusOr<Response>>> out;
+  for (const char* path : {"/length", "/chunked"}) {
+    Request request;
+    request.url = server.url() + path;
+    out.emplace_back(path, transport->Send(request));
+  }
+  return out;
 }
 
 TEST(CpprestTransportTest, SendReturnsStatusHeadersAndBody) {
@@ -94,11 +109,7 @@ TEST(CpprestTransportTest, SendReturnsBinaryBodiesUnchanged) {
       c.EndChunked();
     }
   });
-  auto transport = NewTransport();
-  for (const char* path : {"/length", "/chunked"}) {
-    Request request;
-    request.url = server.url() + path;
-    absl::StatusOr<Response> response = transport->Send(request);
+  for (const auto& [path, response] : GetWithAndWithoutLength(server)) {
     ASSERT_TRUE(response.ok()) << path << ": " << response.status();
     EXPECT_EQ(response->body, bytes) << path;
   }
@@ -129,11 +140,7 @@ TEST(CpprestTransportTest, SendReadsALargeBodyAsItArrives) {
       c.EndChunked();
     }
   });
-  auto transport = NewTransport();
-  for (const char* path : {"/length", "/chunked"}) {
-    Request request;
-    request.url = server.url() + path;
-    absl::StatusOr<Response> response = transport->Send(request);
+  for (const auto& [path, response] : GetWithAndWithoutLength(server)) {
     ASSERT_TRUE(response.ok()) << path << ": " << response.status();
     EXPECT_EQ(response->body.size(), big.size()) << path;
     EXPECT_TRUE(response->body == big) << path;
@@ -151,11 +158,7 @@ TEST(CpprestTransportTest, SendOfABodyCutShortIsUnavailable) {
     }
     c.CloseAfterResponse();
   });
-  auto transport = NewTransport();
-  for (const char* path : {"/length", "/chunked"}) {
-    Request request;
-    request.url = server.url() + path;
-    absl::StatusOr<Response> response = transport->Send(request);
+  for (const auto& [path, response] : GetWithAndWithoutLength(server)) {
     EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable)
         << path << ": " << (response.ok() ? response->body : response.status().ToString());
     EXPECT_TRUE(MayHaveBeenDelivered(response.status())) << path;
