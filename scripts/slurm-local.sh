@@ -197,6 +197,10 @@ alive() { local p; p=$(pid_of "$1"); is_ours "$p"; }
 
 # launch NAME CMD...: starts CMD in its own session with stdio on log files; records its PID.
 # setsid does not fork here (the subshell is no process-group leader), so $! is the daemon.
+# Returns once that PID carries the marker, i.e. once the subshell has exec'd `env`, then
+# `setsid`, then CMD: before that, /proc/PID/environ is the subshell's own (no marker) and
+# `alive` would call a daemon that is still starting dead. Under CI load that window lasted
+# long enough that start-up was declared failed and do_stop killed the starting slurmctld.
 launch() {
   local name=$1; shift
   (
@@ -204,7 +208,19 @@ launch() {
     cd "$DIR/jobs"
     exec env SLURM_LOCAL_INSTANCE="$DIR" setsid "$@" </dev/null >>"$DIR/log/$name.stdout" 2>&1
   ) &
-  echo $! >"$DIR/run/$name.pid"
+  local pid=$!
+  echo "$pid" >"$DIR/run/$name.pid"
+  local end=$(( $(date +%s%N) + 30 * 1000000000 ))
+  while ! is_ours "$pid"; do
+    # Gone, or a zombie: it failed before exec; `alive` will say so.
+    [ -d "/proc/$pid" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null ||
+      return 0
+    if [ "$(date +%s%N)" -gt "$end" ]; then
+      err "$name (pid $pid) did not reach exec within 30s"
+      return 0
+    fi
+    sleep 0.01
+  done
 }
 
 # wait_until NAME SECONDS CMD...: polls CMD until it succeeds; fails early if NAME died.
@@ -424,7 +440,7 @@ fresh_start() {
      GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';" || fail_start mariadb
   step "mariadb up (port $DB_PORT)"
 
-  start_dbd_and_ctld 2
+  start_dbd_and_ctld
 
   # slurmd only after slurmctld answers (it backs off and ignores SIGTERM while retrying).
   launch slurmd slurmd -D -N localhost
@@ -452,28 +468,15 @@ fresh_start() {
   log "ready: $(cmd_env | tr '\n' ' ')"
 }
 
-# start_dbd_and_ctld TRIES: slurmdbd, then slurmctld once slurmdbd answers. Seen once in CI
-# (2026-11-30): slurmdbd logged "Terminate signal (SIGINT or SIGTERM) received" the very
-# millisecond slurmctld started, with no process of this script sending it; slurmctld then
-# exits ("we have no TRES from it"). When slurmctld dies and slurmdbd is gone too, both are
-# started once more; any other failure is reported at once.
+# start_dbd_and_ctld: slurmdbd, then slurmctld once slurmdbd answers.
 start_dbd_and_ctld() {
-  local tries=$1
   launch slurmdbd slurmdbd -D
   wait_until slurmdbd 60 sacctmgr -n -P list cluster format=cluster || fail_start slurmdbd
   step "slurmdbd up"
 
   launch slurmctld slurmctld -D -i
-  if wait_until slurmctld 60 sh -c 'scontrol ping | grep -q "is UP"'; then
-    step "slurmctld answers scontrol ping"
-    return 0
-  fi
-  if [ "$tries" -gt 1 ] && ! alive slurmdbd && ! alive slurmctld; then
-    err "slurmdbd exited too ($(tail -n 1 "$DIR/log/slurmdbd.log" 2>/dev/null)); starting both again"
-    start_dbd_and_ctld $((tries - 1))
-    return 0
-  fi
-  fail_start slurmctld
+  wait_until slurmctld 60 sh -c 'scontrol ping | grep -q "is UP"' || fail_start slurmctld
+  step "slurmctld answers scontrol ping"
 }
 
 cmd_start() {
