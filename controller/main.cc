@@ -23,6 +23,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "controller/agentplatform/client.h"
 #include "controller/agentplatform/credentials.h"
 #include "controller/common/clock.h"
@@ -132,52 +135,64 @@ std::string Hostname() {
   return buf;
 }
 
-int Run() {
-  const slurmop::Clock& clock = slurmop::RealClock::Get();
-
-  // Signals are taken by a dedicated thread; block them everywhere else.
+// Stop signals are taken by a dedicated thread; block them everywhere else
+// (threads started later inherit the mask).
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
 
+// The Kubernetes client: --kubeconfig/--context, else in-cluster.
+absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> NewKubeClient() {
   absl::StatusOr<slurmop::kube::ClientConfig> kube_config =
       slurmop::kube::ResolveConfig(absl::GetFlag(FLAGS_kubeconfig), absl::GetFlag(FLAGS_context));
   if (!kube_config.ok()) {
-    LOG(ERROR) << "cannot configure the Kubernetes client: " << kube_config.status();
-    return 2;
+    return absl::Status(
+        kube_config.status().code(),
+        absl::StrCat("cannot configure the Kubernetes client: ", kube_config.status().message()));
   }
   absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> kube =
       slurmop::kube::NewClientFromConfig(*kube_config);
   if (!kube.ok()) {
-    LOG(ERROR) << "cannot create the Kubernetes client: " << kube.status();
-    return 2;
+    return absl::Status(kube.status().code(), absl::StrCat("cannot create the Kubernetes client: ",
+                                                           kube.status().message()));
   }
+  return kube;
+}
 
-  // Agent Platform: TLS verified against the system's CA bundle.
-  absl::StatusOr<std::unique_ptr<slurmop::http::CpprestTransport>> google_transport =
+// Agent Platform: the callSlurmRestApi client and the transport it and the
+// Google credentials share (TLS verified against the system's CA bundle).
+struct AgentPlatform {
+  std::unique_ptr<slurmop::http::CpprestTransport> transport;
+  std::unique_ptr<slurmop::agentplatform::SlurmApi> slurm_api;
+  slurmop::agentplatform::CredentialsOptions credentials;
+};
+
+absl::StatusOr<AgentPlatform> NewAgentPlatform(const slurmop::Clock& clock) {
+  absl::StatusOr<std::unique_ptr<slurmop::http::CpprestTransport>> transport =
       slurmop::http::CpprestTransport::Create({});
-  if (!google_transport.ok()) {
-    LOG(ERROR) << "cannot create the HTTP transport: " << google_transport.status();
-    return 2;
+  if (!transport.ok()) {
+    return absl::Status(
+        transport.status().code(),
+        absl::StrCat("cannot create the HTTP transport: ", transport.status().message()));
   }
+  AgentPlatform ap;
+  ap.transport = std::move(*transport);
   slurmop::agentplatform::ClientOptions api_options;
-  api_options.transport = google_transport->get();
+  api_options.transport = ap.transport.get();
   api_options.clock = &clock;
   api_options.requests_per_second_per_cluster = absl::GetFlag(FLAGS_agent_platform_qps);
-  std::unique_ptr<slurmop::agentplatform::SlurmApi> slurm_api =
-      slurmop::agentplatform::NewSlurmApiClient(api_options);
+  ap.slurm_api = slurmop::agentplatform::NewSlurmApiClient(api_options);
+  ap.credentials.transport = ap.transport.get();
+  ap.credentials.clock = &clock;
+  return ap;
+}
 
-  slurmop::agentplatform::CredentialsOptions cred_options;
-  cred_options.transport = google_transport->get();
-  cred_options.clock = &clock;
-  slurmop::reconcile::SecretCredentialsResolver credentials(**kube, cred_options);
-
-  slurmop::kube::EventRecorder recorder(**kube, clock, "slurmjob-operator",
-                                        "slurmjob-operator-" + Hostname());
-  RecorderSink events(recorder);
-
+slurmop::reconcile::ManagerOptions ManagerOptionsFromFlags() {
   slurmop::reconcile::ManagerOptions options;
   options.watch_namespace = absl::GetFlag(FLAGS_namespace);
   options.workers = absl::GetFlag(FLAGS_workers);
@@ -187,14 +202,16 @@ int Run() {
   options.batched_tracking = absl::GetFlag(FLAGS_batched_tracking);
   options.executor.decide.submit_settle = Seconds(absl::GetFlag(FLAGS_submit_settle_seconds));
   options.tracker.sweep = absl::GetFlag(FLAGS_orphan_sweep);
-  slurmop::reconcile::Manager manager(**kube, *slurm_api, credentials, events, clock, options);
+  return options;
+}
 
-  slurmop::server::HealthServer health;
+// gRPC health (always) and Prometheus metrics (with --metrics-port).
+absl::Status StartServers(slurmop::server::HealthServer& health,
+                          slurmop::server::MetricsServer& metrics) {
   if (absl::Status s =
           health.Start(absl::GetFlag(FLAGS_health_address), absl::GetFlag(FLAGS_health_port));
       !s.ok()) {
-    LOG(ERROR) << s;
-    return 2;
+    return s;
   }
   LOG(INFO) << "gRPC health on port " << health.port();
   if (const std::string f = absl::GetFlag(FLAGS_health_port_file); !f.empty()) {
@@ -204,105 +221,158 @@ int Run() {
       std::fclose(out);
     }
   }
-
-  slurmop::server::MetricsServer metrics(slurmop::server::GlobalMetrics());
   if (const int port = absl::GetFlag(FLAGS_metrics_port); port > 0) {
     if (absl::Status s = metrics.Start(absl::GetFlag(FLAGS_health_address), port); !s.ok()) {
-      LOG(ERROR) << s;
-      return 2;
+      return s;
     }
     LOG(INFO) << "metrics on port " << port << " at /metrics";
   }
+  return absl::OkStatus();
+}
 
+// What the main loop waits on: a stop signal, leadership gained or lost.
+struct Lifecycle {
   std::mutex mu;
   std::condition_variable cv;
-  bool stop = false;
-  std::atomic<bool> leading{!absl::GetFlag(FLAGS_leader_elect)};
+  bool stop = false;  // mu
+  std::atomic<bool> leading{false};
   std::atomic<bool> lost_leadership{false};
   std::atomic<bool> shutting_down{false};
+};
 
-  std::unique_ptr<slurmop::kube::LeaderElector> elector;
-  if (absl::GetFlag(FLAGS_leader_elect)) {
-    slurmop::kube::LeaderElectionConfig le;
-    le.lease_namespace = LeaseNamespace();
-    le.lease_name = absl::GetFlag(FLAGS_leader_elect_lease_name);
-    le.identity = absl::GetFlag(FLAGS_leader_elect_identity);
-    if (le.identity.empty()) {
-      le.identity = EnvOr("POD_NAME", Hostname() + "_" + std::to_string(getpid()));
+slurmop::kube::LeaderElectionConfig LeaderElectionFromFlags(Lifecycle& life) {
+  slurmop::kube::LeaderElectionConfig le;
+  le.lease_namespace = LeaseNamespace();
+  le.lease_name = absl::GetFlag(FLAGS_leader_elect_lease_name);
+  le.identity = absl::GetFlag(FLAGS_leader_elect_identity);
+  if (le.identity.empty()) {
+    le.identity = EnvOr("POD_NAME", Hostname() + "_" + std::to_string(getpid()));
+  }
+  le.lease_duration = Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds));
+  le.renew_deadline = Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds));
+  le.retry_period = Seconds(absl::GetFlag(FLAGS_leader_elect_retry_period_seconds));
+  le.on_started_leading = [&life] {
+    LOG(INFO) << "became the leader";
+    life.leading = true;
+    life.cv.notify_all();
+  };
+  le.on_stopped_leading = [&life] {
+    if (life.shutting_down) return;  // our own release on SIGTERM
+    // As client-go advises: a replica that lost the Lease exits, so that
+    // nothing it still has in flight races the new leader.
+    LOG(ERROR) << "lost the leader Lease; exiting";
+    life.lost_leadership = true;
+    life.cv.notify_all();
+  };
+  le.on_new_leader = [](const std::string& who) { LOG(INFO) << "leader is now " << who; };
+  return le;
+}
+
+// With --leader-elect: the started elector; without: nullptr (and leading).
+absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> StartLeaderElection(
+    slurmop::kube::Client& kube, const slurmop::Clock& clock, Lifecycle& life) {
+  if (!absl::GetFlag(FLAGS_leader_elect)) {
+    life.leading = true;
+    return nullptr;
+  }
+  slurmop::kube::LeaderElectionConfig le = LeaderElectionFromFlags(life);
+  absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> elector =
+      slurmop::kube::LeaderElector::Create(kube, clock, le);
+  if (!elector.ok()) {
+    return absl::Status(elector.status().code(),
+                        absl::StrCat("leader election: ", elector.status().message()));
+  }
+  LOG(INFO) << "leader election on Lease " << le.lease_namespace << "/" << le.lease_name << " as "
+            << le.identity;
+  (*elector)->Start();
+  return elector;
+}
+
+// Starts the manager once leading and keeps readiness in step with its
+// caches, until a stop signal or a lost Lease.
+void RunUntilStopped(Lifecycle& life, slurmop::reconcile::Manager& manager,
+                     slurmop::server::HealthServer& health) {
+  bool started = false;
+  bool ready = false;
+  const auto trim_every = std::chrono::seconds(absl::GetFlag(FLAGS_malloc_trim_seconds));
+  auto last_trim = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(life.mu);
+  while (!life.stop && !life.lost_leadership) {
+    if (trim_every.count() > 0 && std::chrono::steady_clock::now() - last_trim >= trim_every) {
+      // Measured with bench/load at 10,000 SlurmJobs: the heap in use is a
+      // fraction of the resident set after the submit burst.
+      lock.unlock();
+      malloc_trim(0);
+      lock.lock();
+      last_trim = std::chrono::steady_clock::now();
     }
-    le.lease_duration = Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds));
-    le.renew_deadline = Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds));
-    le.retry_period = Seconds(absl::GetFlag(FLAGS_leader_elect_retry_period_seconds));
-    le.on_started_leading = [&] {
-      LOG(INFO) << "became the leader";
-      leading = true;
-      cv.notify_all();
-    };
-    le.on_stopped_leading = [&] {
-      if (shutting_down) return;  // our own release on SIGTERM
-      // As client-go advises: a replica that lost the Lease exits, so that
-      // nothing it still has in flight races the new leader.
-      LOG(ERROR) << "lost the leader Lease; exiting";
-      lost_leadership = true;
-      cv.notify_all();
-    };
-    le.on_new_leader = [](const std::string& who) { LOG(INFO) << "leader is now " << who; };
-    absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> created =
-        slurmop::kube::LeaderElector::Create(**kube, clock, le);
-    if (!created.ok()) {
-      LOG(ERROR) << "leader election: " << created.status();
-      return 2;
+    if (life.leading && !started) {
+      manager.Start();
+      started = true;
     }
-    elector = std::move(*created);
-    LOG(INFO) << "leader election on Lease " << le.lease_namespace << "/" << le.lease_name << " as "
-              << le.identity;
-    elector->Start();
+    bool synced = started && manager.Synced();
+    if (synced != ready) {
+      ready = synced;
+      health.SetReady(ready);
+      LOG(INFO) << (ready ? "informers synced; ready" : "informers not synced; not ready");
+    }
+    life.cv.wait_for(lock, std::chrono::milliseconds(200));
+  }
+}
+
+int Run() {
+  const slurmop::Clock& clock = slurmop::RealClock::Get();
+  sigset_t stop_signals = BlockStopSignals();
+
+  absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> kube = NewKubeClient();
+  if (!kube.ok()) {
+    LOG(ERROR) << kube.status();
+    return 2;
+  }
+  absl::StatusOr<AgentPlatform> ap = NewAgentPlatform(clock);
+  if (!ap.ok()) {
+    LOG(ERROR) << ap.status();
+    return 2;
+  }
+  slurmop::reconcile::SecretCredentialsResolver credentials(**kube, ap->credentials);
+  slurmop::kube::EventRecorder recorder(**kube, clock, "slurmjob-operator",
+                                        "slurmjob-operator-" + Hostname());
+  RecorderSink events(recorder);
+  slurmop::reconcile::Manager manager(**kube, *ap->slurm_api, credentials, events, clock,
+                                      ManagerOptionsFromFlags());
+
+  slurmop::server::HealthServer health;
+  slurmop::server::MetricsServer metrics(slurmop::server::GlobalMetrics());
+  if (absl::Status s = StartServers(health, metrics); !s.ok()) {
+    LOG(ERROR) << s;
+    return 2;
+  }
+  Lifecycle life;
+  absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> elector =
+      StartLeaderElection(**kube, clock, life);
+  if (!elector.ok()) {
+    LOG(ERROR) << elector.status();
+    return 2;
   }
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     LOG(INFO) << "received signal " << sig << "; shutting down";
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-    cv.notify_all();
+    std::lock_guard<std::mutex> lock(life.mu);
+    life.stop = true;
+    life.cv.notify_all();
   });
 
-  bool started = false;
-  bool ready = false;
-  const auto trim_every = std::chrono::seconds(absl::GetFlag(FLAGS_malloc_trim_seconds));
-  auto last_trim = std::chrono::steady_clock::now();
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    while (!stop && !lost_leadership) {
-      if (trim_every.count() > 0 && std::chrono::steady_clock::now() - last_trim >= trim_every) {
-        // Measured with bench/load at 10,000 SlurmJobs: the heap in use is a
-        // fraction of the resident set after the submit burst.
-        lock.unlock();
-        malloc_trim(0);
-        lock.lock();
-        last_trim = std::chrono::steady_clock::now();
-      }
-      if (leading && !started) {
-        manager.Start();
-        started = true;
-      }
-      bool synced = started && manager.Synced();
-      if (synced != ready) {
-        ready = synced;
-        health.SetReady(ready);
-        LOG(INFO) << (ready ? "informers synced; ready" : "informers not synced; not ready");
-      }
-      cv.wait_for(lock, std::chrono::milliseconds(200));
-    }
-  }
-  shutting_down = true;
+  RunUntilStopped(life, manager, health);
+
+  life.shutting_down = true;
   health.SetReady(false);
   manager.Stop();
-  if (elector) elector->Stop();  // releases the Lease if held
+  if (*elector) (*elector)->Stop();  // releases the Lease if held
   recorder.Flush();
   metrics.Stop();
   health.Shutdown();
-  if (lost_leadership) {
+  if (life.lost_leadership) {
     LOG(ERROR) << "stopped after losing leadership";
     std::_Exit(1);  // the signal thread still waits in sigwait
   }
@@ -338,6 +408,15 @@ int main(int argc, char** argv) {
   mallopt(M_ARENA_MAX, 2);
   std::vector<std::string> normalized;
   NormalizeFlagNames(argc, argv, &normalized);
+  // --help lists the flags defined in this file (Abseil's default looks for
+  // a file named after the binary, and so listed none); --helpfull lists
+  // every library's too.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "controller/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   absl::SetProgramUsageMessage(
       "Kubernetes operator that runs SlurmJobs on Agent Platform Slurm clusters.\n"
       "Usage: slurmjob-operator [--kubeconfig=PATH] [--namespace=NS] [--health-port=9090]");

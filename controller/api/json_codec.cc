@@ -220,6 +220,62 @@ absl::StatusOr<std::pair<int64_t, int32_t>> ParseDuration(const json& value,
   return negative ? std::make_pair(-seconds, -nanos) : std::make_pair(seconds, nanos);
 }
 
+// The scalar cases of Decoder::Element that are not numbers: one value of
+// `field` decoded from `j` and stored (Add* when `add`, else Set*).
+absl::Status DecodeBool(const json& j, google::protobuf::Message* msg, const FieldDescriptor* field,
+                        const std::string& path, bool add) {
+  const Reflection* reflection = msg->GetReflection();
+  bool v = false;
+  if (j.is_boolean()) {
+    v = j.get<bool>();
+  } else if (field->containing_type()->options().map_entry() && j.is_string() &&
+             (j == "true" || j == "false")) {  // a map<bool, ...> key, which JSON spells as text
+    v = j == "true";
+  } else {
+    return TypeError(path, "a boolean", j);
+  }
+  add ? reflection->AddBool(msg, field, v) : reflection->SetBool(msg, field, v);
+  return absl::OkStatus();
+}
+
+absl::Status DecodeString(const json& j, google::protobuf::Message* msg,
+                          const FieldDescriptor* field, const std::string& path, bool add) {
+  const Reflection* reflection = msg->GetReflection();
+  if (!j.is_string()) return TypeError(path, "a string", j);
+  std::string v = j.get<std::string>();
+  if (field->type() == FieldDescriptor::TYPE_BYTES) {
+    std::string decoded;
+    if (!absl::Base64Unescape(v, &decoded) && !absl::WebSafeBase64Unescape(v, &decoded)) {
+      return TypeError(path, "a base64 string", j);
+    }
+    v = std::move(decoded);
+  }
+  add ? reflection->AddString(msg, field, std::move(v))
+      : reflection->SetString(msg, field, std::move(v));
+  return absl::OkStatus();
+}
+
+absl::Status DecodeEnum(const json& j, google::protobuf::Message* msg, const FieldDescriptor* field,
+                        const std::string& path, bool add) {
+  const Reflection* reflection = msg->GetReflection();
+  int number = 0;
+  if (j.is_string()) {
+    const EnumValueDescriptor* value =
+        field->enum_type()->FindValueByName(j.get_ref<const std::string&>());
+    if (value == nullptr) return TypeError(path, "a value name of the enum", j);
+    number = value->number();
+  } else if (j.is_number_integer()) {
+    absl::StatusOr<int64_t> v = ParseSigned(j, path, std::numeric_limits<int32_t>::min(),
+                                            std::numeric_limits<int32_t>::max(), "enum");
+    if (!v.ok()) return v.status();
+    number = static_cast<int>(*v);
+  } else {
+    return TypeError(path, "a value name of the enum", j);
+  }
+  add ? reflection->AddEnumValue(msg, field, number) : reflection->SetEnumValue(msg, field, number);
+  return absl::OkStatus();
+}
+
 class Decoder {
  public:
   absl::Status Message(const json& j, google::protobuf::Message* msg, const std::string& path);
@@ -347,53 +403,12 @@ absl::Status Decoder::Element(const json& j, google::protobuf::Message* msg,
           : reflection->SetFloat(msg, field, static_cast<float>(*v));
       return absl::OkStatus();
     }
-    case FieldDescriptor::CPPTYPE_BOOL: {
-      bool v = false;
-      if (j.is_boolean()) {
-        v = j.get<bool>();
-      } else if (field->containing_type()->options().map_entry() && j.is_string() &&
-                 (j == "true" ||
-                  j == "false")) {  // a map<bool, ...> key, which JSON spells as text
-        v = j == "true";
-      } else {
-        return TypeError(path, "a boolean", j);
-      }
-      add ? reflection->AddBool(msg, field, v) : reflection->SetBool(msg, field, v);
-      return absl::OkStatus();
-    }
-    case FieldDescriptor::CPPTYPE_STRING: {
-      if (!j.is_string()) return TypeError(path, "a string", j);
-      std::string v = j.get<std::string>();
-      if (field->type() == FieldDescriptor::TYPE_BYTES) {
-        std::string decoded;
-        if (!absl::Base64Unescape(v, &decoded) && !absl::WebSafeBase64Unescape(v, &decoded)) {
-          return TypeError(path, "a base64 string", j);
-        }
-        v = std::move(decoded);
-      }
-      add ? reflection->AddString(msg, field, std::move(v))
-          : reflection->SetString(msg, field, std::move(v));
-      return absl::OkStatus();
-    }
-    case FieldDescriptor::CPPTYPE_ENUM: {
-      int number = 0;
-      if (j.is_string()) {
-        const EnumValueDescriptor* value =
-            field->enum_type()->FindValueByName(j.get_ref<const std::string&>());
-        if (value == nullptr) return TypeError(path, "a value name of the enum", j);
-        number = value->number();
-      } else if (j.is_number_integer()) {
-        absl::StatusOr<int64_t> v = ParseSigned(j, path, std::numeric_limits<int32_t>::min(),
-                                                std::numeric_limits<int32_t>::max(), "enum");
-        if (!v.ok()) return v.status();
-        number = static_cast<int>(*v);
-      } else {
-        return TypeError(path, "a value name of the enum", j);
-      }
-      add ? reflection->AddEnumValue(msg, field, number)
-          : reflection->SetEnumValue(msg, field, number);
-      return absl::OkStatus();
-    }
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return DecodeBool(j, msg, field, path, add);
+    case FieldDescriptor::CPPTYPE_STRING:
+      return DecodeString(j, msg, field, path, add);
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return DecodeEnum(j, msg, field, path, add);
     case FieldDescriptor::CPPTYPE_MESSAGE: {
       google::protobuf::Message* child =
           add ? reflection->AddMessage(msg, field) : reflection->MutableMessage(msg, field);

@@ -55,4 +55,12 @@ nlohmann::json StatusToJson(const v1alpha1::SlurmJobStatus& status) { return ToJ
 
 nlohmann::json StatusToJson(const v1alpha1::SlurmClusterStatus& status) { return ToJson(status); }
 
+std::string MetadataString(const nlohmann::json& object, const char* field) {
+  if (!object.is_object()) return "";
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  auto it = meta->find(field);
+  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 }  // namespace slurmop::api

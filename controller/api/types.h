@@ -8,6 +8,7 @@
 #define SLURMOP_CONTROLLER_API_TYPES_H_
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "slurmoperator/v1alpha1/slurmcluster.pb.h"
@@ -28,6 +29,10 @@ absl::StatusOr<v1alpha1::SlurmCluster> SlurmClusterFromObject(const nlohmann::js
 // The JSON of a status, as the value of `.status` in a write to the status subresource.
 nlohmann::json StatusToJson(const v1alpha1::SlurmJobStatus& status);
 nlohmann::json StatusToJson(const v1alpha1::SlurmClusterStatus& status);
+
+// `metadata.<field>` of an object when it is a string (name, namespace, uid, resourceVersion,
+// ...), else "".
+std::string MetadataString(const nlohmann::json& object, const char* field);
 
 }  // namespace slurmop::api
 

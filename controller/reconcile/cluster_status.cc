@@ -4,20 +4,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/reconcile/conditions.h"
+#include "controller/slurm/dialects.h"
 
 namespace slurmop::reconcile {
 namespace {
 
-std::string ResourceName(const v1alpha1::SlurmClusterSpec& spec) {
-  return absl::StrCat("projects/", spec.project_id(), "/locations/", spec.region(),
-                      "/modelDevelopmentClusters/", spec.cluster_id());
-}
-
 std::string VersionOf(const v1alpha1::SlurmClusterSpec& spec) {
-  return spec.slurm_api_version().empty() ? "v0.0.42" : spec.slurm_api_version();
+  return slurm::VersionOrDefault(spec.slurm_api_version());
 }
 
 }  // namespace
+
+std::string ClusterResourceName(const v1alpha1::SlurmClusterSpec& spec) {
+  return absl::StrCat("projects/", spec.project_id(), "/locations/", spec.region(),
+                      "/modelDevelopmentClusters/", spec.cluster_id());
+}
 
 v1alpha1::SlurmClusterStatus ClusterStatusFromProbe(const v1alpha1::SlurmClusterStatus& current,
                                                     const v1alpha1::SlurmClusterSpec& spec,
@@ -28,7 +29,7 @@ v1alpha1::SlurmClusterStatus ClusterStatusFromProbe(const v1alpha1::SlurmCluster
   std::string reason;
   std::string message;
   bool ready = false;
-  const std::string name = ResourceName(spec);
+  const std::string name = ClusterResourceName(spec);
   if (!probe.spec.ok()) {
     reason = "InvalidSpec";
     message = std::string(probe.spec.message());

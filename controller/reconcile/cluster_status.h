@@ -36,6 +36,10 @@ v1alpha1::SlurmClusterStatus ClusterStatusFromProbe(const v1alpha1::SlurmCluster
                                                     const ProbeOutcome& probe, int64_t generation,
                                                     Time now);
 
+// "projects/P/locations/R/modelDevelopmentClusters/C", as Agent Platform
+// names the cluster (in messages).
+std::string ClusterResourceName(const v1alpha1::SlurmClusterSpec& spec);
+
 // How long until the next probe: slower when all is well.
 Duration NextProbe(const v1alpha1::SlurmClusterStatus& status);
 

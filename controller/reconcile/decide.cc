@@ -6,14 +6,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/runs.h"
+#include "controller/reconcile/stage.h"
 #include "controller/slurm/dialects.h"
 
 namespace slurmop::reconcile {
 namespace {
-
-constexpr char kDefaultApiVersion[] = "v0.0.42";
 
 Decision Stop(std::string why) {
   Decision d;
@@ -96,13 +96,7 @@ std::optional<Time> SubmittedAt(const v1alpha1::SlurmJobStatus& status) {
 }
 
 std::string ApiVersionOf(const ClusterFacts& cluster) {
-  return cluster.spec.slurm_api_version().empty() ? kDefaultApiVersion
-                                                  : cluster.spec.slurm_api_version();
-}
-
-std::string ClusterResourceName(const ClusterFacts& c) {
-  return absl::StrCat("projects/", c.spec.project_id(), "/locations/", c.spec.region(),
-                      "/modelDevelopmentClusters/", c.spec.cluster_id());
+  return slurm::VersionOrDefault(cluster.spec.slurm_api_version());
 }
 
 bool IsTransient(absl::StatusCode code) {
@@ -135,18 +129,19 @@ Refusal ExplainRefusal(const absl::Status& s, const ClusterFacts& cluster,
     case absl::StatusCode::kPermissionDenied:
       return {"PermissionDenied",
               absl::StrCat(what, " was denied by Agent Platform for cluster ",
-                           ClusterResourceName(cluster), ": ", detail,
+                           ClusterResourceName(cluster.spec), ": ", detail,
                            ". Grant the operator's identity (or the SlurmCluster's "
                            "credentialsSecretRef) roles/aiplatform.user, permission "
                            "aiplatform.googleapis.com/modelDevelopmentClusters.run, on project ",
                            cluster.spec.project_id(), "."),
               true};
     case absl::StatusCode::kNotFound:
-      return {"ClusterNotFound",
-              absl::StrCat("Agent Platform has no cluster ", ClusterResourceName(cluster), ": ",
-                           detail, ". Check projectId, region and clusterId of SlurmCluster \"",
-                           cluster.name, "\"."),
-              true};
+      return {
+          "ClusterNotFound",
+          absl::StrCat("Agent Platform has no cluster ", ClusterResourceName(cluster.spec), ": ",
+                       detail, ". Check projectId, region and clusterId of SlurmCluster \"",
+                       cluster.name, "\"."),
+          true};
     case absl::StatusCode::kUnauthenticated:
       return {"CredentialsInvalid",
               absl::StrCat(what, " could not authenticate to Agent Platform: ", detail,
@@ -162,359 +157,272 @@ Refusal ExplainRefusal(const absl::Status& s, const ClusterFacts& cluster,
   }
 }
 
-// The steps for a SlurmJob being deleted.
-Decision DecideDeletion(const JobFacts& job, const ClusterFacts& cluster, const Outcomes& out,
-                        const Memo& memo, Time now, const DecideOptions& opt) {
-  if (!job.has_finalizer) return Stop("being deleted; our finalizer is gone");
+// ---- Being deleted ---------------------------------------------------------
 
-  int64_t job_id = job.status.job_id();
-  if (job_id == 0 && memo.submitted_job_id) job_id = *memo.submitted_job_id;
-  if (job_id == 0 && out.tag_lookup && out.tag_lookup->ok() && out.tag_lookup->value()) {
-    job_id = *out.tag_lookup->value();
-  }
-  if (job_id == 0) {
-    const bool maybe_submitted = memo.submit_outcome_unknown || !memo.no_earlier_submit;
-    if (maybe_submitted && cluster.kind == ClusterFacts::Kind::kFound) {
-      if (!out.tag_lookup) {
-        Decision d = Do(Action::kFindByTag, "deleting after a submit with unknown outcome");
-        d.api_version = ApiVersionOf(cluster);
-        return d;
-      }
-      if (!out.tag_lookup->ok()) {
-        return StopAndBackoff(
-            absl::StrCat("cannot search for the job's tag: ", out.tag_lookup->status().message()));
-      }
+Decision DeletingUnsubmitted(const Known& k) {
+  if (guards::EarlierSubmitPossible(k.memo) && guards::ClusterFound(k.cluster)) {
+    if (!guards::TagSearchDone(k.out)) {
+      Decision d = Do(Action::kFindByTag, "deleting after a submit with unknown outcome");
+      d.api_version = ApiVersionOf(k.cluster);
+      return d;
     }
-    return Do(Action::kRemoveFinalizer, "deleting; no Slurm job was submitted");
-  }
-
-  if (job.spec.deletion_policy() == "Orphan") {
-    // Replace the tag first, so that the orphan sweep does not cancel the
-    // job once its SlurmJob is gone.
-    if (!memo.disowned && !IsFinalJobState(job.status.job_state()) &&
-        cluster.kind == ClusterFacts::Kind::kFound) {
-      if (!out.update) {
-        Decision d = Do(Action::kUpdateJob, "deletionPolicy Orphan: disown the Slurm job");
-        d.api_version = ApiVersionOf(cluster);
-        d.job_id = job_id;
-        d.update.comment = DisownedTag(job.id, CurrentRun(job.status));
-        return d;
-      }
-      if (!out.update->ok() && !IsTransient(out.update->status().code())) {
-        // Slurm refused the new comment for good: leave the job running anyway
-        // (what the user asked for), and say what that means.
-        Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan; re-tagging refused");
-        d.events.push_back(
-            {"Warning", "OrphanNotRetagged", "Delete",
-             absl::StrCat("Slurm job ", job_id,
-                          " is left running (deletionPolicy Orphan), but "
-                          "Slurm refused to change its comment (",
-                          out.update->status().message(),
-                          "); start operators with --orphan-sweep=false to be sure it is never "
-                          "cancelled as an orphan.")});
-        return d;
-      }
-      if (!out.update->ok()) {
-        Decision d = StopAndBackoff(
-            absl::StrCat("cannot disown Slurm job ", job_id, ": ", out.update->status().message()));
-        d.events.push_back(
-            {"Warning", "OrphanFailed", "Delete",
-             absl::StrCat("Leaving Slurm job ", job_id, " running failed to mark it as orphaned: ",
-                          out.update->status().message(), "; retrying.")});
-        return d;
-      }
+    if (guards::TagSearchFailed(k.out)) {
+      return StopAndBackoff(
+          absl::StrCat("cannot search for the job's tag: ", k.out.tag_lookup->status().message()));
     }
-    Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan");
-    d.events.push_back(
-        {"Normal", "Orphaned", "Delete",
-         absl::StrCat("Slurm job ", job_id, " is left running: deletionPolicy is Orphan.")});
-    return d;
   }
-  if (IsFinalJobState(job.status.job_state())) {
-    return Do(Action::kRemoveFinalizer, "deleting; the Slurm job already ended");
-  }
-  if (cluster.kind != ClusterFacts::Kind::kFound) {
-    // Without the cluster the job cannot be cancelled: keep the finalizer so
-    // nothing is lost, and say how to proceed.
-    Decision d = StopAndRequeue(std::chrono::seconds(30),
-                                absl::StrCat("cannot cancel Slurm job ", job_id,
-                                             ": SlurmCluster \"", cluster.name, "\" not found"));
-    d.events.push_back(
-        {"Warning", "CancelBlocked", "Cancel",
-         absl::StrCat("Cannot cancel Slurm job ", job_id, ": SlurmCluster \"", cluster.name,
-                      "\" does not exist. Recreate it, or remove the finalizer "
-                      "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob without "
-                      "cancelling the job.")});
-    return d;
-  }
+  return Do(Action::kRemoveFinalizer, "deleting; no Slurm job was submitted");
+}
 
-  if (!out.query) {
-    Decision d = Do(Action::kQuery, "deleting; is the Slurm job still active?");
-    d.api_version = ApiVersionOf(cluster);
-    d.job_id = job_id;
-    d.max_age = memo.cancel_requested_at ? opt.cancel_wait_poll : Duration::zero();
-    return d;
-  }
-  if (!out.query->ok()) {
-    return StopAndBackoff(
-        absl::StrCat("deleting; cannot read Slurm job: ", out.query->status().message()));
-  }
-  const SlurmView& view = out.query->value();
-  if (!view.job || view.job->IsFinal()) {
-    Decision d = Do(Action::kRemoveFinalizer, "deleting; the Slurm job has ended");
-    if (memo.cancel_requested_at || out.cancel) {
+Decision Disowning(const Known& k) {
+  const int64_t job_id = guards::KnownJobId(k);
+  // Replace the tag first, so that the orphan sweep does not cancel the job
+  // once its SlurmJob is gone.
+  if (!guards::Disowned(k.memo) && !guards::JobEnded(k.job) && guards::ClusterFound(k.cluster)) {
+    const auto& update = k.out.update;
+    if (!update) {
+      Decision d = Do(Action::kUpdateJob, "deletionPolicy Orphan: disown the Slurm job");
+      d.api_version = ApiVersionOf(k.cluster);
+      d.job_id = job_id;
+      d.update.comment = DisownedTag(k.job.id, CurrentRun(k.job.status));
+      return d;
+    }
+    if (!update->ok() && !IsTransient(update->status().code())) {
+      // Slurm refused the new comment for good: leave the job running anyway
+      // (what the user asked for), and say what that means.
+      Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan; re-tagging refused");
       d.events.push_back(
-          {"Normal", "Cancelled", "Cancel", absl::StrCat("Slurm job ", job_id, " was cancelled.")});
+          {kWarning, "OrphanNotRetagged", "Delete",
+           absl::StrCat("Slurm job ", job_id,
+                        " is left running (deletionPolicy Orphan), but "
+                        "Slurm refused to change its comment (",
+                        update->status().message(),
+                        "); start operators with --orphan-sweep=false to be sure it is never "
+                        "cancelled as an orphan.")});
+      return d;
+    }
+    if (!update->ok()) {
+      Decision d = StopAndBackoff(
+          absl::StrCat("cannot disown Slurm job ", job_id, ": ", update->status().message()));
+      d.events.push_back(
+          {kWarning, "OrphanFailed", "Delete",
+           absl::StrCat("Leaving Slurm job ", job_id, " running failed to mark it as orphaned: ",
+                        update->status().message(), "; retrying.")});
+      return d;
+    }
+  }
+  Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan");
+  d.events.push_back(
+      {kNormal, "Orphaned", "Delete",
+       absl::StrCat("Slurm job ", job_id, " is left running: deletionPolicy is Orphan.")});
+  return d;
+}
+
+Decision CancelBlocked(const Known& k) {
+  const int64_t job_id = guards::KnownJobId(k);
+  // Without the cluster the job cannot be cancelled: keep the finalizer so
+  // nothing is lost, and say how to proceed.
+  Decision d = StopAndRequeue(std::chrono::seconds(30),
+                              absl::StrCat("cannot cancel Slurm job ", job_id, ": SlurmCluster \"",
+                                           k.cluster.name, "\" not found"));
+  d.events.push_back(
+      {kWarning, "CancelBlocked", "Cancel",
+       absl::StrCat("Cannot cancel Slurm job ", job_id, ": SlurmCluster \"", k.cluster.name,
+                    "\" does not exist. Recreate it, or remove the finalizer "
+                    "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob without "
+                    "cancelling the job.")});
+  return d;
+}
+
+Decision Cancelling(const Known& k) {
+  const int64_t job_id = guards::KnownJobId(k);
+  if (!guards::QueryDone(k.out)) {
+    Decision d = Do(Action::kQuery, "deleting; is the Slurm job still active?");
+    d.api_version = ApiVersionOf(k.cluster);
+    d.job_id = job_id;
+    d.max_age = k.memo.cancel_requested_at ? k.opt.cancel_wait_poll : Duration::zero();
+    return d;
+  }
+  if (guards::QueryFailed(k.out)) {
+    return StopAndBackoff(
+        absl::StrCat("deleting; cannot read Slurm job: ", k.out.query->status().message()));
+  }
+  if (guards::SlurmKnowsNoJob(k.out) || guards::SlurmSaysEnded(k.out)) {
+    Decision d = Do(Action::kRemoveFinalizer, "deleting; the Slurm job has ended");
+    if (k.memo.cancel_requested_at || k.out.cancel) {
+      d.events.push_back(
+          {kNormal, "Cancelled", "Cancel", absl::StrCat("Slurm job ", job_id, " was cancelled.")});
     }
     return d;
   }
-  const bool cancel_due =
-      !memo.cancel_requested_at || now - *memo.cancel_requested_at >= opt.cancel_resend;
-  if (!out.cancel && cancel_due) {
+  if (guards::CancelDue(k)) {
     Decision d = Do(Action::kCancel, "deleting; cancel the Slurm job");
-    d.api_version = ApiVersionOf(cluster);
+    d.api_version = ApiVersionOf(k.cluster);
     d.job_id = job_id;
-    d.events.push_back({"Normal", "CancelRequested", "Cancel",
+    d.events.push_back({kNormal, "CancelRequested", "Cancel",
                         absl::StrCat("Cancelling Slurm job ", job_id,
                                      "; the SlurmJob is removed once Slurm reports it ended.")});
     return d;
   }
-  if (out.cancel && !out.cancel->ok()) {
-    Decision d = StopAndBackoff(
-        absl::StrCat("cancel of Slurm job ", job_id, " failed: ", out.cancel->status().message()));
-    d.events.push_back({"Warning", "CancelFailed", "Cancel",
-                        absl::StrCat("Cancelling Slurm job ", job_id,
-                                     " failed: ", out.cancel->status().message(), "; retrying.")});
+  if (guards::CancelFailed(k.out)) {
+    Decision d = StopAndBackoff(absl::StrCat("cancel of Slurm job ", job_id,
+                                             " failed: ", k.out.cancel->status().message()));
+    d.events.push_back({kWarning, "CancelFailed", "Cancel",
+                        absl::StrCat("Cancelling Slurm job ", job_id, " failed: ",
+                                     k.out.cancel->status().message(), "; retrying.")});
     return d;
   }
-  return StopAndRequeue(opt.cancel_wait_poll, "waiting for the cancelled job to end");
+  return StopAndRequeue(k.opt.cancel_wait_poll, "waiting for the cancelled job to end");
 }
 
-// The steps for a SlurmJob that has no Slurm job yet.
-Decision DecideSubmission(const JobFacts& job, const ClusterFacts& cluster,
-                          const ScriptFacts& script, const Outcomes& out, const Memo& memo,
-                          Time now, const DecideOptions& opt) {
-  const int64_t gen = job.generation;
-  const auto stalled = [&](std::string_view reason, const std::string& message,
-                           std::optional<Duration> requeue) {
-    Decision then = requeue ? StopAndRequeue(*requeue, message) : Stop(message);
-    std::vector<EventSpec> events = {{"Warning", std::string(reason), "Submit", message}};
-    return WriteIfChanged(job, StatusStalled(job.status, reason, message, gen, now),
-                          std::move(events), then);
-  };
+// ---- Not submitted yet -----------------------------------------------------
 
-  // A submit that returned an id, or an earlier job found by its tag: record it.
-  std::optional<int64_t> known_id = memo.submitted_job_id;
-  bool adopted = memo.submitted_job_id.has_value() && memo.submitted_job_adopted;
-  if (out.submit && out.submit->ok()) known_id = out.submit->value();
-  if (!known_id && out.tag_lookup && out.tag_lookup->ok() && out.tag_lookup->value()) {
-    known_id = *out.tag_lookup->value();
+// Writes the Stalled condition (reason, message) with a Warning Event.
+Decision Stalled(const Known& k, std::string_view reason, const std::string& message,
+                 std::optional<Duration> requeue) {
+  Decision then = requeue ? StopAndRequeue(*requeue, message) : Stop(message);
+  std::vector<EventSpec> events = {{kWarning, std::string(reason), "Submit", message}};
+  return WriteIfChanged(k.job,
+                        StatusStalled(k.job.status, reason, message, k.job.generation, k.now),
+                        std::move(events), then);
+}
+
+// A submit that returned an id, or an earlier job found by its tag.
+Decision RecordingSubmit(const Known& k) {
+  std::optional<int64_t> known_id = k.memo.submitted_job_id;
+  bool adopted = k.memo.submitted_job_id.has_value() && k.memo.submitted_job_adopted;
+  if (guards::SubmitReturnedId(k.out)) known_id = k.out.submit->value();
+  if (!known_id && guards::TagSearchFoundJob(k.out)) {
+    known_id = *k.out.tag_lookup->value();
     adopted = true;
   }
-  if (known_id) {
-    std::vector<EventSpec> events;
-    v1alpha1::SlurmJobStatus s =
-        StatusAfterSubmit(job.status, *known_id, cluster.name, adopted, gen, now, &events);
-    s.set_run(CurrentRun(job.status));
-    s.set_run_id(job.spec.run_id());
-    Decision d = Do(Action::kWriteStatus, "record the submitted job");
-    d.status = std::move(s);
-    d.events = std::move(events);
-    return d;
-  }
+  std::vector<EventSpec> events;
+  v1alpha1::SlurmJobStatus s = StatusAfterSubmit(k.job.status, *known_id, k.cluster.name, adopted,
+                                                 k.job.generation, k.now, &events);
+  s.set_run(CurrentRun(k.job.status));
+  s.set_run_id(k.job.spec.run_id());
+  Decision d = Do(Action::kWriteStatus, "record the submitted job");
+  d.status = std::move(s);
+  d.events = std::move(events);
+  return d;
+}
 
-  switch (cluster.kind) {
-    case ClusterFacts::Kind::kUnspecified:
-      return stalled("ClusterNotSpecified",
-                     "spec.clusterRef.name is empty and the operator runs without "
-                     "--default-cluster; name a SlurmCluster of this namespace in "
-                     "spec.clusterRef.name. Nothing was submitted.",
-                     std::nullopt);
-    case ClusterFacts::Kind::kNotFound:
-      return stalled("ClusterNotFound",
-                     absl::StrCat("SlurmCluster \"", cluster.name,
-                                  "\" does not exist in namespace \"", job.id.ns,
-                                  "\"; create it or fix spec.clusterRef.name. Nothing was "
-                                  "submitted."),
-                     std::nullopt);
-    case ClusterFacts::Kind::kFound:
-      break;
+// A submit refused for this spec is not sent again until the spec (or the
+// cluster) changes; the status already says why. Refusals that access
+// changes can fix are retried after a while.
+Decision Refused(const Known& k) {
+  if (guards::RejectedForThisGeneration(k)) {
+    return Stop("the submit was rejected for this spec; waiting for a change");
   }
-  if (absl::Status s = ValidateClusterSpec(cluster.spec); !s.ok()) {
-    return stalled("InvalidCluster", absl::StrCat(s.message(), ". Nothing was submitted."),
+  return StopAndRequeue(k.opt.permission_retry - (k.now - *k.memo.submit_refused_at),
+                        "the last submit was refused; retrying later");
+}
+
+// A previous submit (by this process or one before it) may have reached
+// Slurm, and a search that finds nothing proves nothing while it may still be
+// in flight: wait and look again, never submit.
+Decision Settling(const Known& k) {
+  const Outcomes& out = k.out;
+  const Duration wait = *k.memo.settle_until - k.now;
+  const bool failed_now = out.submit && !out.submit->ok();
+  std::string msg = absl::StrCat(
+      failed_now
+          ? absl::StrCat("The submit's outcome is unknown (", out.submit->status().message(), "). ")
+          : std::string("An earlier submit of this job may still be in flight. "),
+      "The operator looks for the job by its tag again once no submit can still be in flight (",
+      std::chrono::duration_cast<std::chrono::seconds>(k.opt.submit_settle).count(),
+      " s after it was sent), and submits only if it is not found, so that the job never runs "
+      "twice.");
+  std::vector<EventSpec> events;
+  if (failed_now) events.push_back({kWarning, "SubmitOutcomeUnknown", "Submit", msg});
+  Decision then = StopAndRequeue(wait + std::chrono::seconds(1), msg);
+  const v1alpha1::Condition* reconciling = FindCondition(k.job.status.conditions(), kReconciling);
+  if (!out.submit && reconciling != nullptr && reconciling->reason() == "SubmitOutcomeUnknown" &&
+      k.job.status.observed_generation() == k.job.generation) {
+    return then;  // already said; the wording may differ only in the error
+  }
+  return WriteIfChanged(
+      k.job, StatusRetrying(k.job.status, "SubmitOutcomeUnknown", msg, k.job.generation, k.now),
+      std::move(events), then);
+}
+
+Decision Searching(const Known& k, const SubmitPlan& plan) {
+  Decision d = Do(Action::kFindByTag, k.memo.submit_outcome_unknown
+                                          ? "the last submit's outcome is unknown"
+                                          : "an earlier process may have submitted");
+  d.api_version = plan.api_version;
+  return d;
+}
+
+Decision SearchFailed(const Known& k) {
+  std::string msg =
+      absl::StrCat("The last submit's outcome is unknown and the search for the job failed: ",
+                   k.out.tag_lookup->status().message(), ". Retrying; nothing is submitted twice.");
+  return WriteIfChanged(
+      k.job, StatusRetrying(k.job.status, "SubmitOutcomeUnknown", msg, k.job.generation, k.now), {},
+      StopAndBackoff(msg));
+}
+
+Decision Suspended(const Known& k) {
+  const int64_t gen = k.job.generation;
+  std::string msg = "spec.suspend is true: the job is not submitted until it is cleared.";
+  v1alpha1::SlurmJobStatus s = StatusRetrying(k.job.status, "Suspended", msg, gen, k.now);
+  SetCondition(s.mutable_conditions(), kReconciling, ConditionStatus::kFalse, "Suspended", msg, gen,
+               k.now);
+  SetCondition(s.mutable_conditions(), kReady, ConditionStatus::kFalse, "Suspended", msg, gen,
+               k.now);
+  s.set_phase(std::string(kPhasePending));
+  s.set_reason("Suspended");
+  return WriteIfChanged(k.job, std::move(s), {{kNormal, "Suspended", "Submit", msg}},
+                        Stop("suspended"));
+}
+
+Decision WaitingForDeps(const Known& k, const SubmitPlan& plan) {
+  if (!plan.dependencies.impossible.empty()) {
+    return Stalled(k, "DependencyNeverSatisfied",
+                   absl::StrCat(plan.dependencies.impossible, ". Nothing was submitted."),
                    std::nullopt);
   }
-  if (absl::Status s = ValidateJobSpec(job.spec); !s.ok()) {
-    return stalled("InvalidSpec", absl::StrCat(s.message(), ". Nothing was submitted."),
-                   std::nullopt);
-  }
-  std::string script_text = job.spec.script();
-  if (job.spec.has_script_from()) {
-    switch (script.kind) {
-      case ScriptFacts::Kind::kNotLoaded:
-        return Do(Action::kLoadScript, "read the script from its ConfigMap");
-      case ScriptFacts::Kind::kMissing:
-        return stalled(
-            "ScriptNotFound",
-            absl::StrCat(
-                script.error, ". Nothing was submitted; retrying every ",
-                std::chrono::duration_cast<std::chrono::seconds>(opt.missing_script_retry).count(),
-                " s."),
-            opt.missing_script_retry);
-      case ScriptFacts::Kind::kLoaded:
-        script_text = script.text;
-        break;
-    }
-  }
-  absl::StatusOr<slurm::JobDescriptor> descriptor =
-      BuildJobDescriptor(job.id, job.spec, cluster.spec, script_text, CurrentRun(job.status));
-  if (!descriptor.ok()) {
-    return stalled("InvalidSpec",
-                   absl::StrCat(descriptor.status().message(), ". Nothing was submitted."),
-                   std::nullopt);
-  }
-  const std::string api_version = ApiVersionOf(cluster);
-  absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(api_version);
-  if (!dialect.ok()) {
-    return stalled("InvalidCluster", std::string(dialect.status().message()), std::nullopt);
-  }
-  if (absl::StatusOr<nlohmann::json> body = (*dialect)->RenderSubmit(*descriptor); !body.ok()) {
-    return stalled("InvalidSpec",
-                   absl::StrCat("the job cannot be expressed in Slurm REST ", api_version, ": ",
-                                body.status().message(), ". Nothing was submitted."),
-                   std::nullopt);
-  }
+  std::string msg = absl::StrCat("Waiting for ", plan.dependencies.waiting_for,
+                                 " before submitting (spec.dependsOn).");
+  v1alpha1::SlurmJobStatus s =
+      StatusRetrying(k.job.status, "WaitingForDependencies", msg, k.job.generation, k.now);
+  s.set_phase(std::string(kPhasePending));
+  s.set_reason("WaitingForDependencies");
+  return WriteIfChanged(k.job, std::move(s), {}, Stop("waiting for dependencies"));
+}
 
-  if (!job.has_finalizer) {
-    return Do(Action::kAddFinalizer, "protect the job before submitting it");
-  }
+Decision ReadyToSubmit(SubmitPlan plan) {
+  Decision d = Do(Action::kSubmit, "submit the job");
+  d.descriptor = std::move(plan.descriptor);
+  d.submit_body = std::move(plan.body);
+  d.api_version = std::move(plan.api_version);
+  return d;
+}
 
-  // A submit refused for this spec is not sent again until the spec (or the
-  // cluster) changes; the status already says why. Refusals that access
-  // changes can fix are retried after a while.
-  if (!out.submit) {
-    const v1alpha1::Condition* stalled = FindCondition(job.status.conditions(), kStalled);
-    const bool rejected_this_generation = stalled != nullptr && stalled->status() == "True" &&
-                                          stalled->reason() == "SubmitRejected" &&
-                                          stalled->observed_generation() == job.generation;
-    const bool cluster_changed =
-        memo.refused_cluster_generation && *memo.refused_cluster_generation != cluster.generation;
-    if (rejected_this_generation && !cluster_changed) {
-      return Stop("the submit was rejected for this spec; waiting for a change");
-    }
-    const bool refused_this_generation =
-        memo.submit_refused_at && memo.refused_generation == job.generation;
-    if (!rejected_this_generation && refused_this_generation && !cluster_changed &&
-        now - *memo.submit_refused_at < opt.permission_retry) {
-      return StopAndRequeue(opt.permission_retry - (now - *memo.submit_refused_at),
-                            "the last submit was refused; retrying later");
-    }
-  }
-
-  // A previous submit (by this process or one before it) may have reached
-  // Slurm: look for it first. A search that finds nothing proves nothing
-  // while such a submit may still be in flight (memo.settle_until): then wait
-  // and look again, never submit.
-  const bool maybe_submitted =
-      memo.submit_outcome_unknown || (!memo.no_earlier_submit && !memo.started_run);
-  const bool inconclusive = out.tag_lookup && out.tag_lookup->ok() && !out.tag_lookup->value();
-  if (maybe_submitted && memo.settle_until && *memo.settle_until > now &&
-      (!out.tag_lookup || inconclusive)) {
-    const Duration wait = *memo.settle_until - now;
-    std::string msg = absl::StrCat(
-        out.submit && !out.submit->ok()
-            ? absl::StrCat("The submit's outcome is unknown (", out.submit->status().message(),
-                           "). ")
-            : std::string("An earlier submit of this job may still be in flight. "),
-        "The operator looks for the job by its tag again once no submit can still be in flight (",
-        std::chrono::duration_cast<std::chrono::seconds>(opt.submit_settle).count(),
-        " s after it was sent), and submits only if it is not found, so that the job never runs "
-        "twice.");
-    std::vector<EventSpec> events;
-    if (out.submit && !out.submit->ok()) {
-      events.push_back({"Warning", "SubmitOutcomeUnknown", "Submit", msg});
-    }
-    Decision then = StopAndRequeue(wait + std::chrono::seconds(1), msg);
-    const v1alpha1::Condition* reconciling = FindCondition(job.status.conditions(), kReconciling);
-    if (!out.submit && reconciling != nullptr && reconciling->reason() == "SubmitOutcomeUnknown" &&
-        job.status.observed_generation() == gen) {
-      return then;  // already said; the wording may differ only in the error
-    }
-    return WriteIfChanged(job, StatusRetrying(job.status, "SubmitOutcomeUnknown", msg, gen, now),
-                          std::move(events), then);
-  }
-  if (maybe_submitted && !out.tag_lookup) {
-    Decision d = Do(Action::kFindByTag, memo.submit_outcome_unknown
-                                            ? "the last submit's outcome is unknown"
-                                            : "an earlier process may have submitted");
-    d.api_version = api_version;
-    return d;
-  }
-  if (out.tag_lookup && !out.tag_lookup->ok()) {
-    std::string msg =
-        absl::StrCat("The last submit's outcome is unknown and the search for the job failed: ",
-                     out.tag_lookup->status().message(), ". Retrying; nothing is submitted twice.");
-    return WriteIfChanged(job, StatusRetrying(job.status, "SubmitOutcomeUnknown", msg, gen, now),
-                          {}, StopAndBackoff(msg));
-  }
-
-  if (!out.submit && job.spec.suspend()) {
-    std::string msg = "spec.suspend is true: the job is not submitted until it is cleared.";
-    v1alpha1::SlurmJobStatus s = StatusRetrying(job.status, "Suspended", msg, gen, now);
-    SetCondition(s.mutable_conditions(), kReconciling, ConditionStatus::kFalse, "Suspended", msg,
-                 gen, now);
-    SetCondition(s.mutable_conditions(), kReady, ConditionStatus::kFalse, "Suspended", msg, gen,
-                 now);
-    s.set_phase(std::string(kPhasePending));
-    s.set_reason("Suspended");
-    return WriteIfChanged(job, std::move(s), {{"Normal", "Suspended", "Submit", msg}},
-                          Stop("suspended"));
-  }
-  if (!out.submit && job.spec.depends_on_size() > 0) {
-    DependencyPlan plan = PlanDependencies(job.dependencies);
-    if (!plan.impossible.empty()) {
-      return stalled("DependencyNeverSatisfied",
-                     absl::StrCat(plan.impossible, ". Nothing was submitted."), std::nullopt);
-    }
-    if (!plan.waiting_for.empty()) {
-      std::string msg =
-          absl::StrCat("Waiting for ", plan.waiting_for, " before submitting (spec.dependsOn).");
-      v1alpha1::SlurmJobStatus s =
-          StatusRetrying(job.status, "WaitingForDependencies", msg, gen, now);
-      s.set_phase(std::string(kPhasePending));
-      s.set_reason("WaitingForDependencies");
-      return WriteIfChanged(job, std::move(s), {}, Stop("waiting for dependencies"));
-    }
-    descriptor->dependency = plan.expression;
-  }
-
-  if (!out.submit) {
-    Decision d = Do(Action::kSubmit, "submit the job");
-    d.descriptor = std::move(*descriptor);
-    d.api_version = api_version;
-    return d;
-  }
-
-  // The submit failed.
-  const absl::Status& err = out.submit->status();
-  if (out.submit_may_have_been_delivered) {
+Decision SubmitFailed(const Known& k) {
+  const absl::Status& err = k.out.submit->status();
+  const int64_t gen = k.job.generation;
+  if (k.out.submit_may_have_been_delivered) {
     std::string msg =
         absl::StrCat("The submit's outcome is unknown (", err.message(),
                      "); the operator looks for the job by its tag before submitting again.");
-    return WriteIfChanged(job, StatusRetrying(job.status, "SubmitOutcomeUnknown", msg, gen, now),
-                          {{"Warning", "SubmitOutcomeUnknown", "Submit", msg}},
-                          StopAndBackoff(msg));
+    return WriteIfChanged(k.job,
+                          StatusRetrying(k.job.status, "SubmitOutcomeUnknown", msg, gen, k.now),
+                          {{kWarning, "SubmitOutcomeUnknown", "Submit", msg}}, StopAndBackoff(msg));
   }
   if (IsTransient(err.code())) {
     std::string msg =
         absl::StrCat("Submitting failed for now: ", err.message(), ". Retrying with backoff.");
-    return WriteIfChanged(job, StatusRetrying(job.status, "SubmitRetrying", msg, gen, now),
-                          {{"Warning", "SubmitRetrying", "Submit", msg}}, StopAndBackoff(msg));
+    return WriteIfChanged(k.job, StatusRetrying(k.job.status, "SubmitRetrying", msg, gen, k.now),
+                          {{kWarning, "SubmitRetrying", "Submit", msg}}, StopAndBackoff(msg));
   }
-  Refusal r = ExplainRefusal(err, cluster, "The submit");
-  return stalled(r.reason, r.message,
-                 r.retry_later ? std::optional<Duration>(opt.permission_retry) : std::nullopt);
+  Refusal r = ExplainRefusal(err, k.cluster, "The submit");
+  return Stalled(k, r.reason, r.message,
+                 r.retry_later ? std::optional<Duration>(k.opt.permission_retry) : std::nullopt);
 }
+
+// ---- Submitted -------------------------------------------------------------
 
 // observedGeneration brought up to date everywhere, nothing else changed.
 v1alpha1::SlurmJobStatus WithGeneration(const v1alpha1::SlurmJobStatus& s, int64_t gen) {
@@ -535,149 +443,240 @@ Decision StartSupersedingRun(const JobFacts& job, int64_t gen, Time now,
   d.status = StatusForNewRun(finished, job.spec.run_id(), 0,
                              absl::StrCat("Superseded by runId \"", job.spec.run_id(), "\""),
                              "NewRun", msg, gen, now);
-  d.events.push_back({"Normal", "NewRun", "Rerun", msg});
+  d.events.push_back({kNormal, "NewRun", "Rerun", msg});
   return d;
 }
 
-// The steps for a SlurmJob whose Slurm job is known.
-Decision DecideTracking(const JobFacts& job, const ClusterFacts& cluster, const Outcomes& out,
-                        const Memo& memo, Time now, const DecideOptions& opt) {
-  const int64_t gen = job.generation;
-  const bool superseded = job.spec.run_id() != job.status.run_id();
-  if (IsFinalJobState(job.status.job_state())) {
-    if (superseded) return StartSupersedingRun(job, gen, now);
-    return WriteIfChanged(job, WithGeneration(job.status, gen), {},
-                          Stop("the Slurm job has ended"));
+Decision Ended(const Known& k) {
+  if (guards::RunIdChanged(k.job)) return StartSupersedingRun(k.job, k.job.generation, k.now);
+  return WriteIfChanged(k.job, WithGeneration(k.job.status, k.job.generation), {},
+                        Stop("the Slurm job has ended"));
+}
+
+Decision ClusterGone(const Known& k) {
+  std::string msg =
+      absl::StrCat("SlurmCluster \"", k.cluster.name, "\" is gone; cannot follow Slurm job ",
+                   k.job.status.job_id(), ". Recreate the SlurmCluster to resume tracking.");
+  return WriteIfChanged(
+      k.job, StatusRetrying(k.job.status, "ClusterNotFound", msg, k.job.generation, k.now), {},
+      StopAndRequeue(std::chrono::seconds(30), msg));
+}
+
+// spec.runId changed while this run is active: cancel it, then start the new
+// run once Slurm reports it ended.
+Decision Superseded(const Known& k) {
+  const auto& job = k.job;
+  if (guards::CancelFailed(k.out)) {
+    return StopAndBackoff(absl::StrCat("cancel of Slurm job ", job.status.job_id(),
+                                       " failed: ", k.out.cancel->status().message()));
   }
-  if (cluster.kind != ClusterFacts::Kind::kFound) {
-    std::string msg =
-        absl::StrCat("SlurmCluster \"", cluster.name, "\" is gone; cannot follow Slurm job ",
-                     job.status.job_id(), ". Recreate the SlurmCluster to resume tracking.");
-    return WriteIfChanged(job, StatusRetrying(job.status, "ClusterNotFound", msg, gen, now), {},
-                          StopAndRequeue(std::chrono::seconds(30), msg));
+  Decision d = Do(Action::kCancel, "spec.runId changed: cancel the current run");
+  d.api_version = ApiVersionOf(k.cluster);
+  d.job_id = job.status.job_id();
+  d.events.push_back({kNormal, "CancelRequested", "Rerun",
+                      absl::StrCat("spec.runId changed to \"", job.spec.run_id(),
+                                   "\": cancelling Slurm job ", job.status.job_id(), " of run ",
+                                   CurrentRun(job.status), " before starting the next run.")});
+  return d;
+}
+
+Decision Following(const Known& k) {
+  const Duration poll = PollInterval(k.job.status, k.now, k.opt);
+  if (guards::PolledRecently(k, poll)) {
+    // Woken by our own status write or an unrelated change: the last look is
+    // recent enough.
+    return WriteIfChanged(
+        k.job, WithGeneration(k.job.status, k.job.generation), {},
+        StopAndRequeue(poll - (k.now - *k.memo.last_query_at), "polled recently"));
   }
-  const Duration poll = PollInterval(job.status, now, opt);
-  if (superseded && cluster.kind == ClusterFacts::Kind::kFound) {
-    // spec.runId changed while this run is active: cancel it, then start the
-    // new run once Slurm reports it ended.
-    const bool cancel_due =
-        !memo.cancel_requested_at || now - *memo.cancel_requested_at >= opt.cancel_resend;
-    if (!out.cancel && cancel_due) {
-      Decision d = Do(Action::kCancel, "spec.runId changed: cancel the current run");
-      d.api_version = ApiVersionOf(cluster);
-      d.job_id = job.status.job_id();
-      d.events.push_back({"Normal", "CancelRequested", "Rerun",
-                          absl::StrCat("spec.runId changed to \"", job.spec.run_id(),
-                                       "\": cancelling Slurm job ", job.status.job_id(), " of run ",
-                                       CurrentRun(job.status), " before starting the next run.")});
-      return d;
-    }
-    if (out.cancel && !out.cancel->ok()) {
-      return StopAndBackoff(absl::StrCat("cancel of Slurm job ", job.status.job_id(),
-                                         " failed: ", out.cancel->status().message()));
-    }
+  Decision d = Do(Action::kQuery, "follow the Slurm job");
+  d.api_version = ApiVersionOf(k.cluster);
+  d.job_id = k.job.status.job_id();
+  d.max_age = k.memo.cancel_requested_at ? k.opt.cancel_wait_poll : poll;
+  return d;
+}
+
+Decision QueryFailed(const Known& k) {
+  const absl::Status& err = k.out.query->status();
+  if (IsTransient(err.code())) {
+    return StopAndBackoff(absl::StrCat("reading the Slurm job failed: ", err.message()));
   }
-  if (!out.query) {
-    if (memo.last_query_at && now - *memo.last_query_at < poll) {
-      // Woken by our own status write or an unrelated change: the last look
-      // is recent enough.
-      return WriteIfChanged(job, WithGeneration(job.status, gen), {},
-                            StopAndRequeue(poll - (now - *memo.last_query_at), "polled recently"));
-    }
-    Decision d = Do(Action::kQuery, "follow the Slurm job");
-    d.api_version = ApiVersionOf(cluster);
-    d.job_id = job.status.job_id();
-    d.max_age = memo.cancel_requested_at ? opt.cancel_wait_poll : poll;
+  Refusal r = ExplainRefusal(err, k.cluster, "Reading the job's state");
+  return WriteIfChanged(k.job,
+                        StatusRetrying(k.job.status, r.reason, r.message, k.job.generation, k.now),
+                        {{kWarning, r.reason, "Track", r.message}},
+                        StopAndRequeue(k.opt.permission_retry, r.message));
+}
+
+Decision JobMissing(const Known& k) {
+  const Duration poll = PollInterval(k.job.status, k.now, k.opt);
+  return WriteIfChanged(k.job, StatusJobNotFound(k.job.status, k.job.generation, k.now), {},
+                        StopAndRequeue(std::max<Duration>(poll, std::chrono::seconds(5)),
+                                       "the Slurm job is not found (yet)"));
+}
+
+// The status Slurm's record of the job asks for (with its Events).
+v1alpha1::SlurmJobStatus Observed(const Known& k, std::vector<EventSpec>* events) {
+  return StatusFromJobInfo(k.job.status, *k.out.query->value().job, k.job.generation, k.now,
+                           events);
+}
+
+Decision JobEnded(const Known& k) {
+  const int64_t gen = k.job.generation;
+  std::vector<EventSpec> events;
+  v1alpha1::SlurmJobStatus desired = Observed(k, &events);
+  if (guards::RunIdChanged(k.job)) return StartSupersedingRun(k.job, gen, k.now, &desired);
+  FailureVerdict verdict = EvaluateFailurePolicy(k.job.spec, desired);
+  using K = FailureVerdict::Kind;
+  if (verdict.kind == K::kRetry || verdict.kind == K::kRetryUncounted) {
+    const int32_t retries = desired.retries() + (verdict.kind == K::kRetry ? 1 : 0);
+    std::string msg = absl::StrCat(desired.message(), " Retrying as run ", CurrentRun(desired) + 1,
+                                   ": ", verdict.why, ".");
+    Decision d = Do(Action::kWriteStatus, "the run failed; the failure policy retries it");
+    d.status = StatusForNewRun(desired, desired.run_id(), retries,
+                               absl::StrCat("Retried: ", verdict.why), "Retrying", msg, gen, k.now);
+    d.events.push_back({kWarning, "Retrying", "Track", msg});
     return d;
   }
-  if (!out.query->ok()) {
-    const absl::Status& err = out.query->status();
-    if (IsTransient(err.code())) {
-      return StopAndBackoff(absl::StrCat("reading the Slurm job failed: ", err.message()));
-    }
-    Refusal r = ExplainRefusal(err, cluster, "Reading the job's state");
-    return WriteIfChanged(job, StatusRetrying(job.status, r.reason, r.message, gen, now),
-                          {{"Warning", r.reason, "Track", r.message}},
-                          StopAndRequeue(opt.permission_retry, r.message));
+  if (verdict.kind == K::kFail && !verdict.why.empty()) {
+    desired.set_message(absl::StrCat(desired.message(), " Not retried: ", verdict.why, "."));
   }
-  const SlurmView& view = out.query->value();
-  if (!view.job) {
-    return WriteIfChanged(job, StatusJobNotFound(job.status, gen, now), {},
-                          StopAndRequeue(std::max<Duration>(poll, std::chrono::seconds(5)),
-                                         "the Slurm job is not found (yet)"));
+  return WriteIfChanged(k.job, std::move(desired), std::move(events),
+                        Stop("the Slurm job has ended"));
+}
+
+// spec.suspend holds a pending job in Slurm (priority 0) and releases it when
+// cleared.
+Decision Holding(const Known& k) {
+  const auto& job = k.job;
+  if (!k.out.update) {
+    Decision d = Do(Action::kUpdateJob,
+                    job.spec.suspend() ? "hold the pending job" : "release the held job");
+    d.api_version = ApiVersionOf(k.cluster);
+    d.job_id = job.status.job_id();
+    d.update.hold = job.spec.suspend();
+    return d;
   }
   std::vector<EventSpec> events;
-  v1alpha1::SlurmJobStatus desired = StatusFromJobInfo(job.status, *view.job, gen, now, &events);
-  if (view.job->IsFinal()) {
-    if (superseded) return StartSupersedingRun(job, gen, now, &desired);
-    FailureVerdict verdict = EvaluateFailurePolicy(job.spec, desired);
-    using K = FailureVerdict::Kind;
-    if (verdict.kind == K::kRetry || verdict.kind == K::kRetryUncounted) {
-      const int32_t retries = desired.retries() + (verdict.kind == K::kRetry ? 1 : 0);
-      std::string msg = absl::StrCat(desired.message(), " Retrying as run ",
-                                     CurrentRun(desired) + 1, ": ", verdict.why, ".");
-      v1alpha1::SlurmJobStatus next =
-          StatusForNewRun(desired, desired.run_id(), retries,
-                          absl::StrCat("Retried: ", verdict.why), "Retrying", msg, gen, now);
-      Decision d = Do(Action::kWriteStatus, "the run failed; the failure policy retries it");
-      d.status = std::move(next);
-      d.events.push_back({"Warning", "Retrying", "Track", msg});
-      return d;
-    }
-    if (verdict.kind == K::kFail && !verdict.why.empty()) {
-      desired.set_message(absl::StrCat(desired.message(), " Not retried: ", verdict.why, "."));
-    }
-    return WriteIfChanged(job, std::move(desired), std::move(events),
-                          Stop("the Slurm job has ended"));
-  }
+  v1alpha1::SlurmJobStatus desired = Observed(k, &events);
+  std::string msg =
+      absl::StrCat(job.spec.suspend() ? "Holding" : "Releasing", " Slurm job ", job.status.job_id(),
+                   " failed: ", k.out.update->status().message(), "; retrying.");
+  return WriteIfChanged(job, StatusRetrying(desired, "HoldFailed", msg, job.generation, k.now),
+                        {{kWarning, "HoldFailed", "Suspend", msg}}, StopAndBackoff(msg));
+}
 
-  // spec.suspend holds a pending job in Slurm (priority 0) and releases it
-  // when cleared; a job that started is no longer held.
-  if (view.job->state != slurm::BaseState::kPending) {
-    desired.set_held(false);
-  } else if (job.spec.suspend() != job.status.held()) {
-    if (!out.update) {
-      Decision d = Do(Action::kUpdateJob,
-                      job.spec.suspend() ? "hold the pending job" : "release the held job");
-      d.api_version = ApiVersionOf(cluster);
-      d.job_id = job.status.job_id();
-      d.update.hold = job.spec.suspend();
-      return d;
-    }
-    if (!out.update->ok()) {
-      std::string msg = absl::StrCat(job.spec.suspend() ? "Holding" : "Releasing", " Slurm job ",
-                                     job.status.job_id(),
-                                     " failed: ", out.update->status().message(), "; retrying.");
-      return WriteIfChanged(job, StatusRetrying(desired, "HoldFailed", msg, gen, now),
-                            {{"Warning", "HoldFailed", "Suspend", msg}}, StopAndBackoff(msg));
-    }
-    desired.set_held(job.spec.suspend());
-    events.push_back(
-        {"Normal", job.spec.suspend() ? "Held" : "Released", "Suspend",
-         absl::StrCat("Slurm job ", job.status.job_id(),
-                      job.spec.suspend() ? " is held (spec.suspend)." : " is released.")});
-  }
-  Decision then = StopAndRequeue(PollInterval(desired, now, opt), "the Slurm job is active");
-  if (opt.pending_details_delay > Duration::zero() && events.empty() &&
-      OnlyQueueDetailsChange(desired, job.status)) {
-    if (std::optional<Time> submitted = SubmittedAt(job.status)) {
-      const Time due = *submitted + opt.pending_details_delay;
-      if (now < due) {
+// A write that only adds detail to a young pending job, or only moves a job
+// that just ended to COMPLETING, waits a little (DecideOptions): the next
+// look at it until then.
+std::optional<Decision> DeferredWrite(const Known& k, const v1alpha1::SlurmJobStatus& desired,
+                                      const std::vector<EventSpec>& events, Duration requeue) {
+  if (!events.empty()) return std::nullopt;
+  if (k.opt.pending_details_delay > Duration::zero() &&
+      OnlyQueueDetailsChange(desired, k.job.status)) {
+    if (std::optional<Time> submitted = SubmittedAt(k.job.status)) {
+      const Time due = *submitted + k.opt.pending_details_delay;
+      if (k.now < due) {
         // Looked at again by then (the tracker also wakes it on any change).
-        return StopAndRequeue(std::min<Duration>(*then.requeue_after, due - now),
+        return StopAndRequeue(std::min<Duration>(requeue, due - k.now),
                               "pending; queue details are written with the next change");
       }
     }
   }
-  if (opt.completing_write_delay > Duration::zero() && events.empty() && view.job->end_time &&
-      OnlyCompletingChange(desired, job.status)) {
-    const Time due = *view.job->end_time + opt.completing_write_delay;
-    if (now < due) {
-      return StopAndRequeue(std::min<Duration>(*then.requeue_after, due - now),
+  const std::optional<Time>& ended = k.out.query->value().job->end_time;
+  if (k.opt.completing_write_delay > Duration::zero() && ended &&
+      OnlyCompletingChange(desired, k.job.status)) {
+    const Time due = *ended + k.opt.completing_write_delay;
+    if (k.now < due) {
+      return StopAndRequeue(std::min<Duration>(requeue, due - k.now),
                             "completing; written with the final state");
     }
   }
+  return std::nullopt;
+}
+
+Decision Active(const Known& k) {
+  const auto& job = k.job;
+  std::vector<EventSpec> events;
+  v1alpha1::SlurmJobStatus desired = Observed(k, &events);
+  // A job that started is no longer held; a hold or release that Slurm
+  // accepted in this reconcile is recorded.
+  if (k.out.query->value().job->state != slurm::BaseState::kPending) {
+    desired.set_held(false);
+  } else if (guards::HoldOutOfDate(k)) {
+    desired.set_held(job.spec.suspend());
+    events.push_back(
+        {kNormal, job.spec.suspend() ? "Held" : "Released", "Suspend",
+         absl::StrCat("Slurm job ", job.status.job_id(),
+                      job.spec.suspend() ? " is held (spec.suspend)." : " is released.")});
+  }
+  Decision then = StopAndRequeue(PollInterval(desired, k.now, k.opt), "the Slurm job is active");
+  if (std::optional<Decision> later = DeferredWrite(k, desired, events, *then.requeue_after)) {
+    return *later;
+  }
   return WriteIfChanged(job, std::move(desired), std::move(events), then);
+}
+
+// One row of the table in stage.h each.
+Decision DecideStage(const Known& k, Assessment a) {
+  switch (a.stage) {
+    case Stage::kReleased:
+      return Stop("being deleted; our finalizer is gone");
+    case Stage::kDeletingUnsubmitted:
+      return DeletingUnsubmitted(k);
+    case Stage::kDisowning:
+      return Disowning(k);
+    case Stage::kDeletingEnded:
+      return Do(Action::kRemoveFinalizer, "deleting; the Slurm job already ended");
+    case Stage::kCancelBlocked:
+      return CancelBlocked(k);
+    case Stage::kCancelling:
+      return Cancelling(k);
+    case Stage::kRecordingSubmit:
+      return RecordingSubmit(k);
+    case Stage::kBlocked:
+      return Stalled(k, a.plan->blocker->reason, a.plan->blocker->message,
+                     a.plan->blocker->requeue);
+    case Stage::kLoadingScript:
+      return Do(Action::kLoadScript, "read the script from its ConfigMap");
+    case Stage::kUnprotected:
+      return Do(Action::kAddFinalizer, "protect the job before submitting it");
+    case Stage::kRefused:
+      return Refused(k);
+    case Stage::kSettling:
+      return Settling(k);
+    case Stage::kSearching:
+      return Searching(k, *a.plan);
+    case Stage::kSearchFailed:
+      return SearchFailed(k);
+    case Stage::kSuspended:
+      return Suspended(k);
+    case Stage::kWaitingForDeps:
+      return WaitingForDeps(k, *a.plan);
+    case Stage::kReadyToSubmit:
+      return ReadyToSubmit(std::move(*a.plan));
+    case Stage::kSubmitFailed:
+      return SubmitFailed(k);
+    case Stage::kEnded:
+      return Ended(k);
+    case Stage::kClusterGone:
+      return ClusterGone(k);
+    case Stage::kSuperseded:
+      return Superseded(k);
+    case Stage::kFollowing:
+      return Following(k);
+    case Stage::kQueryFailed:
+      return QueryFailed(k);
+    case Stage::kJobMissing:
+      return JobMissing(k);
+    case Stage::kJobEnded:
+      return JobEnded(k);
+    case Stage::kHolding:
+      return Holding(k);
+    case Stage::kActive:
+      return Active(k);
+  }
+  return Stop("unknown stage");
 }
 
 }  // namespace
@@ -736,11 +735,8 @@ Duration PollInterval(const v1alpha1::SlurmJobStatus& status, Time now,
 Decision Decide(const JobFacts& job, const ClusterFacts& cluster, const ScriptFacts& script,
                 const Outcomes& outcomes, const Memo& memo, Time now,
                 const DecideOptions& options) {
-  if (job.deleting) return DecideDeletion(job, cluster, outcomes, memo, now, options);
-  if (job.status.job_id() == 0) {
-    return DecideSubmission(job, cluster, script, outcomes, memo, now, options);
-  }
-  return DecideTracking(job, cluster, outcomes, memo, now, options);
+  const Known k{job, cluster, script, outcomes, memo, now, options};
+  return DecideStage(k, Assess(k));
 }
 
 bool SubmitMayHaveReachedSlurm(const absl::Status& error, bool transport_says_delivered) {

@@ -6,7 +6,9 @@
 // cluster, its script, what the operator did and learned so far in this
 // reconcile, and a small memo carried between reconciles) and returns the ONE
 // next step. The executor performs that step, records its outcome in
-// `Outcomes`, and asks again, until a step says to stop. No I/O and no clock
+// `Outcomes`, and asks again, until a step says to stop. Decide() is the
+// state machine of stage.h: it computes the job's Stage from these facts and
+// does what that stage's row of the table says. No I/O and no clock
 // reads happen here: `now` is an input. This keeps every branch testable
 // with plain values.
 //
@@ -180,6 +182,7 @@ enum class Action {
 struct Decision {
   Action action = Action::kNone;
   slurm::JobDescriptor descriptor;  // kSubmit
+  nlohmann::json submit_body;       // kSubmit: the descriptor in api_version's dialect
   std::string api_version;          // kSubmit, kQuery, kCancel, kFindByTag
   int64_t job_id = 0;               // kQuery, kCancel, kUpdateJob
   slurm::JobUpdate update;          // kUpdateJob

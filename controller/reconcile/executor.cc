@@ -10,14 +10,14 @@
 #include "controller/api/types.h"
 #include "controller/http/http_transport.h"
 #include "controller/kube/resource_types.h"
-#include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/reconcile/runs.h"
+#include "controller/reconcile/tag_search.h"
+#include "controller/reconcile/tracking_policy.h"
 #include "controller/server/metrics.h"
 #include "controller/slurm/dialects.h"
 #include "glog/logging.h"
-#include "google/protobuf/util/message_differencer.h"
 
 namespace slurmop::reconcile {
 namespace {
@@ -59,21 +59,15 @@ std::vector<std::string> Finalizers(const nlohmann::json& obj) {
   return out;
 }
 
-std::string MetaString(const nlohmann::json& obj, const char* field) {
-  const auto& meta = obj.value("metadata", nlohmann::json::object());
-  auto it = meta.find(field);
-  return it != meta.end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 // JobFacts from a SlurmJob object. A spec the codec cannot read (wrong types
 // that an older CRD let through) is reported as an error for the user.
 absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj) {
   absl::StatusOr<v1alpha1::SlurmJob> job = api::SlurmJobFromObject(obj);
   if (!job.ok()) return job.status();
   JobFacts f;
-  f.id.ns = MetaString(obj, "namespace");
-  f.id.name = MetaString(obj, "name");
-  f.id.uid = MetaString(obj, "uid");
+  f.id.ns = api::MetadataString(obj, "namespace");
+  f.id.name = api::MetadataString(obj, "name");
+  f.id.uid = api::MetadataString(obj, "uid");
   const auto& meta = obj.value("metadata", nlohmann::json::object());
   f.generation = meta.value("generation", int64_t{0});
   f.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
@@ -132,36 +126,6 @@ ClusterFacts ResolveCluster(const ObjectCache& clusters, const std::string& ns,
   return c;
 }
 
-// "/slurm/v0.0.42/job/123" -> "/slurm/v0.0.42/job/{id}", query dropped: a
-// bounded label set.
-std::string PathTemplate(const std::string& path) {
-  std::string out;
-  const std::string p = path.substr(0, path.find('?'));
-  size_t i = 0;
-  while (i <= p.size()) {
-    size_t slash = p.find('/', i);
-    std::string seg = p.substr(i, slash == std::string::npos ? std::string::npos : slash - i);
-    bool digits = !seg.empty() && seg.find_first_not_of("0123456789_") == std::string::npos;
-    out += digits ? "{id}" : seg;
-    if (slash == std::string::npos) break;
-    out += '/';
-    i = slash + 1;
-  }
-  return out;
-}
-
-void RecordSlurmCall(agentplatform::HttpMethod method, const std::string& path,
-                     const absl::StatusOr<agentplatform::SlurmResponse>& r, Duration took) {
-  server::Labels labels = {{"method", std::string(agentplatform::HttpMethodName(method))},
-                           {"path", PathTemplate(path)}};
-  server::Labels with_code = labels;
-  with_code["code"] =
-      r.ok() ? std::to_string(r->status) : absl::StatusCodeToString(r.status().code());
-  server::GlobalMetrics().Add("slurmjob_operator_slurm_api_requests_total", with_code);
-  server::GlobalMetrics().Observe("slurmjob_operator_slurm_api_request_duration_seconds", labels,
-                                  std::chrono::duration<double>(took).count());
-}
-
 // Queue wait (start - submit) and run time (end - start) of a job that just ended.
 void RecordFinishedJob(const v1alpha1::SlurmJobStatus& s) {
   if (s.has_submit_time() && s.has_start_time() &&
@@ -176,15 +140,6 @@ void RecordFinishedJob(const v1alpha1::SlurmJobStatus& s) {
   }
 }
 
-agentplatform::ClusterName ClusterNameOf(const v1alpha1::SlurmClusterSpec& spec) {
-  agentplatform::ClusterName n;
-  n.endpoint = spec.endpoint();
-  n.project_id = spec.project_id();
-  n.region = spec.region();
-  n.cluster_id = spec.cluster_id();
-  return n;
-}
-
 }  // namespace
 
 Executor::Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCache& clusters,
@@ -193,7 +148,7 @@ Executor::Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCach
     : kube_(kube),
       jobs_(jobs),
       clusters_(clusters),
-      slurm_api_(slurm_api),
+      slurm_(slurm_api),
       credentials_(credentials),
       events_(events),
       clock_(clock),
@@ -207,11 +162,7 @@ absl::StatusOr<agentplatform::SlurmResponse> Executor::CallSlurm(
     const agentplatform::ClusterName& where, agentplatform::TokenSource& credentials,
     agentplatform::HttpMethod method, const std::string& path, const nlohmann::json* body,
     const agentplatform::CallOptions& options) {
-  const auto started = std::chrono::steady_clock::now();
-  absl::StatusOr<agentplatform::SlurmResponse> r =
-      slurm_api_.Call(where, credentials, method, path, body, options);
-  RecordSlurmCall(method, path, r, std::chrono::steady_clock::now() - started);
-  return r;
+  return slurm_.Call(where, credentials, method, path, body, options);
 }
 
 void Executor::MarkChanged(const std::string& key) {
@@ -239,467 +190,424 @@ void Executor::PutMemo(const std::string& key, Memo memo) {
   memos_[key] = std::move(memo);
 }
 
+void Executor::Forget(const std::string& key) {
+  if (tracker_) tracker_->Untrack(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  memos_.erase(key);
+  changed_.erase(key);
+}
+
+// One reconcile of one SlurmJob: the facts, the memo and this reconcile's
+// outcomes, and one method per Action. A method returns nullopt to ask
+// Decide() for the next step, or the result that ends the reconcile.
+class Executor::Attempt {
+ public:
+  Attempt(Executor& ex, std::string ns, std::string name, nlohmann::json object, JobFacts facts)
+      : ex_(ex),
+        ns_(std::move(ns)),
+        name_(std::move(name)),
+        key_(absl::StrCat(ns_, "/", name_)),
+        object_(std::move(object)),
+        facts_(std::move(facts)),
+        memo_(ex.TakeMemo(key_)),
+        outcomes_run_(CurrentRun(facts_.status)) {
+    Resolve();
+  }
+
+  ReconcileResult Run() {
+    for (int step = 0; step < ex_.options_.max_steps; ++step) {
+      const Time now = ex_.clock_.Now();
+      StartOutcomesForRun();
+      UpdateMemo(&memo_, out_, facts_, cluster_, now, ex_.options_.decide);
+      Decision d = Decide(facts_, cluster_, script_, out_, memo_, now, ex_.options_.decide);
+      VLOG(1) << key_ << ": " << ActionName(d.action) << " (" << d.why << ")";
+      if (std::optional<ReconcileResult> done = Perform(d, now)) return *done;
+    }
+    LOG(ERROR) << key_ << ": no decision to stop after " << ex_.options_.max_steps
+               << " steps; retrying with backoff";
+    return Finish({std::nullopt, true});
+  }
+
+ private:
+  using Next = std::optional<ReconcileResult>;
+  static constexpr std::nullopt_t kDecideAgain = std::nullopt;
+
+  Next Perform(const Decision& d, Time now) {
+    switch (d.action) {
+      case Action::kNone:
+        Record(d.events);
+        return Finish({d.requeue_after, d.retry_with_backoff});
+      case Action::kAddFinalizer:
+      case Action::kRemoveFinalizer:
+        return PatchFinalizer(d);
+      case Action::kLoadScript:
+        return LoadScript();
+      case Action::kSubmit:
+        return Submit(d);
+      case Action::kFindByTag:
+        return FindByTag(d);
+      case Action::kQuery:
+        return Query(d, now);
+      case Action::kCancel:
+        return Cancel(d);
+      case Action::kUpdateJob:
+        return UpdateJob(d);
+      case Action::kWriteStatus:
+        return WriteStatus(d);
+    }
+    return Finish({std::nullopt, true});
+  }
+
+  // ---- Kubernetes ----------------------------------------------------------
+
+  Next PatchFinalizer(const Decision& d) {
+    std::vector<std::string> fins = Finalizers(object_);
+    fins.erase(std::remove(fins.begin(), fins.end(), api::kSlurmJobFinalizer), fins.end());
+    if (d.action == Action::kAddFinalizer) fins.emplace_back(api::kSlurmJobFinalizer);
+    // The resourceVersion makes the patch conditional: it fails with a
+    // conflict instead of dropping someone else's finalizer.
+    nlohmann::json patch = {
+        {"metadata",
+         {{"finalizers", fins},
+          {"resourceVersion", api::MetadataString(object_, "resourceVersion")}}}};
+    absl::StatusOr<nlohmann::json> r =
+        ex_.kube_.Patch(SlurmJobsResource(), ns_, name_, kube::PatchType::kMerge, patch);
+    if (!r.ok()) return WriteFailed(r.status(), ActionName(d.action), /*honour_retry_after=*/false);
+    Record(d.events);
+    if (d.action == Action::kRemoveFinalizer && facts_.deleting) {
+      LOG(INFO) << key_ << ": finalizer removed; " << d.why;
+      ex_.Forget(key_);
+      return ReconcileResult{};
+    }
+    if (d.action == Action::kAddFinalizer) out_.added_finalizer = true;
+    AdoptResponse(std::move(*r));
+    return kDecideAgain;
+  }
+
+  Next LoadScript() {
+    const auto& ref = facts_.spec.script_from().config_map_key_ref();
+    absl::StatusOr<nlohmann::json> cm = ex_.kube_.Get(kube::ConfigMaps(), ns_, ref.name());
+    if (!cm.ok()) {
+      if (!kube::IsNotFound(cm.status())) {
+        LOG(WARNING) << key_ << ": reading ConfigMap " << ref.name() << ": " << cm.status();
+        return Finish({std::nullopt, true});
+      }
+      script_.kind = ScriptFacts::Kind::kMissing;
+      script_.error =
+          absl::StrCat("ConfigMap \"", ref.name(),
+                       "\" (spec.scriptFrom) does not exist in namespace \"", ns_, "\"");
+      return kDecideAgain;
+    }
+    const nlohmann::json data = cm->value("data", nlohmann::json::object());
+    if (auto it = data.find(ref.key()); it != data.end() && it->is_string()) {
+      script_.kind = ScriptFacts::Kind::kLoaded;
+      script_.text = it->get<std::string>();
+    } else {
+      script_.kind = ScriptFacts::Kind::kMissing;
+      script_.error = absl::StrCat("ConfigMap \"", ref.name(), "\" has no key \"", ref.key(),
+                                   "\" (spec.scriptFrom.configMapKeyRef.key)");
+    }
+    return kDecideAgain;
+  }
+
+  Next WriteStatus(const Decision& d) {
+    nlohmann::json updated = object_;
+    updated["status"] = api::StatusToJson(d.status);
+    absl::StatusOr<nlohmann::json> r = ex_.kube_.UpdateStatus(SlurmJobsResource(), updated);
+    if (!r.ok()) return WriteFailed(r.status(), "status write", /*honour_retry_after=*/true);
+    Record(d.events);
+    if (IsFinalJobState(d.status.job_state()) && !IsFinalJobState(facts_.status.job_state())) {
+      RecordFinishedJob(d.status);
+    }
+    if (CurrentRun(d.status) > CurrentRun(facts_.status)) out_.started_run = true;
+    AdoptResponse(std::move(*r));
+    return kDecideAgain;
+  }
+
+  // A failed write: gone (stop), a conflict (re-read and decide again with
+  // the outcomes kept), or an error (backoff; for a status write, a 429 says
+  // when to come back, and that is honoured rather than the per-key backoff).
+  Next WriteFailed(const absl::Status& s, std::string_view what, bool honour_retry_after) {
+    if (kube::IsNotFound(s)) return Finish({});
+    if (kube::IsConflict(s) && Refresh()) return kDecideAgain;
+    LOG(WARNING) << key_ << ": " << what << " failed: " << s;
+    std::optional<Duration> after = honour_retry_after ? kube::RetryAfter(s) : std::nullopt;
+    if (after) return Finish({*after, false});
+    return Finish({std::nullopt, true});
+  }
+
+  // ---- Slurm ---------------------------------------------------------------
+
+  // The dialect and credentials of the decision's cluster, resolved once
+  // per call.
+  struct Slurm {
+    absl::StatusOr<const slurm::Dialect*> dialect;
+    absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds;
+    agentplatform::ClusterName where;
+    // The first problem before any call: no dialect, or no credentials.
+    absl::Status ready() const { return !dialect.ok() ? dialect.status() : creds.status(); }
+  };
+  Slurm SlurmFor(const Decision& d) {
+    Slurm s{slurm::DialectFor(d.api_version), absl::UnknownError("unset"),
+            ClusterNameOf(cluster_.spec)};
+    s.creds = s.dialect.ok()
+                  ? ex_.credentials_.For(ns_, cluster_.spec)
+                  : absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>>(s.dialect.status());
+    return s;
+  }
+  absl::StatusOr<agentplatform::SlurmResponse> Call(const Slurm& s, agentplatform::HttpMethod m,
+                                                    const std::string& path,
+                                                    const nlohmann::json* body) {
+    if (!s.creds.ok()) return s.creds.status();
+    return ex_.slurm_.Call(s.where, **s.creds, m, path, body);
+  }
+  void Warn(const std::vector<slurm::SlurmMessage>& warnings, const char* action) {
+    for (const auto& w : warnings) {
+      ex_.events_.Record(object_, {kWarning, "SlurmWarning", action, w.ToString()});
+    }
+  }
+
+  Next Submit(const Decision& d) {
+    const Slurm s = SlurmFor(d);
+    // A search made before this submit says nothing about it.
+    out_.tag_lookup.reset();
+    out_.submit_sent_at = ex_.clock_.Now();
+    if (!s.dialect.ok()) {
+      out_.submit = s.dialect.status();
+      return kDecideAgain;
+    }
+    absl::StatusOr<agentplatform::SlurmResponse> r =
+        Call(s, agentplatform::HttpMethod::kPost, (*s.dialect)->SubmitPath(), &d.submit_body);
+    if (!r.ok()) {
+      out_.submit = r.status();
+      out_.submit_may_have_been_delivered =
+          s.creds.ok() &&
+          SubmitMayHaveReachedSlurm(r.status(), http::MayHaveBeenDelivered(r.status()));
+      LOG(WARNING) << key_ << ": submit failed: " << r.status()
+                   << (out_.submit_may_have_been_delivered ? " (outcome unknown)" : "");
+      return kDecideAgain;
+    }
+    absl::StatusOr<slurm::SubmitResponse> parsed = (*s.dialect)->ParseSubmit(r->status, r->body);
+    if (!parsed.ok()) {
+      out_.submit = parsed.status();
+      LOG(INFO) << key_ << ": Slurm rejected the submit: " << parsed.status();
+      return kDecideAgain;
+    }
+    out_.submit = parsed->job_id;
+    LOG(INFO) << key_ << ": submitted as Slurm job " << parsed->job_id;
+    Warn(parsed->warnings, "Submit");
+    return kDecideAgain;
+  }
+
+  // The jobs `source` shows that may carry the run's tag.
+  absl::StatusOr<slurm::JobList> ListForTag(const Slurm& s, TagSource source) {
+    const slurm::Dialect& dialect = **s.dialect;
+    const bool live = source == TagSource::kLiveQueue;
+    absl::StatusOr<agentplatform::SlurmResponse> r = Call(
+        s, agentplatform::HttpMethod::kGet,
+        live ? dialect.JobsPath(std::nullopt) : dialect.DbJobsPath(AccountingSearchName(facts_)),
+        nullptr);
+    if (!r.ok()) return r.status();
+    return live ? dialect.ParseJobs(r->status, r->body) : dialect.ParseDbJobs(r->status, r->body);
+  }
+
+  Next FindByTag(const Decision& d) {
+    out_.tag_lookup_at = ex_.clock_.Now();
+    const Slurm s = SlurmFor(d);
+    if (absl::Status ready = s.ready(); !ready.ok()) {
+      out_.tag_lookup = ready;
+      return kDecideAgain;
+    }
+    const std::string tag = RunTag(facts_);
+    std::optional<int64_t> found;
+    for (TagSource source : kTagSearchOrder) {
+      absl::StatusOr<slurm::JobList> list = ListForTag(s, source);
+      if (!list.ok()) {
+        out_.tag_lookup = list.status();
+        return kDecideAgain;
+      }
+      if ((found = PickTaggedJob(list->jobs, tag))) break;
+    }
+    LOG(INFO) << key_ << ": tag search "
+              << (found ? absl::StrCat("found job ", *found) : "found nothing");
+    out_.tag_lookup = found;
+    return kDecideAgain;
+  }
+
+  Next UpdateJob(const Decision& d) {
+    const Slurm s = SlurmFor(d);
+    out_.update = [&]() -> absl::StatusOr<slurm::UpdateResponse> {
+      if (!s.dialect.ok()) return s.dialect.status();
+      absl::StatusOr<nlohmann::json> body = (*s.dialect)->RenderUpdate(d.update);
+      if (!body.ok()) return body.status();
+      absl::StatusOr<agentplatform::SlurmResponse> r =
+          Call(s, agentplatform::HttpMethod::kPost, (*s.dialect)->UpdatePath(d.job_id), &*body);
+      if (!r.ok()) return r.status();
+      return (*s.dialect)->ParseUpdate(r->status, r->body);
+    }();
+    if (out_.update->ok()) {
+      LOG(INFO) << key_ << ": Slurm job " << d.job_id << " updated (" << d.why << ")";
+    }
+    return kDecideAgain;
+  }
+
+  // The live queue's answer: the cluster's shared list when batched (a
+  // nullopt job: not in the live queue), else a GET of the job.
+  absl::StatusOr<std::optional<slurm::JobInfo>> LookLive(const Slurm& s, const Decision& d,
+                                                         Time now) {
+    if (ex_.tracker_ && s.creds.ok()) {
+      ClusterEndpoint endpoint{absl::StrCat(ns_, "/", cluster_.name), d.api_version, s.where,
+                               *s.creds};
+      ex_.tracker_->Track(endpoint, d.job_id, key_, QueryPoll(d, ex_.options_.decide));
+      absl::StatusOr<JobTracker::Answer> a = ex_.tracker_->Get(endpoint, d.job_id, now - d.max_age);
+      if (!a.ok()) return a.status();
+      return a->job;
+    }
+    absl::StatusOr<agentplatform::SlurmResponse> r =
+        Call(s, agentplatform::HttpMethod::kGet, (*s.dialect)->JobPath(d.job_id), nullptr);
+    if (!r.ok()) return r.status();
+    absl::StatusOr<slurm::JobLookup> live = (*s.dialect)->ParseJob(r->status, r->body, d.job_id);
+    if (!live.ok()) return live.status();
+    return live->job;
+  }
+
+  // Live queue first; a job that left it is read from accounting.
+  Next Query(const Decision& d, Time now) {
+    const Slurm s = SlurmFor(d);
+    out_.query = [&]() -> absl::StatusOr<SlurmView> {
+      if (!s.dialect.ok()) return s.dialect.status();
+      absl::StatusOr<std::optional<slurm::JobInfo>> live = LookLive(s, d, now);
+      if (!live.ok()) return live.status();
+      if (*live) return SlurmView{*live};
+      absl::StatusOr<agentplatform::SlurmResponse> r =
+          Call(s, agentplatform::HttpMethod::kGet, (*s.dialect)->DbJobPath(d.job_id), nullptr);
+      if (!r.ok()) return r.status();
+      absl::StatusOr<slurm::JobLookup> db = (*s.dialect)->ParseDbJob(r->status, r->body, d.job_id);
+      if (!db.ok()) return db.status();
+      return SlurmView{db->job};
+    }();
+    return kDecideAgain;
+  }
+
+  Next Cancel(const Decision& d) {
+    const Slurm s = SlurmFor(d);
+    out_.cancel = [&]() -> absl::StatusOr<slurm::CancelResponse> {
+      if (!s.dialect.ok()) return s.dialect.status();
+      absl::StatusOr<agentplatform::SlurmResponse> r =
+          Call(s, agentplatform::HttpMethod::kDelete, (*s.dialect)->CancelPath(d.job_id), nullptr);
+      if (!r.ok()) return r.status();
+      return (*s.dialect)->ParseCancel(r->status, r->body, d.job_id);
+    }();
+    if (out_.cancel->ok()) {
+      Record(d.events);
+      LOG(INFO) << key_ << ": cancel of Slurm job " << d.job_id << " accepted";
+    }
+    // Whatever the cancel said, look again before deciding.
+    out_.query.reset();
+    return kDecideAgain;
+  }
+
+  // ---- Facts ---------------------------------------------------------------
+
+  void Resolve() {
+    cluster_ = ResolveCluster(ex_.clusters_, ns_, facts_.spec, ex_.options_.default_cluster);
+    ResolveDependencies(ex_.jobs_, &facts_);
+  }
+
+  // Outcomes belong to one run: a status that moved to another run (ours or
+  // a re-read) starts them afresh.
+  void StartOutcomesForRun() {
+    const int32_t run = CurrentRun(facts_.status);
+    if (run == outcomes_run_) return;
+    const bool started_run = out_.started_run;
+    out_ = Outcomes{};
+    out_.started_run = started_run && run > outcomes_run_;
+    outcomes_run_ = run;
+  }
+
+  // Re-reads the object after a conflict, keeping what this reconcile learned.
+  bool Refresh() {
+    absl::StatusOr<nlohmann::json> fresh = ex_.kube_.Get(SlurmJobsResource(), ns_, name_);
+    if (!fresh.ok()) {
+      LOG(INFO) << key_ << ": re-read failed: " << fresh.status();
+      return false;
+    }
+    absl::StatusOr<JobFacts> f = FactsFromObject(*fresh);
+    if (!f.ok()) return false;
+    object_ = std::move(*fresh);
+    facts_ = std::move(*f);
+    Resolve();
+    return true;
+  }
+
+  // Our own write's response is the object from now on.
+  void AdoptResponse(nlohmann::json response) {
+    absl::StatusOr<JobFacts> f = FactsFromObject(response);
+    if (!f.ok()) return;
+    object_ = std::move(response);
+    facts_ = std::move(*f);
+    ResolveDependencies(ex_.jobs_, &facts_);
+  }
+
+  void Record(const std::vector<EventSpec>& events) {
+    for (const EventSpec& e : events) ex_.events_.Record(object_, e);
+  }
+
+  // Keeps the memo and applies the tracking verdict (tracking_policy.h).
+  ReconcileResult Finish(ReconcileResult r) {
+    ex_.PutMemo(key_, memo_);
+    if (!ex_.tracker_) return r;
+    TrackingVerdict v = TrackingAfterReconcile(facts_, cluster_, r.requeue_after,
+                                               r.retry_with_backoff, ex_.options_.tracked_requeue);
+    if (v.kind == TrackingVerdict::Kind::kUntrack) ex_.tracker_->Untrack(key_);
+    if (v.kind != TrackingVerdict::Kind::kTrack) return r;
+    // Follow the job through the cluster's list: the tracker wakes this key
+    // when the list shows a change; the timer is only a safety net.
+    absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
+        ex_.credentials_.For(ns_, cluster_.spec);
+    if (!creds.ok()) return r;
+    ex_.tracker_->Track(ClusterEndpoint{absl::StrCat(ns_, "/", cluster_.name),
+                                        slurm::VersionOrDefault(cluster_.spec.slurm_api_version()),
+                                        ClusterNameOf(cluster_.spec), *creds},
+                        facts_.status.job_id(), key_, v.poll);
+    r.requeue_after = v.requeue;
+    return r;
+  }
+
+  Executor& ex_;
+  const std::string ns_, name_, key_;
+  nlohmann::json object_;
+  JobFacts facts_;
+  Memo memo_;
+  Outcomes out_;
+  ScriptFacts script_;
+  ClusterFacts cluster_;
+  int32_t outcomes_run_;
+};
+
 ReconcileResult Executor::Reconcile(const std::string& key) {
   size_t slash = key.find('/');
   if (slash == std::string::npos) {
     LOG(ERROR) << "malformed key " << key;
     return {};
   }
-  return Run(key.substr(0, slash), key.substr(slash + 1));
-}
-
-ReconcileResult Executor::Run(const std::string& ns, const std::string& name) {
-  const std::string key = absl::StrCat(ns, "/", name);
-  const kube::ResourceType& jobs_rt = SlurmJobsResource();
-
+  const std::string ns = key.substr(0, slash);
+  const std::string name = key.substr(slash + 1);
   std::shared_ptr<const nlohmann::json> cached = jobs_.Get(ns, name);
   if (!cached) {
     // Gone: nothing to do (the finalizer guaranteed the cancel happened first).
-    if (tracker_) tracker_->Untrack(key);
-    std::lock_guard<std::mutex> lock(mu_);
-    memos_.erase(key);
-    changed_.erase(key);
+    Forget(key);
     return {};
   }
-  nlohmann::json object = *cached;
-  absl::StatusOr<JobFacts> facts = FactsFromObject(object);
+  absl::StatusOr<JobFacts> facts = FactsFromObject(*cached);
   if (!facts.ok()) {
     LOG(WARNING) << key << ": unreadable SlurmJob: " << facts.status();
-    events_.Record(object, {"Warning", "InvalidSpec", "Validate",
-                            absl::StrCat("The SlurmJob cannot be read: ", facts.status().message(),
-                                         ". Fix the field named above.")});
+    events_.Record(*cached, {kWarning, "InvalidSpec", "Validate",
+                             absl::StrCat("The SlurmJob cannot be read: ", facts.status().message(),
+                                          ". Fix the field named above.")});
     return {};
   }
-
-  Memo memo = TakeMemo(key);
-  Outcomes out;
-  ScriptFacts script;
-  ClusterFacts cluster = ResolveCluster(clusters_, ns, facts->spec, options_.default_cluster);
-  ResolveDependencies(jobs_, &*facts);
-  // Outcomes belong to one run: a status that moved to another run (ours or
-  // a re-read) starts them afresh.
-  int32_t outcomes_run = CurrentRun(facts->status);
-
-  // Re-reads the object after a conflict, keeping what this reconcile learned.
-  auto refresh = [&]() -> bool {
-    absl::StatusOr<nlohmann::json> fresh = kube_.Get(jobs_rt, ns, name);
-    if (!fresh.ok()) {
-      LOG(INFO) << key << ": re-read failed: " << fresh.status();
-      return false;
-    }
-    absl::StatusOr<JobFacts> f = FactsFromObject(*fresh);
-    if (!f.ok()) return false;
-    object = std::move(*fresh);
-    facts = std::move(f);
-    cluster = ResolveCluster(clusters_, ns, facts->spec, options_.default_cluster);
-    ResolveDependencies(jobs_, &*facts);
-    return true;
-  };
-  auto adopt_response = [&](nlohmann::json response) {
-    absl::StatusOr<JobFacts> f = FactsFromObject(response);
-    if (f.ok()) {
-      object = std::move(response);
-      facts = std::move(f);
-      ResolveDependencies(jobs_, &*facts);
-    }
-  };
-  auto record = [&](const std::vector<EventSpec>& events) {
-    for (const EventSpec& e : events) events_.Record(object, e);
-  };
-  auto finish = [&](ReconcileResult r) {
-    PutMemo(key, memo);
-    if (tracker_ && !facts->deleting) {
-      if (facts->status.job_id() == 0 || IsFinalJobState(facts->status.job_state())) {
-        tracker_->Untrack(key);
-      } else if (r.requeue_after && !r.retry_with_backoff &&
-                 cluster.kind == ClusterFacts::Kind::kFound) {
-        // Follow the job through the cluster's list: the tracker wakes this
-        // key when the list shows a change; the timer is only a safety net.
-        absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
-            credentials_.For(ns, cluster.spec);
-        const std::string version =
-            cluster.spec.slurm_api_version().empty() ? "v0.0.42" : cluster.spec.slurm_api_version();
-        if (creds.ok()) {
-          tracker_->Track(ClusterEndpoint{absl::StrCat(ns, "/", cluster.name), version,
-                                          ClusterNameOf(cluster.spec), *creds},
-                          facts->status.job_id(), key, *r.requeue_after);
-          r.requeue_after = std::max(*r.requeue_after, options_.tracked_requeue);
-        }
-      }
-    }
-    return r;
-  };
-
-  for (int step = 0; step < options_.max_steps; ++step) {
-    Time now = clock_.Now();
-    if (CurrentRun(facts->status) != outcomes_run) {
-      const bool started_run = out.started_run;
-      out = Outcomes{};
-      out.started_run = started_run && CurrentRun(facts->status) > outcomes_run;
-      outcomes_run = CurrentRun(facts->status);
-    }
-    UpdateMemo(&memo, out, *facts, cluster, now, options_.decide);
-    Decision d = Decide(*facts, cluster, script, out, memo, now, options_.decide);
-    VLOG(1) << key << ": " << ActionName(d.action) << " (" << d.why << ")";
-
-    switch (d.action) {
-      case Action::kNone:
-        record(d.events);
-        return finish({d.requeue_after, d.retry_with_backoff});
-
-      case Action::kAddFinalizer:
-      case Action::kRemoveFinalizer: {
-        std::vector<std::string> fins = Finalizers(object);
-        fins.erase(std::remove(fins.begin(), fins.end(), api::kSlurmJobFinalizer), fins.end());
-        if (d.action == Action::kAddFinalizer) fins.emplace_back(api::kSlurmJobFinalizer);
-        // The resourceVersion makes the patch conditional: it fails with a
-        // conflict instead of dropping someone else's finalizer.
-        nlohmann::json patch = {
-            {"metadata",
-             {{"finalizers", fins}, {"resourceVersion", MetaString(object, "resourceVersion")}}}};
-        absl::StatusOr<nlohmann::json> r =
-            kube_.Patch(jobs_rt, ns, name, kube::PatchType::kMerge, patch);
-        if (r.ok()) {
-          record(d.events);
-          if (d.action == Action::kRemoveFinalizer && facts->deleting) {
-            LOG(INFO) << key << ": finalizer removed; " << d.why;
-            if (tracker_) tracker_->Untrack(key);
-            std::lock_guard<std::mutex> lock(mu_);
-            memos_.erase(key);
-            changed_.erase(key);
-            return {};
-          }
-          if (d.action == Action::kAddFinalizer) out.added_finalizer = true;
-          adopt_response(std::move(*r));
-          continue;
-        }
-        if (kube::IsNotFound(r.status())) return finish({});
-        if (kube::IsConflict(r.status()) && refresh()) continue;
-        LOG(WARNING) << key << ": " << ActionName(d.action) << " failed: " << r.status();
-        return finish({std::nullopt, true});
-      }
-
-      case Action::kLoadScript: {
-        const auto& ref = facts->spec.script_from().config_map_key_ref();
-        absl::StatusOr<nlohmann::json> cm = kube_.Get(kube::ConfigMaps(), ns, ref.name());
-        if (!cm.ok()) {
-          if (!kube::IsNotFound(cm.status())) {
-            LOG(WARNING) << key << ": reading ConfigMap " << ref.name() << ": " << cm.status();
-            return finish({std::nullopt, true});
-          }
-          script.kind = ScriptFacts::Kind::kMissing;
-          script.error =
-              absl::StrCat("ConfigMap \"", ref.name(),
-                           "\" (spec.scriptFrom) does not exist in namespace \"", ns, "\"");
-          continue;
-        }
-        const nlohmann::json data = cm->value("data", nlohmann::json::object());
-        if (auto it = data.find(ref.key()); it != data.end() && it->is_string()) {
-          script.kind = ScriptFacts::Kind::kLoaded;
-          script.text = it->get<std::string>();
-        } else {
-          script.kind = ScriptFacts::Kind::kMissing;
-          script.error = absl::StrCat("ConfigMap \"", ref.name(), "\" has no key \"", ref.key(),
-                                      "\" (spec.scriptFrom.configMapKeyRef.key)");
-        }
-        continue;
-      }
-
-      case Action::kSubmit:
-      case Action::kFindByTag:
-      case Action::kQuery:
-      case Action::kUpdateJob:
-      case Action::kCancel: {
-        absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(d.api_version);
-        absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
-            dialect.ok()
-                ? credentials_.For(ns, cluster.spec)
-                : absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>>(dialect.status());
-        const agentplatform::ClusterName where = ClusterNameOf(cluster.spec);
-        auto call =
-            [&](agentplatform::HttpMethod m, const std::string& path,
-                const nlohmann::json* body) -> absl::StatusOr<agentplatform::SlurmResponse> {
-          if (!creds.ok()) return creds.status();
-          return CallSlurm(where, **creds, m, path, body);
-        };
-        auto warn = [&](const std::vector<slurm::SlurmMessage>& warnings, const char* action) {
-          for (const auto& w : warnings) {
-            events_.Record(object, {"Warning", "SlurmWarning", action, w.ToString()});
-          }
-        };
-
-        if (d.action == Action::kSubmit) {
-          absl::StatusOr<nlohmann::json> body = (*dialect)->RenderSubmit(d.descriptor);
-          if (!body.ok()) {
-            out.submit = body.status();
-            continue;
-          }
-          // A search made before this submit says nothing about it.
-          out.tag_lookup.reset();
-          out.submit_sent_at = clock_.Now();
-          absl::StatusOr<agentplatform::SlurmResponse> r =
-              call(agentplatform::HttpMethod::kPost, (*dialect)->SubmitPath(), &*body);
-          if (!r.ok()) {
-            out.submit = r.status();
-            out.submit_may_have_been_delivered =
-                creds.ok() &&
-                SubmitMayHaveReachedSlurm(r.status(), http::MayHaveBeenDelivered(r.status()));
-            LOG(WARNING) << key << ": submit failed: " << r.status()
-                         << (out.submit_may_have_been_delivered ? " (outcome unknown)" : "");
-            continue;
-          }
-          absl::StatusOr<slurm::SubmitResponse> parsed =
-              (*dialect)->ParseSubmit(r->status, r->body);
-          if (parsed.ok()) {
-            out.submit = parsed->job_id;
-            LOG(INFO) << key << ": submitted as Slurm job " << parsed->job_id;
-            warn(parsed->warnings, "Submit");
-          } else {
-            out.submit = parsed.status();
-            LOG(INFO) << key << ": Slurm rejected the submit: " << parsed.status();
-          }
-          continue;
-        }
-        if (d.action == Action::kFindByTag) {
-          out.tag_lookup_at = clock_.Now();
-          absl::StatusOr<agentplatform::SlurmResponse> r =
-              call(agentplatform::HttpMethod::kGet, (*dialect)->JobsPath(std::nullopt), nullptr);
-          if (!r.ok()) {
-            out.tag_lookup = r.status();
-            continue;
-          }
-          absl::StatusOr<slurm::JobList> list = (*dialect)->ParseJobs(r->status, r->body);
-          if (!list.ok()) {
-            out.tag_lookup = list.status();
-            continue;
-          }
-          const std::string tag = SubmissionTag(facts->id, CurrentRun(facts->status));
-          std::optional<int64_t> found;
-          for (const slurm::JobInfo& j : list->jobs) {
-            if (j.comment == tag && (!found || j.job_id > *found)) found = j.job_id;
-          }
-          if (!found) {
-            // Not in the live queue: it may have finished and been purged
-            // while no operator was watching. Accounting keeps it (with its
-            // comment, given AccountingStoreFlags=job_comment).
-            const std::string job_name =
-                facts->spec.name().empty() ? facts->id.name : facts->spec.name();
-            r = call(agentplatform::HttpMethod::kGet, (*dialect)->DbJobsPath(job_name), nullptr);
-            if (!r.ok()) {
-              out.tag_lookup = r.status();
-              continue;
-            }
-            absl::StatusOr<slurm::JobList> db = (*dialect)->ParseDbJobs(r->status, r->body);
-            if (!db.ok()) {
-              out.tag_lookup = db.status();
-              continue;
-            }
-            for (const slurm::JobInfo& j : db->jobs) {
-              if (j.comment == tag && (!found || j.job_id > *found)) found = j.job_id;
-            }
-          }
-          LOG(INFO) << key << ": tag search "
-                    << (found ? absl::StrCat("found job ", *found) : "found nothing");
-          out.tag_lookup = found;
-          continue;
-        }
-        if (d.action == Action::kUpdateJob) {
-          absl::StatusOr<nlohmann::json> body = (*dialect)->RenderUpdate(d.update);
-          if (!body.ok()) {
-            out.update = body.status();
-            continue;
-          }
-          absl::StatusOr<agentplatform::SlurmResponse> r =
-              call(agentplatform::HttpMethod::kPost, (*dialect)->UpdatePath(d.job_id), &*body);
-          if (!r.ok()) {
-            out.update = r.status();
-          } else {
-            out.update = (*dialect)->ParseUpdate(r->status, r->body);
-          }
-          if (out.update->ok()) {
-            LOG(INFO) << key << ": Slurm job " << d.job_id << " updated (" << d.why << ")";
-          }
-          continue;
-        }
-        if (d.action == Action::kQuery) {
-          if (tracker_ && creds.ok()) {
-            // The cluster's shared list answers, when recent enough.
-            ClusterEndpoint endpoint{absl::StrCat(ns, "/", cluster.name), d.api_version, where,
-                                     *creds};
-            const Duration poll =
-                d.max_age > Duration::zero()
-                    ? d.max_age
-                    : std::chrono::duration_cast<Duration>(options_.decide.min_poll);
-            tracker_->Track(endpoint, d.job_id, key, poll);
-            absl::StatusOr<JobTracker::Answer> a =
-                tracker_->Get(endpoint, d.job_id, now - d.max_age);
-            if (!a.ok()) {
-              out.query = a.status();
-              continue;
-            }
-            if (a->job) {
-              out.query = SlurmView{a->job};
-              continue;
-            }
-          } else {
-            absl::StatusOr<agentplatform::SlurmResponse> r =
-                call(agentplatform::HttpMethod::kGet, (*dialect)->JobPath(d.job_id), nullptr);
-            if (!r.ok()) {
-              out.query = r.status();
-              continue;
-            }
-            absl::StatusOr<slurm::JobLookup> live =
-                (*dialect)->ParseJob(r->status, r->body, d.job_id);
-            if (!live.ok()) {
-              out.query = live.status();
-              continue;
-            }
-            if (live->job) {
-              out.query = SlurmView{live->job};
-              continue;
-            }
-          }
-          // Not in the live queue any more: accounting has finished jobs.
-          absl::StatusOr<agentplatform::SlurmResponse> r =
-              call(agentplatform::HttpMethod::kGet, (*dialect)->DbJobPath(d.job_id), nullptr);
-          if (!r.ok()) {
-            out.query = r.status();
-            continue;
-          }
-          absl::StatusOr<slurm::JobLookup> db =
-              (*dialect)->ParseDbJob(r->status, r->body, d.job_id);
-          if (!db.ok()) {
-            out.query = db.status();
-            continue;
-          }
-          out.query = SlurmView{db->job};
-          continue;
-        }
-        // kCancel
-        absl::StatusOr<agentplatform::SlurmResponse> r =
-            call(agentplatform::HttpMethod::kDelete, (*dialect)->CancelPath(d.job_id), nullptr);
-        if (!r.ok()) {
-          out.cancel = r.status();
-        } else {
-          out.cancel = (*dialect)->ParseCancel(r->status, r->body, d.job_id);
-        }
-        if (out.cancel->ok()) {
-          record(d.events);
-          LOG(INFO) << key << ": cancel of Slurm job " << d.job_id << " accepted";
-        }
-        // Whatever the cancel said, look again before deciding.
-        out.query.reset();
-        continue;
-      }
-
-      case Action::kWriteStatus: {
-        nlohmann::json updated = object;
-        updated["status"] = api::StatusToJson(d.status);
-        absl::StatusOr<nlohmann::json> r = kube_.UpdateStatus(jobs_rt, updated);
-        if (r.ok()) {
-          record(d.events);
-          if (IsFinalJobState(d.status.job_state()) &&
-              !IsFinalJobState(facts->status.job_state())) {
-            RecordFinishedJob(d.status);
-          }
-          if (CurrentRun(d.status) > CurrentRun(facts->status)) out.started_run = true;
-          adopt_response(std::move(*r));
-          continue;
-        }
-        if (kube::IsNotFound(r.status())) return finish({});
-        if (kube::IsConflict(r.status()) && refresh()) continue;
-        LOG(WARNING) << key << ": status write failed: " << r.status();
-        // A 429 says when to come back; honour it rather than the per-key backoff.
-        if (std::optional<Duration> after = kube::RetryAfter(r.status())) {
-          return finish({*after, false});
-        }
-        return finish({std::nullopt, true});
-      }
-    }
-  }
-  LOG(ERROR) << key << ": no decision to stop after " << options_.max_steps
-             << " steps; retrying with backoff";
-  return finish({std::nullopt, true});
-}
-
-ReconcileResult Executor::ReconcileCluster(const std::string& key) {
-  size_t slash = key.find('/');
-  if (slash == std::string::npos) return {};
-  const std::string ns = key.substr(0, slash);
-  const std::string name = key.substr(slash + 1);
-  std::shared_ptr<const nlohmann::json> cached = clusters_.Get(ns, name);
-  if (!cached) {
-    if (tracker_) tracker_->ForgetCluster(key);
-    return {};
-  }
-  absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*cached);
-  if (!cluster.ok()) {
-    events_.Record(*cached,
-                   {"Warning", "InvalidSpec", "Validate",
-                    absl::StrCat("The SlurmCluster cannot be read: ", cluster.status().message())});
-    return {};
-  }
-  const auto& meta = cached->value("metadata", nlohmann::json::object());
-  const int64_t generation = meta.value("generation", int64_t{0});
-
-  ProbeOutcome probe;
-  probe.spec = ValidateClusterSpec(cluster->spec());
-  if (probe.spec.ok()) {
-    const std::string version = cluster->spec().slurm_api_version().empty()
-                                    ? "v0.0.42"
-                                    : cluster->spec().slurm_api_version();
-    absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(version);
-    absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
-        credentials_.For(ns, cluster->spec());
-    if (!creds.ok()) {
-      probe.call = creds.status();
-    } else {
-      if (tracker_ && dialect.ok()) {
-        // Swept for orphaned jobs from now on.
-        tracker_->RegisterCluster(
-            ClusterEndpoint{key, version, ClusterNameOf(cluster->spec()), *creds});
-      }
-      const auto started = std::chrono::steady_clock::now();
-      absl::StatusOr<agentplatform::SlurmResponse> r =
-          slurm_api_.Call(ClusterNameOf(cluster->spec()), **creds, agentplatform::HttpMethod::kGet,
-                          (*dialect)->PingPath(), nullptr);
-      RecordSlurmCall(agentplatform::HttpMethod::kGet, (*dialect)->PingPath(), r,
-                      std::chrono::steady_clock::now() - started);
-      if (!r.ok()) {
-        probe.call = r.status();
-      } else {
-        probe.slurm_http_status = r->status;
-        if (r->status != 200) {
-          probe.slurm_detail = r->body.is_string() ? r->body.get<std::string>()
-                               : r->body.is_null() ? ""
-                                                   : r->body.dump();
-          if (probe.slurm_detail.size() > 300) probe.slurm_detail.resize(300);
-        }
-      }
-    }
-  }
-  const Time now = clock_.Now();
-  v1alpha1::SlurmClusterStatus desired =
-      ClusterStatusFromProbe(cluster->status(), cluster->spec(), probe, generation, now);
-  if (!google::protobuf::util::MessageDifferencer::Equals(desired, cluster->status())) {
-    const bool was_ready = IsConditionTrue(cluster->status().conditions(), kReady);
-    const bool ready = IsConditionTrue(desired.conditions(), kReady);
-    nlohmann::json updated = *cached;
-    updated["status"] = api::StatusToJson(desired);
-    absl::StatusOr<nlohmann::json> w = kube_.UpdateStatus(SlurmClustersResource(), updated);
-    if (!w.ok()) {
-      if (kube::IsNotFound(w.status())) return {};
-      LOG(WARNING) << "SlurmCluster " << key << ": status write failed: " << w.status();
-      return {std::nullopt, true};
-    }
-    if (ready != was_ready || !ready) {
-      const v1alpha1::Condition* c = FindCondition(desired.conditions(), kReady);
-      events_.Record(*w, {ready ? "Normal" : "Warning", c ? c->reason() : "Probe", "Probe",
-                          c ? c->message() : ""});
-    }
-    LOG(INFO) << "SlurmCluster " << key << ": " << (ready ? "ready" : "not ready");
-  }
-  return {NextProbe(desired), false};
+  return Attempt(*this, ns, name, *cached, std::move(*facts)).Run();
 }
 
 }  // namespace slurmop::reconcile

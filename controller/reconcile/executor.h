@@ -3,7 +3,10 @@
 // Carries out the decisions of Decide() for one SlurmJob key: reads the
 // cached object, asks Decide() for the next step, performs it (a Kubernetes
 // write, a Slurm call through Agent Platform, an Event), records the outcome
-// and asks again, until the decision is to stop. Conflicts (409) on writes
+// and asks again, until the decision is to stop. Each Action has one method
+// (executor.cc, class Executor::Attempt); what to search, adopt and track is
+// decided in the pure core (tag_search.h, tracking_policy.h). SlurmClusters
+// have their own reconciler (cluster_reconciler.h). Conflicts (409) on writes
 // re-read the object and decide again with the outcomes kept, so a job that
 // was submitted is never submitted again because a status write lost a race.
 //
@@ -24,6 +27,7 @@
 #include "controller/kube/client.h"
 #include "controller/reconcile/decide.h"
 #include "controller/reconcile/job_tracker.h"
+#include "controller/reconcile/metered_slurm.h"
 #include "controller/reconcile/ports.h"
 
 namespace slurmop::reconcile {
@@ -39,12 +43,6 @@ struct ExecutorOptions {
   Duration tracked_requeue = std::chrono::minutes(2);
 };
 
-// What the work queue should do with the key afterwards.
-struct ReconcileResult {
-  std::optional<Duration> requeue_after;
-  bool retry_with_backoff = false;
-};
-
 class Executor {
  public:
   Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCache& clusters,
@@ -53,9 +51,6 @@ class Executor {
 
   // Reconciles the SlurmJob "namespace/name".
   ReconcileResult Reconcile(const std::string& key);
-
-  // Probes the SlurmCluster "namespace/name" and writes its Ready condition.
-  ReconcileResult ReconcileCluster(const std::string& key);
 
   // Number of keys with a memo (for tests and metrics).
   size_t MemoCount() const;
@@ -78,15 +73,16 @@ class Executor {
       const agentplatform::CallOptions& options = agentplatform::CallOptions());
 
  private:
-  struct Step;
-  ReconcileResult Run(const std::string& ns, const std::string& name);
+  class Attempt;  // one reconcile of one key
   Memo TakeMemo(const std::string& key);
   void PutMemo(const std::string& key, Memo memo);
+  // The key's SlurmJob is gone (or released): drop what is kept for it.
+  void Forget(const std::string& key);
 
   kube::Client& kube_;
   const ObjectCache& jobs_;
   const ObjectCache& clusters_;
-  agentplatform::SlurmApi& slurm_api_;
+  MeteredSlurm slurm_;
   CredentialsResolver& credentials_;
   EventSink& events_;
   const Clock& clock_;

@@ -98,16 +98,28 @@ bool IsFinalJobState(std::string_view job_state) {
   return s != slurm::BaseState::kUnknown && slurm::IsTerminalState(s);
 }
 
-v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& current,
-                                           const slurm::JobInfo& info, int64_t generation, Time now,
-                                           std::vector<EventSpec>* events) {
-  v1alpha1::SlurmJobStatus s = current;
-  s.set_observed_generation(generation);
-  auto* conds = s.mutable_conditions();
-  const std::string_view phase = PhaseOf(info);
-  const std::string_view old_phase = current.phase();
-  const bool final = info.IsFinal();
+namespace {
 
+// TIMEOUT -> JobTimeout, NODE_FAIL -> JobNodeFail, ...; CANCELLED -> Cancelled.
+std::string FailureReason(const slurm::JobInfo& info, std::string_view phase) {
+  if (phase == kPhaseCancelled) return "Cancelled";
+  std::string out = "Job";
+  bool upper = true;
+  for (char c : slurm::BaseStateName(info.state)) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper ? c : static_cast<char>(std::tolower(c));
+    upper = false;
+  }
+  return out;
+}
+
+// jobState, phase, reason and times as Slurm's record gives them.
+void SetStateAndTimes(v1alpha1::SlurmJobStatus& s, const slurm::JobInfo& info,
+                      std::string_view phase) {
+  const bool final = info.IsFinal();
   // jobState records only final states once they are final, so that a
   // terminal base state still COMPLETING does not look finished.
   // A terminal base state that still carries COMPLETING (or v0.0.38/39's bare
@@ -126,29 +138,38 @@ v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& curre
   if (info.start_time && phase != kPhasePending)
     SetTimestamp(s.mutable_start_time(), *info.start_time);
   if (final && info.end_time) SetTimestamp(s.mutable_end_time(), *info.end_time);
+}
 
-  if (!final) {
-    s.clear_exit_code();
-    std::string waiting =
-        phase == kPhasePending
-            ? absl::StrCat("Slurm job ", info.job_id, " is queued",
-                           s.reason().empty() ? "" : absl::StrCat(" (", s.reason(), ")"), ".")
-            : absl::StrCat("Slurm job ", info.job_id, " is running.");
-    s.set_message(waiting);
-    SetCondition(conds, kReconciling, C::kTrue,
-                 phase == kPhasePending ? "JobPending" : "JobRunning", waiting, generation, now);
-    SetCondition(conds, kReady, C::kFalse, phase == kPhasePending ? "JobPending" : "JobRunning",
-                 waiting, generation, now);
-    SetCondition(conds, kStalled, C::kFalse, "Progressing", "", generation, now);
-    if (phase == kPhaseRunning) {
-      SetCondition(conds, kRunning, C::kTrue, "JobRunning", waiting, generation, now);
-      if (old_phase != kPhaseRunning && events) {
-        events->push_back({"Normal", "Started", "Track", waiting});
-      }
+// The conditions and message of a job still queued or running.
+void SetActive(v1alpha1::SlurmJobStatus& s, const slurm::JobInfo& info, std::string_view phase,
+               std::string_view old_phase, int64_t generation, Time now,
+               std::vector<EventSpec>* events) {
+  auto* conds = s.mutable_conditions();
+  s.clear_exit_code();
+  std::string waiting =
+      phase == kPhasePending
+          ? absl::StrCat("Slurm job ", info.job_id, " is queued",
+                         s.reason().empty() ? "" : absl::StrCat(" (", s.reason(), ")"), ".")
+          : absl::StrCat("Slurm job ", info.job_id, " is running.");
+  s.set_message(waiting);
+  SetCondition(conds, kReconciling, C::kTrue, phase == kPhasePending ? "JobPending" : "JobRunning",
+               waiting, generation, now);
+  SetCondition(conds, kReady, C::kFalse, phase == kPhasePending ? "JobPending" : "JobRunning",
+               waiting, generation, now);
+  SetCondition(conds, kStalled, C::kFalse, "Progressing", "", generation, now);
+  if (phase == kPhaseRunning) {
+    SetCondition(conds, kRunning, C::kTrue, "JobRunning", waiting, generation, now);
+    if (old_phase != kPhaseRunning && events) {
+      events->push_back({kNormal, "Started", "Track", waiting});
     }
-    return s;
   }
+}
 
+// The exit code, conditions and message of a job that ended.
+void SetEnded(v1alpha1::SlurmJobStatus& s, const slurm::JobInfo& info, std::string_view phase,
+              const v1alpha1::SlurmJobStatus& current, int64_t generation, Time now,
+              std::vector<EventSpec>* events) {
+  auto* conds = s.mutable_conditions();
   std::optional<int32_t> exit_code = ExitCodeOf(info);
   if (exit_code) {
     s.set_exit_code(*exit_code);
@@ -165,30 +186,33 @@ v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& curre
     SetCondition(conds, kStalled, C::kFalse, "JobSucceeded", "", generation, now);
     SetCondition(conds, kSucceeded, C::kTrue, "Completed", msg, generation, now);
     RemoveCondition(conds, kFailed);
-    if (!was_final && events) events->push_back({"Normal", "Completed", "Track", msg});
+    if (!was_final && events) events->push_back({kNormal, "Completed", "Track", msg});
+    return;
+  }
+  const std::string reason = FailureReason(info, phase);
+  SetCondition(conds, kReady, C::kFalse, reason, msg, generation, now);
+  SetCondition(conds, kStalled, C::kTrue, reason, msg, generation, now);
+  SetCondition(conds, kFailed, C::kTrue, reason, msg, generation, now);
+  RemoveCondition(conds, kSucceeded);
+  if (!was_final && events) {
+    events->push_back({phase == kPhaseCancelled ? kNormal : kWarning,
+                       phase == kPhaseCancelled ? "Cancelled" : "Failed", "Track", msg});
+  }
+}
+
+}  // namespace
+
+v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& current,
+                                           const slurm::JobInfo& info, int64_t generation, Time now,
+                                           std::vector<EventSpec>* events) {
+  v1alpha1::SlurmJobStatus s = current;
+  s.set_observed_generation(generation);
+  const std::string_view phase = PhaseOf(info);
+  SetStateAndTimes(s, info, phase);
+  if (!info.IsFinal()) {
+    SetActive(s, info, phase, current.phase(), generation, now, events);
   } else {
-    std::string reason = phase == kPhaseCancelled ? "Cancelled" : absl::StrCat("Job", [&] {
-      // TIMEOUT -> JobTimeout, NODE_FAIL -> JobNodeFail, ...
-      std::string out;
-      bool upper = true;
-      for (char c : slurm::BaseStateName(info.state)) {
-        if (c == '_') {
-          upper = true;
-          continue;
-        }
-        out += upper ? c : static_cast<char>(std::tolower(c));
-        upper = false;
-      }
-      return out;
-    }());
-    SetCondition(conds, kReady, C::kFalse, reason, msg, generation, now);
-    SetCondition(conds, kStalled, C::kTrue, reason, msg, generation, now);
-    SetCondition(conds, kFailed, C::kTrue, reason, msg, generation, now);
-    RemoveCondition(conds, kSucceeded);
-    if (!was_final && events) {
-      events->push_back({phase == kPhaseCancelled ? "Normal" : "Warning",
-                         phase == kPhaseCancelled ? "Cancelled" : "Failed", "Track", msg});
-    }
+    SetEnded(s, info, phase, current, generation, now, events);
   }
   return s;
 }
@@ -221,7 +245,7 @@ v1alpha1::SlurmJobStatus StatusAfterSubmit(const v1alpha1::SlurmJobStatus& curre
   SetCondition(conds, kReconciling, C::kTrue, "JobPending", msg, generation, now);
   SetCondition(conds, kReady, C::kFalse, "JobPending", msg, generation, now);
   SetCondition(conds, kStalled, C::kFalse, "Progressing", "", generation, now);
-  if (events) events->push_back({"Normal", adopted ? "Adopted" : "Submitted", "Submit", msg});
+  if (events) events->push_back({kNormal, adopted ? "Adopted" : "Submitted", "Submit", msg});
   return s;
 }
 

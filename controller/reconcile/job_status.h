@@ -35,8 +35,12 @@ inline constexpr std::string_view kPhaseCancelled = "Cancelled";
 inline constexpr std::string_view kPhaseUnknown = "Unknown";
 
 // An Event the executor records once the status that announces it is written.
+// Kubernetes Event types (core/v1 Event.type).
+inline constexpr char kNormal[] = "Normal";
+inline constexpr char kWarning[] = "Warning";
+
 struct EventSpec {
-  std::string type;    // Normal | Warning
+  std::string type;    // kNormal | kWarning
   std::string reason;  // CamelCase, e.g. Submitted
   std::string action;  // what the operator did or saw, e.g. Submit, Track
   std::string note;    // human text

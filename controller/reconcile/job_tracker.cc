@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "controller/reconcile/job_descriptor.h"
 #include "controller/slurm/dialects.h"
 #include "glog/logging.h"
 
@@ -123,6 +122,57 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
   return absl::UnavailableError("the cluster's job list kept changing under the reader");
 }
 
+absl::StatusOr<slurm::JobList> JobTracker::ListJobs(const ClusterEndpoint& endpoint,
+                                                    std::optional<int64_t> update_time) {
+  absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(endpoint.api_version);
+  if (!dialect.ok()) return dialect.status();
+  list_calls_.fetch_add(1);
+  // Of each job only the keys ParseJobs reads are kept, dropped while the
+  // answer is decoded: a record is 60-110 keys (2.5-4.5 KB of JSON), of
+  // which it reads 11. At 10,000 jobs the decoded list takes 37 MB instead
+  // of 172 MB (bench/agentplatform_client_bench).
+  agentplatform::CallOptions options;
+  options.job_fields = (*dialect)->JobRecordKeys();
+  absl::StatusOr<agentplatform::SlurmResponse> r = caller_(
+      endpoint, agentplatform::HttpMethod::kGet, (*dialect)->JobsPath(update_time), options);
+  if (!r.ok()) return r.status();
+  return (*dialect)->ParseJobs(r->status, r->body);
+}
+
+void JobTracker::NoteLastUpdate(Cluster& c, const slurm::JobList& list, bool full, Time started) {
+  if (!list.last_update) {
+    c.last_update.reset();
+    c.last_update_confirmed = false;
+  } else if (list.last_update != c.last_update) {
+    c.last_update = list.last_update;
+    c.last_update_seen_at = started;
+    c.last_update_confirmed = false;
+  } else if (full && started - c.last_update_seen_at >= std::chrono::milliseconds(1500)) {
+    c.last_update_confirmed = true;
+  }
+}
+
+std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list) {
+  std::unordered_map<int64_t, slurm::JobInfo> fresh;
+  fresh.reserve(list.jobs.size());
+  for (slurm::JobInfo& j : list.jobs) {
+    const int64_t id = j.job_id;
+    fresh.insert_or_assign(id, std::move(j));
+  }
+  std::vector<std::string> changed;
+  for (const auto& [id, job_key] : c.tracked) {
+    auto before = c.jobs.find(id);
+    auto now = fresh.find(id);
+    const bool was = before != c.jobs.end();
+    const bool is = now != fresh.end();
+    if (was != is || (was && is && !SameRecord(before->second, now->second))) {
+      changed.push_back(job_key);
+    }
+  }
+  c.jobs = std::move(fresh);
+  return changed;
+}
+
 absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key) {
   Cluster& c = clusters_[key];
   c.fetching = true;
@@ -134,83 +184,31 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   if (!full) update_time = *c.last_update + 1;
   lock.unlock();
 
-  absl::Status result = absl::OkStatus();
-  std::optional<slurm::JobList> list;
-  absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(endpoint.api_version);
-  if (!dialect.ok()) {
-    result = dialect.status();
-  } else {
-    list_calls_.fetch_add(1);
-    // Of each job only the keys ParseJobs reads are kept, dropped while the
-    // answer is decoded: a record is 60-110 keys (2.5-4.5 KB of JSON), of
-    // which it reads 11. At 10,000 jobs the decoded list takes 37 MB instead
-    // of 172 MB (bench/agentplatform_client_bench).
-    agentplatform::CallOptions options;
-    options.job_fields = (*dialect)->JobRecordKeys();
-    absl::StatusOr<agentplatform::SlurmResponse> r = caller_(
-        endpoint, agentplatform::HttpMethod::kGet, (*dialect)->JobsPath(update_time), options);
-    if (!r.ok()) {
-      result = r.status();
-    } else {
-      absl::StatusOr<slurm::JobList> parsed = (*dialect)->ParseJobs(r->status, r->body);
-      if (!parsed.ok()) {
-        result = parsed.status();
-      } else {
-        list = std::move(*parsed);
-      }
-    }
-  }
-
+  absl::StatusOr<slurm::JobList> list = ListJobs(endpoint, update_time);
   // A list of thousands of jobs is tens of MB while it is decoded (envelope,
   // JSON, job records); hand those pages back to the system rather than let
   // each thread's malloc arena keep its high-water mark.
-  const bool large = list && list->jobs.size() >= 256;
-  if (large) malloc_trim(0);
+  if (list.ok() && list->jobs.size() >= 256) malloc_trim(0);
 
   lock.lock();
   Cluster& after = clusters_[key];
   after.fetching = false;
   std::vector<std::string> changed;
-  if (!result.ok()) {
-    after.last_error = result;
+  if (!list.ok()) {
+    after.last_error = list.status();
     after.retry_at =
-        started + std::max<Duration>(
-                      std::chrono::seconds(5),
-                      agentplatform::RetryDelay(result).value_or(std::chrono::milliseconds(0)));
+        started +
+        std::max<Duration>(
+            std::chrono::seconds(5),
+            agentplatform::RetryDelay(list.status()).value_or(std::chrono::milliseconds(0)));
   } else {
     after.last_error.reset();
     after.retry_at.reset();
     after.fetched_at = started;
     if (!list->unchanged) {
       if (full) after.last_full = started;
-      if (list->last_update) {
-        if (list->last_update != after.last_update) {
-          after.last_update = list->last_update;
-          after.last_update_seen_at = started;
-          after.last_update_confirmed = false;
-        } else if (full && started - after.last_update_seen_at >= std::chrono::milliseconds(1500)) {
-          after.last_update_confirmed = true;
-        }
-      } else {
-        after.last_update.reset();
-        after.last_update_confirmed = false;
-      }
-      std::unordered_map<int64_t, slurm::JobInfo> fresh;
-      fresh.reserve(list->jobs.size());
-      for (slurm::JobInfo& j : list->jobs) {
-        const int64_t id = j.job_id;
-        fresh.insert_or_assign(id, std::move(j));
-      }
-      for (const auto& [id, job_key] : after.tracked) {
-        auto before = after.jobs.find(id);
-        auto now = fresh.find(id);
-        const bool was = before != after.jobs.end();
-        const bool is = now != fresh.end();
-        if (was != is || (was && is && !SameRecord(before->second, now->second))) {
-          changed.push_back(job_key);
-        }
-      }
-      after.jobs = std::move(fresh);
+      NoteLastUpdate(after, *list, full, started);
+      changed = ApplyList(after, std::move(*list));
     }
     if (options_.sweep && known_uid_ &&
         (!after.last_sweep || started - *after.last_sweep >= options_.sweep_interval)) {
@@ -224,28 +222,14 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
     for (const std::string& k : changed) notify_(k);
     lock.lock();
   }
-  return result;
+  return list.status();
 }
 
 void JobTracker::SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Time now) {
   (void)now;
-  std::set<int64_t> candidates;
-  std::vector<std::pair<int64_t, std::string>> to_cancel;
-  for (const auto& [id, job] : c.jobs) {
-    if (job.IsFinal() || job.HasFlag("COMPLETING")) continue;
-    std::optional<ParsedTag> tag = ParseSubmissionTag(job.comment);
-    if (!tag) continue;
-    std::optional<Owner> owner = known_uid_(tag->ns, tag->uid);
-    if (!owner.has_value()) continue;
-    const bool orphan = !owner->exists;
-    const bool stale_run = owner->exists && tag->run < std::max(1, owner->run);
-    const bool duplicate = owner->exists && tag->run == std::max(1, owner->run) &&
-                           owner->job_id != 0 && owner->job_id != id;
-    if (!orphan && !stale_run && !duplicate) continue;
-    candidates.insert(id);
-    if (c.orphan_candidates.contains(id)) to_cancel.push_back({id, job.comment});
-  }
-  c.orphan_candidates = std::move(candidates);
+  SweepVerdict verdict = DecideSweep(c.jobs, c.orphan_candidates, known_uid_);
+  c.orphan_candidates = std::move(verdict.candidates);
+  const std::vector<std::pair<int64_t, std::string>>& to_cancel = verdict.to_cancel;
   if (to_cancel.empty()) return;
   const ClusterEndpoint endpoint = c.endpoint;
   const std::string key = endpoint.key;

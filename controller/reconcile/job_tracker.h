@@ -23,15 +23,11 @@
 //    is done only after a full list at least 1.5 s later confirmed it, and a
 //    full list is fetched at least every `full_resync`. v0.0.38/39 give no
 //    such time, so their lists are full.
-//  * Orphan sweep: at most every `sweep_interval`, jobs carrying the
-//    operator's tag (SubmissionTag) whose SlurmJob uid `known_uid` says does
-//    not exist, and that are not final, are cancelled once they were seen
-//    orphaned in two sweeps in a row (a brand-new SlurmJob is never
-//    mistaken for a gone one). Jobs disowned by deletionPolicy Orphan carry
-//    another tag and are left alone. The same two-sweep rule cancels a
-//    duplicate: an active job tagged with a SlurmJob's current run whose
-//    status names another Slurm job for that run (a submit that landed
-//    after its outcome was given up on), or tagged with an earlier run.
+//  * Orphan sweep: at most every `sweep_interval`, the cluster's list is
+//    handed to DecideSweep (tracking_policy.h, pure: which jobs belong to no
+//    current run of an existing SlurmJob, seen so in two sweeps in a row, so
+//    that a brand-new SlurmJob is never mistaken for a gone one), and the
+//    tracker cancels what it returns.
 //
 // Thread-safety: all methods may be called from any thread.
 
@@ -49,10 +45,12 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "controller/agentplatform/client.h"
 #include "controller/common/clock.h"
+#include "controller/reconcile/tracking_policy.h"
 #include "controller/slurm/job_model.h"
 
 namespace slurmop::reconcile {
@@ -82,16 +80,10 @@ class JobTracker {
       const agentplatform::CallOptions& options)>;
   // The SlurmJob "namespace/name" should be reconciled now.
   using Notify = std::function<void(const std::string& job_key)>;
-  // What the cache says of the SlurmJob with this uid in `ns`: whether it
-  // exists, and its current run and that run's Slurm job id (0: none yet).
-  // nullopt when that cannot be told (namespace not watched, cache not synced).
-  struct Owner {
-    bool exists = false;
-    int32_t run = 0;
-    int64_t job_id = 0;
-  };
-  using KnownUid =
-      std::function<std::optional<Owner>(const std::string& ns, const std::string& uid)>;
+  // What the cache says of the SlurmJob with this uid in `ns`
+  // (tracking_policy.h); nullopt when that cannot be told.
+  using Owner = TagOwner;
+  using KnownUid = OwnerOf;
 
   JobTracker(Caller caller, const Clock& clock, Notify notify, KnownUid known_uid,
              TrackerOptions options = {});
@@ -151,6 +143,13 @@ class JobTracker {
 
   // Fetches `key`'s list (mu_ held on entry and exit, released during the call).
   absl::Status FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key);
+  // The call and its parsing (mu_ not held).
+  absl::StatusOr<slurm::JobList> ListJobs(const ClusterEndpoint& endpoint,
+                                          std::optional<int64_t> update_time);
+  // Slurm's last_update from a changed list (see Cluster::last_update_seen_at).
+  static void NoteLastUpdate(Cluster& c, const slurm::JobList& list, bool full, Time started);
+  // Replaces the snapshot; returns the keys of tracked jobs whose record changed.
+  static std::vector<std::string> ApplyList(Cluster& c, slurm::JobList list);
   void SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Time now);
 
   Caller caller_;

@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "controller/agentplatform/cached_token_source.h"
 #include "controller/api/resources.h"
+#include "controller/api/types.h"
+#include "controller/kube/watch_event.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/server/metrics.h"
 #include "glog/logging.h"
@@ -13,13 +15,6 @@ namespace slurmop::reconcile {
 namespace {
 
 const std::string kClusterKeyPrefix = "scl:";
-
-std::string MetaField(const nlohmann::json& obj, const char* field) {
-  auto meta = obj.find("metadata");
-  if (meta == obj.end() || !meta->is_object()) return "";
-  auto it = meta->find(field);
-  return it != meta->end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 // SlurmJobs are many and are read one at a time (by the worker reconciling
 // one): they are cached packed (informer.h, compact_cache).
@@ -45,7 +40,8 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
       jobs_view_(jobs_),
       clusters_view_(clusters_),
       executor_(kube, jobs_view_, clusters_view_, slurm_api, credentials, events, clock,
-                options_.executor) {
+                options_.executor),
+      cluster_reconciler_(kube, clusters_view_, slurm_api, credentials, events, clock) {
   jobs_ = std::make_unique<kube::Informer>(
       kube, SlurmJobsResource(), options_.watch_namespace,
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
@@ -66,6 +62,7 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
         [this](const std::string& ns, const std::string& uid) { return KnownUid(ns, uid); },
         options_.tracker);
     executor_.SetTracker(tracker_.get());
+    cluster_reconciler_.SetTracker(tracker_.get());
   }
   clusters_ = std::make_unique<kube::Informer>(
       kube, SlurmClustersResource(), options_.watch_namespace,
@@ -80,93 +77,31 @@ Manager::~Manager() { Stop(); }
 void Manager::OnJobEvent(const std::string& type,
                          const std::shared_ptr<const nlohmann::json>& obj) {
   if (!obj) return;
-  const std::string ns = MetaField(*obj, "namespace");
-  const std::string name = MetaField(*obj, "name");
-  const std::string key = absl::StrCat(ns, "/", name);
-  UpdateSummary(type, key, ns, name, *obj);
+  const std::string key =
+      absl::StrCat(api::MetadataString(*obj, "namespace"), "/", api::MetadataString(*obj, "name"));
+  // Keep the indexes, and wake the SlurmJobs that wait for this one.
+  std::vector<std::string> wake = index_.Apply(type, *obj);
   queue_.Add(key);
-  // Keep the dependents index, and wake the SlurmJobs that wait for this one.
-  std::vector<std::string> wake;
-  {
-    std::lock_guard<std::mutex> lock(dependents_mu_);
-    if (auto spec = obj->find("spec"); spec != obj->end() && spec->is_object()) {
-      if (auto deps = spec->find("dependsOn"); deps != spec->end() && deps->is_array()) {
-        for (const auto& dep : *deps) {
-          if (!dep.is_object() || !dep.contains("name") || !dep["name"].is_string()) continue;
-          const std::string dep_key = absl::StrCat(ns, "/", dep["name"].get<std::string>());
-          if (type == "DELETED") {
-            if (auto it = dependents_.find(dep_key); it != dependents_.end()) {
-              it->second.erase(key);
-              if (it->second.empty()) dependents_.erase(it);
-            }
-          } else {
-            dependents_[dep_key].insert(key);
-          }
-        }
-      }
-    }
-    if (auto it = dependents_.find(key); it != dependents_.end()) {
-      wake.assign(it->second.begin(), it->second.end());
-    }
-  }
   for (const std::string& k : wake) queue_.Add(k);
-}
-
-void Manager::UpdateSummary(const std::string& type, const std::string& key, const std::string& ns,
-                            const std::string& name, const nlohmann::json& obj) {
-  std::lock_guard<std::mutex> lock(summaries_mu_);
-  if (auto old = summaries_.find(key); old != summaries_.end()) {
-    key_by_uid_.erase(old->second.uid);
-    if (type == "DELETED") summaries_.erase(old);
-  }
-  if (type == "DELETED") return;
-  JobSummary& s = summaries_[key];
-  s = JobSummary{};
-  s.ns = ns;
-  s.name = name;
-  s.uid = MetaField(obj, "uid");
-  if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
-    if (auto cr = spec->find("clusterRef"); cr != spec->end() && cr->is_object()) {
-      s.cluster_ref = cr->value("name", "");
-    }
-  }
-  if (auto st = obj.find("status"); st != obj.end() && st->is_object()) {
-    s.phase = st->value("phase", "");
-    if (auto r = st->find("run"); r != st->end() && r->is_number_integer()) {
-      s.run = r->get<int32_t>();
-    }
-    if (auto j = st->find("jobId"); j != st->end() && j->is_number_integer()) {
-      s.job_id = j->get<int64_t>();
-    }
-  }
-  if (!s.uid.empty()) key_by_uid_[s.uid] = key;
 }
 
 std::optional<JobTracker::Owner> Manager::KnownUid(const std::string& ns, const std::string& uid) {
   if (!jobs_ || !jobs_->HasSynced()) return std::nullopt;
   if (!options_.watch_namespace.empty() && ns != options_.watch_namespace) return std::nullopt;
-  std::lock_guard<std::mutex> lock(summaries_mu_);
-  auto it = key_by_uid_.find(uid);
-  if (it == key_by_uid_.end()) return JobTracker::Owner{};
-  const JobSummary& s = summaries_.at(it->second);
-  JobTracker::Owner o;
-  o.exists = true;
-  o.run = s.run;
-  o.job_id = s.job_id;
-  return o;
+  return index_.OwnerOfUid(uid);
 }
 
 void Manager::OnClusterEvent(const std::string& type,
                              const std::shared_ptr<const nlohmann::json>& obj) {
   if (!obj || !jobs_) return;
-  const std::string ns = MetaField(*obj, "namespace");
-  const std::string name = MetaField(*obj, "name");
+  const std::string ns = api::MetadataString(*obj, "namespace");
+  const std::string name = api::MetadataString(*obj, "name");
   const std::string key = absl::StrCat(ns, "/", name);
   {
     int64_t generation =
         obj->value("metadata", nlohmann::json::object()).value("generation", int64_t{0});
     std::lock_guard<std::mutex> lock(generations_mu_);
-    if (type == "DELETED") {
+    if (type == kube::kDeleted) {
       cluster_generations_.erase(key);
     } else {
       auto [it, inserted] = cluster_generations_.try_emplace(key, generation);
@@ -175,16 +110,7 @@ void Manager::OnClusterEvent(const std::string& type,
       queue_.Add(kClusterKeyPrefix + key);
     }
   }
-  std::vector<std::string> naming;
-  {
-    std::lock_guard<std::mutex> lock(summaries_mu_);
-    for (const auto& [job_key, s] : summaries_) {
-      if (s.ns != ns) continue;
-      const std::string& ref =
-          s.cluster_ref.empty() ? options_.executor.default_cluster : s.cluster_ref;
-      if (ref == name) naming.push_back(job_key);
-    }
-  }
+  std::vector<std::string> naming = index_.Naming(ns, name, options_.executor.default_cluster);
   for (const std::string& k : naming) queue_.Add(k);
 }
 
@@ -241,17 +167,8 @@ void Manager::Start() {
   m.Declare("slurmjob_operator_slurmjobs", server::Metrics::Type::kGauge,
             "SlurmJobs known to the operator, by status.phase (\"\" before the first status).");
   m.SetCallback("slurmjob_operator_slurmjobs", [this] {
-    std::map<std::string, double> by_phase;
-    for (const std::string p :
-         {"Pending", "Running", "Succeeded", "Failed", "Cancelled", "Unknown", ""}) {
-      by_phase[p] = 0;
-    }
-    {
-      std::lock_guard<std::mutex> lock(summaries_mu_);
-      for (const auto& [key, s] : summaries_) by_phase[s.phase] += 1;
-    }
     std::vector<std::pair<server::Labels, double>> out;
-    for (const auto& [phase, n] : by_phase) out.push_back({{{"phase", phase}}, n});
+    for (const auto& [phase, n] : index_.CountByPhase()) out.push_back({{{"phase", phase}}, n});
     return out;
   });
   clusters_->Start();
@@ -284,7 +201,7 @@ void Manager::Work() {
     const bool is_cluster = key->rfind(kClusterKeyPrefix, 0) == 0;
     const auto started = std::chrono::steady_clock::now();
     ReconcileResult r = is_cluster
-                            ? executor_.ReconcileCluster(key->substr(kClusterKeyPrefix.size()))
+                            ? cluster_reconciler_.Reconcile(key->substr(kClusterKeyPrefix.size()))
                             : executor_.Reconcile(*key);
     const server::Labels controller = {{"controller", is_cluster ? "slurmcluster" : "slurmjob"}};
     server::Labels result = controller;

@@ -25,7 +25,9 @@
 
 #include "controller/kube/informer.h"
 #include "controller/kube/workqueue.h"
+#include "controller/reconcile/cluster_reconciler.h"
 #include "controller/reconcile/executor.h"
+#include "controller/reconcile/job_index.h"
 
 namespace slurmop::reconcile {
 
@@ -65,8 +67,6 @@ class Manager {
   };
 
   void OnJobEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
-  void UpdateSummary(const std::string& type, const std::string& key, const std::string& ns,
-                     const std::string& name, const nlohmann::json& obj);
   // The SlurmJob with `uid`, as the cache shows it (for the orphan sweep).
   std::optional<JobTracker::Owner> KnownUid(const std::string& ns, const std::string& uid);
   void OnClusterEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
@@ -84,22 +84,10 @@ class Manager {
   CacheView jobs_view_;
   CacheView clusters_view_;
   Executor executor_;
+  ClusterReconciler cluster_reconciler_;
   std::unique_ptr<JobTracker> tracker_;
-  // SlurmJob key -> the keys of SlurmJobs whose spec.dependsOn names it.
-  std::mutex dependents_mu_;
-  std::map<std::string, std::set<std::string>> dependents_;
-  // What the manager itself needs of every cached SlurmJob, kept up to date
-  // by OnJobEvent, so that nothing walks (and decodes) the whole cache: the
-  // orphan sweep asks by uid, a SlurmCluster change looks for the SlurmJobs
-  // naming it, the metrics count phases.
-  struct JobSummary {
-    std::string ns, name, uid, cluster_ref /* "" = the default */, phase;
-    int32_t run = 0;
-    int64_t job_id = 0;
-  };
-  std::mutex summaries_mu_;
-  std::map<std::string, JobSummary> summaries_;  // by "ns/name"
-  std::map<std::string, std::string> key_by_uid_;
+  // Uid, dependents, cluster and phase indexes of the cached SlurmJobs.
+  JobIndex index_;
   std::vector<std::thread> workers_;
   std::atomic<bool> started_{false};
 };

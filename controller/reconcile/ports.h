@@ -1,17 +1,20 @@
 // File: controller/reconcile/ports.h
 //
-// The small interfaces the executor needs from the outside world, so that
-// tests can hand it in-memory fakes: a read-only view of the informer caches,
-// a sink for Kubernetes Events, and the credentials for a cluster.
+// The small interfaces the reconcilers need from the outside world, so that
+// tests can hand them in-memory fakes: a read-only view of the informer
+// caches, a sink for Kubernetes Events, and the credentials for a cluster;
+// and what a reconcile tells the work queue.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_PORTS_H_
 #define SLURMOP_CONTROLLER_RECONCILE_PORTS_H_
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "controller/agentplatform/credentials.h"
+#include "controller/common/clock.h"
 #include "controller/reconcile/job_status.h"
 #include "nlohmann/json.hpp"
 #include "slurmoperator/v1alpha1/slurmcluster.pb.h"
@@ -19,6 +22,13 @@
 namespace slurmop::reconcile {
 
 namespace v1alpha1 = ::slurmoperator::v1alpha1;
+
+// What the work queue should do with a key after its reconcile (the
+// controller-runtime result contract, manager.h).
+struct ReconcileResult {
+  std::optional<Duration> requeue_after;
+  bool retry_with_backoff = false;
+};
 
 // Objects of one kind as the informer last saw them. Thread-safe.
 class ObjectCache {

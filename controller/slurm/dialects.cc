@@ -5,7 +5,7 @@
 
 #include "controller/slurm/dialects.h"
 
-#include <array>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -15,8 +15,10 @@
 namespace slurmop::slurm {
 namespace {
 
-const std::array<RestDialect, 7>& Dialects() {
-  static const auto* const kDialects = new std::array<RestDialect, 7>{{
+// A new version is one row here (and the proto's enum_values, which a test
+// ties to this table).
+const std::vector<RestDialect>& Dialects() {
+  static const auto* const kDialects = new std::vector<RestDialect>{{
       // Slurm 22.05: sbatch-option submit, dbv0.0.38 exit-code bug.
       RestDialect({"v0.0.38", SubmitFormat::kSbatchOptions, SlurmdbExitCodes::kUnreliable}),
       // Slurm 23.02: first data_parser version; slurmdb exit codes still buggy.

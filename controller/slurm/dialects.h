@@ -23,6 +23,15 @@ absl::StatusOr<const Dialect*> DialectFor(std::string_view version);
 // "v0.0.38", ..., "v0.0.44", oldest first.
 const std::vector<std::string>& SupportedVersions();
 
+// The version of a SlurmCluster whose spec.slurmApiVersion is empty (the
+// proto's default_json says the same; a test checks that they agree).
+inline constexpr std::string_view kDefaultVersion = "v0.0.42";
+
+// `version`, or kDefaultVersion when it is empty.
+inline std::string VersionOrDefault(std::string_view version) {
+  return std::string(version.empty() ? kDefaultVersion : version);
+}
+
 }  // namespace slurmop::slurm
 
 #endif  // SLURMOP_CONTROLLER_SLURM_DIALECTS_H_

@@ -1,0 +1,100 @@
+// File: controller/reconcile/job_index.cc
+
+#include "controller/reconcile/job_index.h"
+
+#include "absl/strings/str_cat.h"
+#include "controller/api/types.h"
+#include "controller/kube/watch_event.h"
+
+namespace slurmop::reconcile {
+
+std::vector<std::string> JobIndex::Apply(const std::string& type, const nlohmann::json& obj) {
+  const std::string ns = api::MetadataString(obj, "namespace");
+  const std::string key = absl::StrCat(ns, "/", api::MetadataString(obj, "name"));
+  std::lock_guard<std::mutex> lock(mu_);
+  UpdateSummary(type, key, obj);
+  return UpdateDependents(type, key, ns, obj);
+}
+
+void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
+                             const nlohmann::json& obj) {
+  if (auto old = summaries_.find(key); old != summaries_.end()) {
+    key_by_uid_.erase(old->second.uid);
+    if (type == kube::kDeleted) summaries_.erase(old);
+  }
+  if (type == kube::kDeleted) return;
+  Summary& s = summaries_[key];
+  s = Summary{};
+  s.ns = api::MetadataString(obj, "namespace");
+  s.name = api::MetadataString(obj, "name");
+  s.uid = api::MetadataString(obj, "uid");
+  if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
+    if (auto cr = spec->find("clusterRef"); cr != spec->end() && cr->is_object()) {
+      if (auto n = cr->find("name"); n != cr->end() && n->is_string()) s.cluster_ref = *n;
+    }
+  }
+  if (auto st = obj.find("status"); st != obj.end() && st->is_object()) {
+    if (auto p = st->find("phase"); p != st->end() && p->is_string()) s.phase = *p;
+    if (auto r = st->find("run"); r != st->end() && r->is_number_integer()) {
+      s.run = r->get<int32_t>();
+    }
+    if (auto j = st->find("jobId"); j != st->end() && j->is_number_integer()) {
+      s.job_id = j->get<int64_t>();
+    }
+  }
+  if (!s.uid.empty()) key_by_uid_[s.uid] = key;
+}
+
+std::vector<std::string> JobIndex::UpdateDependents(const std::string& type, const std::string& key,
+                                                    const std::string& ns,
+                                                    const nlohmann::json& obj) {
+  if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
+    if (auto deps = spec->find("dependsOn"); deps != spec->end() && deps->is_array()) {
+      for (const auto& dep : *deps) {
+        if (!dep.is_object() || !dep.contains("name") || !dep["name"].is_string()) continue;
+        const std::string dep_key = absl::StrCat(ns, "/", dep["name"].get<std::string>());
+        if (type != kube::kDeleted) {
+          dependents_[dep_key].insert(key);
+        } else if (auto it = dependents_.find(dep_key); it != dependents_.end()) {
+          it->second.erase(key);
+          if (it->second.empty()) dependents_.erase(it);
+        }
+      }
+    }
+  }
+  auto it = dependents_.find(key);
+  if (it == dependents_.end()) return {};
+  return std::vector<std::string>(it->second.begin(), it->second.end());
+}
+
+TagOwner JobIndex::OwnerOfUid(const std::string& uid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = key_by_uid_.find(uid);
+  if (it == key_by_uid_.end()) return TagOwner{};
+  const Summary& s = summaries_.at(it->second);
+  return TagOwner{true, s.run, s.job_id};
+}
+
+std::vector<std::string> JobIndex::Naming(const std::string& ns, const std::string& cluster,
+                                          const std::string& default_cluster) const {
+  std::vector<std::string> naming;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, s] : summaries_) {
+    if (s.ns != ns) continue;
+    if ((s.cluster_ref.empty() ? default_cluster : s.cluster_ref) == cluster) naming.push_back(key);
+  }
+  return naming;
+}
+
+std::map<std::string, double> JobIndex::CountByPhase() const {
+  std::map<std::string, double> by_phase;
+  for (const std::string p :
+       {"Pending", "Running", "Succeeded", "Failed", "Cancelled", "Unknown", ""}) {
+    by_phase[p] = 0;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, s] : summaries_) by_phase[s.phase] += 1;
+  return by_phase;
+}
+
+}  // namespace slurmop::reconcile

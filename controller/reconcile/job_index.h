@@ -1,0 +1,70 @@
+// File: controller/reconcile/job_index.h
+//
+// What the manager needs to know of every cached SlurmJob, kept up to date
+// from the watch events so that nothing walks (and decodes) the whole cache:
+// the SlurmJob with a uid (the orphan sweep asks, tracking_policy.h), the
+// SlurmJobs whose spec.dependsOn names a SlurmJob (woken when it changes),
+// the SlurmJobs naming a SlurmCluster (woken when it changes), and the count
+// by status.phase (a metric).
+//
+// Contract:
+//  * Apply() takes every watch event of the SlurmJob informer, in order; a
+//    DELETED event forgets the SlurmJob (and its dependsOn entries).
+//  * A uid maps to the SlurmJob last seen with it; objects without a uid
+//    are indexed by key only.
+//  * Fields of the wrong JSON type count as absent.
+//
+// Thread-safety: all methods may be called from any thread.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_JOB_INDEX_H_
+#define SLURMOP_CONTROLLER_RECONCILE_JOB_INDEX_H_
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "controller/reconcile/tracking_policy.h"
+#include "nlohmann/json.hpp"
+
+namespace slurmop::reconcile {
+
+class JobIndex {
+ public:
+  // Applies one watch event (ADDED, MODIFIED, DELETED) for `obj`; returns
+  // the keys ("namespace/name") of the SlurmJobs that wait for it.
+  std::vector<std::string> Apply(const std::string& type, const nlohmann::json& obj);
+
+  // The SlurmJob with `uid`: exists=false when none is cached.
+  TagOwner OwnerOfUid(const std::string& uid) const;
+
+  // The SlurmJobs of `ns` that name SlurmCluster `cluster` (those without
+  // spec.clusterRef.name name `default_cluster`).
+  std::vector<std::string> Naming(const std::string& ns, const std::string& cluster,
+                                  const std::string& default_cluster) const;
+
+  // SlurmJobs by status.phase ("" before the first status); the phases a
+  // SlurmJob can have are always present, with 0.
+  std::map<std::string, double> CountByPhase() const;
+
+ private:
+  struct Summary {
+    std::string ns, name, uid, cluster_ref /* "" = the default */, phase;
+    int32_t run = 0;
+    int64_t job_id = 0;
+  };
+  void UpdateSummary(const std::string& type, const std::string& key, const nlohmann::json& obj);
+  std::vector<std::string> UpdateDependents(const std::string& type, const std::string& key,
+                                            const std::string& ns, const nlohmann::json& obj);
+
+  mutable std::mutex mu_;
+  std::map<std::string, Summary> summaries_;  // by "ns/name"
+  std::map<std::string, std::string> key_by_uid_;
+  // SlurmJob key -> the keys of SlurmJobs whose spec.dependsOn names it.
+  std::map<std::string, std::set<std::string>> dependents_;
+};
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_JOB_INDEX_H_

@@ -1,0 +1,330 @@
+// File: controller/reconcile/stage.cc
+//
+// The guards of the stage table (stage.h) and the stage they select.
+
+#include "controller/reconcile/stage.h"
+
+#include "absl/strings/str_cat.h"
+#include "controller/reconcile/conditions.h"
+#include "controller/reconcile/runs.h"
+#include "controller/slurm/dialects.h"
+
+namespace slurmop::reconcile {
+
+namespace guards {
+
+bool BeingDeleted(const JobFacts& job) { return job.deleting; }
+bool FinalizerGone(const JobFacts& job) { return !job.has_finalizer; }
+bool HasSlurmJob(const JobFacts& job) { return job.status.job_id() != 0; }
+
+int64_t KnownJobId(const Known& k) {
+  if (k.job.status.job_id() != 0) return k.job.status.job_id();
+  if (k.memo.submitted_job_id) return *k.memo.submitted_job_id;
+  if (TagSearchFoundJob(k.out)) return *k.out.tag_lookup->value();
+  return 0;
+}
+
+bool OrphanPolicy(const JobFacts& job) { return job.spec.deletion_policy() == "Orphan"; }
+bool Disowned(const Memo& memo) { return memo.disowned; }
+bool JobEnded(const JobFacts& job) { return IsFinalJobState(job.status.job_state()); }
+bool ClusterFound(const ClusterFacts& cluster) {
+  return cluster.kind == ClusterFacts::Kind::kFound;
+}
+
+bool EarlierSubmitPossible(const Memo& memo) {
+  // UpdateMemo sets no_earlier_submit with started_run; both are read so
+  // that a memo built by hand means the same.
+  return memo.submit_outcome_unknown || (!memo.no_earlier_submit && !memo.started_run);
+}
+
+bool SubmitTried(const Outcomes& out) { return out.submit.has_value(); }
+bool SubmitReturnedId(const Outcomes& out) { return out.submit && out.submit->ok(); }
+bool TagSearchDone(const Outcomes& out) { return out.tag_lookup.has_value(); }
+bool TagSearchFailed(const Outcomes& out) { return out.tag_lookup && !out.tag_lookup->ok(); }
+bool TagSearchFoundJob(const Outcomes& out) {
+  return out.tag_lookup && out.tag_lookup->ok() && out.tag_lookup->value().has_value();
+}
+bool TagSearchFoundNothing(const Outcomes& out) {
+  return out.tag_lookup && out.tag_lookup->ok() && !out.tag_lookup->value().has_value();
+}
+
+bool SettleWindowOpen(const Known& k) {
+  return k.memo.settle_until && *k.memo.settle_until > k.now &&
+         (!TagSearchDone(k.out) || TagSearchFoundNothing(k.out));
+}
+
+namespace {
+bool ClusterChangedSinceRefusal(const Known& k) {
+  return k.memo.refused_cluster_generation &&
+         *k.memo.refused_cluster_generation != k.cluster.generation;
+}
+}  // namespace
+
+bool RejectedForThisGeneration(const Known& k) {
+  const v1alpha1::Condition* stalled = FindCondition(k.job.status.conditions(), kStalled);
+  return stalled != nullptr && stalled->status() == "True" &&
+         stalled->reason() == "SubmitRejected" &&
+         stalled->observed_generation() == k.job.generation && !ClusterChangedSinceRefusal(k);
+}
+
+bool RefusedRecently(const Known& k) {
+  return k.memo.submit_refused_at && k.memo.refused_generation == k.job.generation &&
+         !ClusterChangedSinceRefusal(k) &&
+         k.now - *k.memo.submit_refused_at < k.opt.permission_retry;
+}
+
+bool RunIdChanged(const JobFacts& job) { return job.spec.run_id() != job.status.run_id(); }
+
+bool CancelDue(const Known& k) {
+  return !k.out.cancel && (!k.memo.cancel_requested_at ||
+                           k.now - *k.memo.cancel_requested_at >= k.opt.cancel_resend);
+}
+bool CancelFailed(const Outcomes& out) { return out.cancel && !out.cancel->ok(); }
+bool QueryDone(const Outcomes& out) { return out.query.has_value(); }
+bool QueryFailed(const Outcomes& out) { return out.query && !out.query->ok(); }
+
+bool PolledRecently(const Known& k, Duration poll) {
+  return k.memo.last_query_at && k.now - *k.memo.last_query_at < poll;
+}
+
+bool SlurmKnowsNoJob(const Outcomes& out) {
+  return out.query && out.query->ok() && !out.query->value().job;
+}
+bool SlurmSaysEnded(const Outcomes& out) {
+  return out.query && out.query->ok() && out.query->value().job &&
+         out.query->value().job->IsFinal();
+}
+
+bool HoldOutOfDate(const Known& k) {
+  return QueryDone(k.out) && k.out.query->ok() && k.out.query->value().job &&
+         k.out.query->value().job->state == slurm::BaseState::kPending &&
+         k.job.spec.suspend() != k.job.status.held();
+}
+bool HoldUpdated(const Outcomes& out) { return out.update && out.update->ok(); }
+
+}  // namespace guards
+
+namespace {
+
+using namespace guards;  // NOLINT: the table reads best unqualified
+
+// The first problem, in the order the user should fix them, that keeps the
+// spec from being submitted; nullopt when it can be.
+std::optional<Blocker> ClusterBlocker(const Known& k) {
+  switch (k.cluster.kind) {
+    case ClusterFacts::Kind::kUnspecified:
+      return Blocker{"ClusterNotSpecified",
+                     "spec.clusterRef.name is empty and the operator runs without "
+                     "--default-cluster; name a SlurmCluster of this namespace in "
+                     "spec.clusterRef.name. Nothing was submitted.",
+                     std::nullopt};
+    case ClusterFacts::Kind::kNotFound:
+      return Blocker{"ClusterNotFound",
+                     absl::StrCat("SlurmCluster \"", k.cluster.name,
+                                  "\" does not exist in namespace \"", k.job.id.ns,
+                                  "\"; create it or fix spec.clusterRef.name. Nothing was "
+                                  "submitted."),
+                     std::nullopt};
+    case ClusterFacts::Kind::kFound:
+      break;
+  }
+  if (absl::Status s = ValidateClusterSpec(k.cluster.spec); !s.ok()) {
+    return Blocker{"InvalidCluster", absl::StrCat(s.message(), ". Nothing was submitted."),
+                   std::nullopt};
+  }
+  if (absl::Status s = ValidateJobSpec(k.job.spec); !s.ok()) {
+    return Blocker{"InvalidSpec", absl::StrCat(s.message(), ". Nothing was submitted."),
+                   std::nullopt};
+  }
+  return std::nullopt;
+}
+
+Blocker ScriptMissing(const Known& k) {
+  return Blocker{
+      "ScriptNotFound",
+      absl::StrCat(
+          k.script.error, ". Nothing was submitted; retrying every ",
+          std::chrono::duration_cast<std::chrono::seconds>(k.opt.missing_script_retry).count(),
+          " s."),
+      k.opt.missing_script_retry};
+}
+
+}  // namespace
+
+SubmitPlan PlanSubmit(const Known& k) {
+  SubmitPlan plan;
+  if ((plan.blocker = ClusterBlocker(k))) return plan;
+  std::string script_text = k.job.spec.script();
+  if (k.job.spec.has_script_from()) {
+    switch (k.script.kind) {
+      case ScriptFacts::Kind::kNotLoaded:
+        plan.needs_script = true;
+        return plan;
+      case ScriptFacts::Kind::kMissing:
+        plan.blocker = ScriptMissing(k);
+        return plan;
+      case ScriptFacts::Kind::kLoaded:
+        script_text = k.script.text;
+        break;
+    }
+  }
+  absl::StatusOr<slurm::JobDescriptor> descriptor = BuildJobDescriptor(
+      k.job.id, k.job.spec, k.cluster.spec, script_text, CurrentRun(k.job.status));
+  if (!descriptor.ok()) {
+    plan.blocker = Blocker{"InvalidSpec",
+                           absl::StrCat(descriptor.status().message(), ". Nothing was submitted."),
+                           std::nullopt};
+    return plan;
+  }
+  plan.descriptor = std::move(*descriptor);
+  plan.api_version = slurm::VersionOrDefault(k.cluster.spec.slurm_api_version());
+  absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(plan.api_version);
+  if (!dialect.ok()) {
+    plan.blocker = Blocker{"InvalidCluster", std::string(dialect.status().message()), std::nullopt};
+    return plan;
+  }
+  if (k.job.spec.depends_on_size() > 0) {
+    plan.dependencies = PlanDependencies(k.job.dependencies);
+    plan.descriptor.dependency = plan.dependencies.expression;
+  }
+  absl::StatusOr<nlohmann::json> body = (*dialect)->RenderSubmit(plan.descriptor);
+  if (!body.ok()) {
+    plan.blocker =
+        Blocker{"InvalidSpec",
+                absl::StrCat("the job cannot be expressed in Slurm REST ", plan.api_version, ": ",
+                             body.status().message(), ". Nothing was submitted."),
+                std::nullopt};
+    return plan;
+  }
+  plan.body = std::move(*body);
+  return plan;
+}
+
+namespace {
+
+Stage DeletionStage(const Known& k) {
+  if (FinalizerGone(k.job)) return Stage::kReleased;
+  if (KnownJobId(k) == 0) return Stage::kDeletingUnsubmitted;
+  if (OrphanPolicy(k.job)) return Stage::kDisowning;
+  if (JobEnded(k.job)) return Stage::kDeletingEnded;
+  if (!ClusterFound(k.cluster)) return Stage::kCancelBlocked;
+  return Stage::kCancelling;
+}
+
+bool SubmittedJobKnown(const Known& k) {
+  return k.memo.submitted_job_id || SubmitReturnedId(k.out) || TagSearchFoundJob(k.out);
+}
+
+bool DependenciesUnmet(const Known& k, const SubmitPlan& plan) {
+  return k.job.spec.depends_on_size() > 0 &&
+         (!plan.dependencies.impossible.empty() || !plan.dependencies.waiting_for.empty());
+}
+
+// The submission stages after kLoadingScript, given a plan without blocker.
+Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
+  if (!k.job.has_finalizer) return Stage::kUnprotected;
+  if (!SubmitTried(k.out) && (RejectedForThisGeneration(k) || RefusedRecently(k))) {
+    return Stage::kRefused;
+  }
+  const bool earlier = EarlierSubmitPossible(k.memo);
+  if (earlier && SettleWindowOpen(k)) return Stage::kSettling;
+  if (earlier && !TagSearchDone(k.out)) return Stage::kSearching;
+  if (TagSearchFailed(k.out)) return Stage::kSearchFailed;
+  if (SubmitTried(k.out)) return Stage::kSubmitFailed;
+  if (k.job.spec.suspend()) return Stage::kSuspended;
+  if (DependenciesUnmet(k, plan)) return Stage::kWaitingForDeps;
+  return Stage::kReadyToSubmit;
+}
+
+Stage TrackingStage(const Known& k) {
+  if (JobEnded(k.job)) return Stage::kEnded;
+  if (!ClusterFound(k.cluster)) return Stage::kClusterGone;
+  if (RunIdChanged(k.job) && (CancelDue(k) || CancelFailed(k.out))) return Stage::kSuperseded;
+  if (!QueryDone(k.out)) return Stage::kFollowing;
+  if (QueryFailed(k.out)) return Stage::kQueryFailed;
+  if (SlurmKnowsNoJob(k.out)) return Stage::kJobMissing;
+  if (SlurmSaysEnded(k.out)) return Stage::kJobEnded;
+  if (HoldOutOfDate(k) && !HoldUpdated(k.out)) return Stage::kHolding;
+  return Stage::kActive;
+}
+
+}  // namespace
+
+Assessment Assess(const Known& k) {
+  Assessment a;
+  if (BeingDeleted(k.job)) {
+    a.stage = DeletionStage(k);
+  } else if (HasSlurmJob(k.job)) {
+    a.stage = TrackingStage(k);
+  } else if (SubmittedJobKnown(k)) {
+    a.stage = Stage::kRecordingSubmit;
+  } else {
+    a.plan = PlanSubmit(k);
+    a.stage = a.plan->blocker        ? Stage::kBlocked
+              : a.plan->needs_script ? Stage::kLoadingScript
+                                     : ReadySubmissionStage(k, *a.plan);
+  }
+  return a;
+}
+
+const char* StageName(Stage s) {
+  switch (s) {
+    case Stage::kReleased:
+      return "Released";
+    case Stage::kDeletingUnsubmitted:
+      return "DeletingUnsubmitted";
+    case Stage::kDisowning:
+      return "Disowning";
+    case Stage::kDeletingEnded:
+      return "DeletingEnded";
+    case Stage::kCancelBlocked:
+      return "CancelBlocked";
+    case Stage::kCancelling:
+      return "Cancelling";
+    case Stage::kRecordingSubmit:
+      return "RecordingSubmit";
+    case Stage::kBlocked:
+      return "Blocked";
+    case Stage::kLoadingScript:
+      return "LoadingScript";
+    case Stage::kUnprotected:
+      return "Unprotected";
+    case Stage::kRefused:
+      return "Refused";
+    case Stage::kSettling:
+      return "Settling";
+    case Stage::kSearching:
+      return "Searching";
+    case Stage::kSearchFailed:
+      return "SearchFailed";
+    case Stage::kSuspended:
+      return "Suspended";
+    case Stage::kWaitingForDeps:
+      return "WaitingForDeps";
+    case Stage::kReadyToSubmit:
+      return "ReadyToSubmit";
+    case Stage::kSubmitFailed:
+      return "SubmitFailed";
+    case Stage::kEnded:
+      return "Ended";
+    case Stage::kClusterGone:
+      return "ClusterGone";
+    case Stage::kSuperseded:
+      return "Superseded";
+    case Stage::kFollowing:
+      return "Following";
+    case Stage::kQueryFailed:
+      return "QueryFailed";
+    case Stage::kJobMissing:
+      return "JobMissing";
+    case Stage::kJobEnded:
+      return "JobEnded";
+    case Stage::kHolding:
+      return "Holding";
+    case Stage::kActive:
+      return "Active";
+  }
+  return "?";
+}
+
+}  // namespace slurmop::reconcile

@@ -1,0 +1,228 @@
+// File: controller/reconcile/stage.h
+//
+// The lifecycle of one SlurmJob as a named state machine.
+//
+// A Stage is not stored anywhere: it is computed, at every step of a
+// reconcile, from what is known (the object, its cluster and script, the
+// memo carried between reconciles and this reconcile's outcomes). Decide()
+// (decide.h) computes the stage and then does what the stage's row below
+// says; the executor performs that action, records its outcome, and the next
+// step computes the stage again. The group is chosen first (being deleted;
+// no Slurm job in the status; one recorded), then the stages of that group
+// are tried top to bottom: the first whose guard holds is the stage. "Next
+// stage" is where the job goes once the action's outcome is as expected.
+//
+// clang-format off
+// Stage               Guard (first true wins)      Action (-> on its outcome)   Next stage
+// ------------------- ---------------------------- ---------------------------- ----------------
+// BEING DELETED (BeingDeleted)
+// kReleased           FinalizerGone                none                         (object is gone)
+// kDeletingUnsubmitted KnownJobId == 0             EarlierSubmitPossible and    found: kDisowning
+//                                                  ClusterFound: FindByTag      or kCancelling;
+//                                                  (failed: backoff); else      else kReleased
+//                                                  RemoveFinalizer
+// kDisowning          OrphanPolicy                 UpdateJob comment :=         kReleased
+//                                                  DisownedTag (unless Disowned,
+//                                                  JobEnded or !ClusterFound;
+//                                                  transient failure: backoff),
+//                                                  then RemoveFinalizer
+// kDeletingEnded      JobEnded                     RemoveFinalizer              kReleased
+// kCancelBlocked      !ClusterFound                none, Event CancelBlocked,   kCancelling
+//                                                  requeue 30 s                 (cluster back)
+// kCancelling         otherwise                    Query; ended: Remove-        kReleased
+//                                                  Finalizer; CancelDue: Cancel;
+//                                                  CancelFailed: backoff; else
+//                                                  requeue cancel_wait_poll
+// NOT SUBMITTED (!HasSlurmJob)
+// kRecordingSubmit    SubmittedJobKnown (memo,     WriteStatus(jobId)           kFollowing
+//                     SubmitReturnedId or
+//                     TagSearchFoundJob)
+// kBlocked            a Blocker: cluster unnamed,  WriteStatus(Stalled), stop   kUnprotected once
+//                     missing or invalid; spec     (script missing: requeue)    the spec, cluster
+//                     invalid; script missing; not                              or ConfigMap is
+//                     expressible in the version                                fixed
+// kLoadingScript      ScriptNotLoaded              LoadScript                   kBlocked or
+//                                                                               kUnprotected
+// kUnprotected        !has_finalizer               AddFinalizer (this process   kReadyToSubmit
+//                                                  now knows no earlier submit)
+// kRefused            !SubmitTried and (Rejected-  stop (RefusedRecently:       kReadyToSubmit
+//                     ForThisGeneration or         requeue at permission_retry) on a spec or
+//                     RefusedRecently)                                          cluster change
+// kSettling           EarlierSubmitPossible and    WriteStatus(SubmitOutcome-   kSearching
+//                     SettleWindowOpen             Unknown), requeue at its end
+// kSearching          EarlierSubmitPossible and    FindByTag                    kRecordingSubmit,
+//                     !TagSearchDone                                            kSettling or
+//                                                                               kReadyToSubmit
+// kSearchFailed       TagSearchFailed              WriteStatus(SubmitOutcome-   kSearching
+//                                                  Unknown), backoff
+// kSubmitFailed       SubmitTried (and failed)     WriteStatus: unknown outcome kSearching,
+//                                                  or transient: backoff;       kReadyToSubmit
+//                                                  refused: Stalled             or kRefused
+// kSuspended          spec.suspend                 WriteStatus(Suspended), stop kReadyToSubmit
+// kWaitingForDeps     DependenciesUnmet            WriteStatus(Pending, or      kReadyToSubmit
+//                                                  Stalled if never met), stop
+// kReadyToSubmit      otherwise                    Submit (descriptor and body  kRecordingSubmit
+//                                                  rendered here, once)         or kSubmitFailed
+// SUBMITTED (HasSlurmJob)
+// kEnded              JobEnded                     RunIdChanged: WriteStatus    kReadyToSubmit
+//                                                  (next run); else stop        (next run)
+// kClusterGone        !ClusterFound                WriteStatus(Retrying),       kFollowing
+//                                                  requeue 30 s                 (cluster back)
+// kSuperseded         RunIdChanged and (CancelDue  Cancel (CancelFailed:        kFollowing
+//                     or CancelFailed)             backoff)
+// kFollowing          !QueryDone                   PolledRecently: stop until   kQueryFailed,
+//                                                  the poll is due; else Query  kJobMissing,
+//                                                                               kJobEnded,
+//                                                                               kHolding, kActive
+// kQueryFailed        QueryFailed                  transient: backoff; else     kFollowing
+//                                                  WriteStatus(Retrying)
+// kJobMissing         SlurmKnowsNoJob              WriteStatus(Unknown),        kFollowing
+//                                                  requeue
+// kJobEnded           SlurmSaysEnded               WriteStatus(final; or the    kEnded, or
+//                                                  next run: RunIdChanged, or   kReadyToSubmit
+//                                                  the failure policy retries)  (next run)
+// kHolding            HoldOutOfDate and            UpdateJob(hold) (failed:     kActive
+//                     !HoldUpdated                 WriteStatus(HoldFailed),
+//                                                  backoff)
+// kActive             otherwise                    WriteStatus if changed       kFollowing
+//                                                  (young queue details and
+//                                                  COMPLETING wait a little),
+//                                                  requeue PollInterval
+// clang-format on
+//
+// The guards are the small functions in namespace `guards` below; each reads
+// one fact. The promises of decide.h (at most one submit, nothing lost) are
+// kept by the order of the rows: no row before kReadyToSubmit submits, and
+// kReadyToSubmit is reached only when no earlier submit can exist.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_STAGE_H_
+#define SLURMOP_CONTROLLER_RECONCILE_STAGE_H_
+
+#include <optional>
+#include <string>
+
+#include "controller/reconcile/decide.h"
+
+namespace slurmop::reconcile {
+
+enum class Stage {
+  // Being deleted.
+  kReleased,
+  kDeletingUnsubmitted,
+  kDisowning,
+  kDeletingEnded,
+  kCancelBlocked,
+  kCancelling,
+  // No Slurm job recorded yet.
+  kRecordingSubmit,
+  kBlocked,
+  kLoadingScript,
+  kUnprotected,
+  kRefused,
+  kSettling,
+  kSearching,
+  kSearchFailed,
+  kSuspended,
+  kWaitingForDeps,
+  kReadyToSubmit,
+  kSubmitFailed,
+  // A Slurm job recorded in the status.
+  kEnded,
+  kClusterGone,
+  kSuperseded,
+  kFollowing,
+  kQueryFailed,
+  kJobMissing,
+  kJobEnded,
+  kHolding,
+  kActive,
+};
+
+// "kReadyToSubmit" -> "ReadyToSubmit", for logs and tests.
+const char* StageName(Stage s);
+
+// Everything Decide() reads, by reference.
+struct Known {
+  const JobFacts& job;
+  const ClusterFacts& cluster;
+  const ScriptFacts& script;
+  const Outcomes& out;
+  const Memo& memo;
+  Time now;
+  const DecideOptions& opt;
+};
+
+// Why a submit cannot be made as the spec stands (kBlocked): the Stalled
+// condition's reason and message, and when to look again (nullopt: on a
+// change only).
+struct Blocker {
+  std::string reason;
+  std::string message;
+  std::optional<Duration> requeue;
+};
+
+// What the submission stages need: the job as Slurm would get it, or why not.
+struct SubmitPlan {
+  bool needs_script = false;        // kLoadingScript
+  std::optional<Blocker> blocker;   // kBlocked
+  slurm::JobDescriptor descriptor;  // otherwise: with the dependency expression
+  nlohmann::json body;              // ... and rendered in the cluster's REST version
+  std::string api_version;
+  DependencyPlan dependencies;
+};
+
+// The plan for a job without a Slurm job (pure; renders the submit body).
+SubmitPlan PlanSubmit(const Known& k);
+
+// The stage, and (for the submission stages past kRecordingSubmit) the plan
+// it was computed with.
+struct Assessment {
+  Stage stage = Stage::kReleased;
+  std::optional<SubmitPlan> plan;
+};
+Assessment Assess(const Known& k);
+
+inline Stage StageOf(const Known& k) { return Assess(k).stage; }
+
+// The guards of the table, one fact each.
+namespace guards {
+bool BeingDeleted(const JobFacts& job);
+bool FinalizerGone(const JobFacts& job);
+bool HasSlurmJob(const JobFacts& job);
+// The Slurm job of the current run, from the status, the memo, or a tag
+// search of this reconcile (0: none known).
+int64_t KnownJobId(const Known& k);
+bool OrphanPolicy(const JobFacts& job);
+bool Disowned(const Memo& memo);
+bool JobEnded(const JobFacts& job);
+bool ClusterFound(const ClusterFacts& cluster);
+// An earlier submit of this run (ours with an unknown outcome, or one by an
+// earlier process) may have reached Slurm.
+bool EarlierSubmitPossible(const Memo& memo);
+bool SubmitTried(const Outcomes& out);
+bool SubmitReturnedId(const Outcomes& out);
+bool TagSearchDone(const Outcomes& out);
+bool TagSearchFailed(const Outcomes& out);
+bool TagSearchFoundJob(const Outcomes& out);
+bool TagSearchFoundNothing(const Outcomes& out);
+// A search that finds nothing proves nothing yet (memo.settle_until).
+bool SettleWindowOpen(const Known& k);
+// The last submit of this spec was refused and nothing changed since (or an
+// access refusal is not due for a retry yet).
+bool RejectedForThisGeneration(const Known& k);
+bool RefusedRecently(const Known& k);
+bool RunIdChanged(const JobFacts& job);
+bool CancelDue(const Known& k);
+bool CancelFailed(const Outcomes& out);
+bool QueryDone(const Outcomes& out);
+bool QueryFailed(const Outcomes& out);
+bool PolledRecently(const Known& k, Duration poll);
+bool SlurmKnowsNoJob(const Outcomes& out);
+bool SlurmSaysEnded(const Outcomes& out);
+bool HoldOutOfDate(const Known& k);
+bool HoldUpdated(const Outcomes& out);
+}  // namespace guards
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_STAGE_H_

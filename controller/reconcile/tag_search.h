@@ -1,0 +1,51 @@
+// File: controller/reconcile/tag_search.h
+//
+// How the executor looks for the Slurm job of a run by its tag
+// (SubmissionTag in job_descriptor.h), when a submit's outcome is unknown or
+// an earlier process may have submitted (Action::kFindByTag). Pure: the
+// executor makes the calls, this says where to look and what the answer is.
+//
+// Contract:
+//  * The live queue is searched first; only if it shows no job with the tag
+//    is accounting (/slurmdb) searched: a job that ended and was purged from
+//    the queue while no operator watched is still there (with its comment,
+//    given AccountingStoreFlags=job_comment).
+//  * Accounting is searched by the job's name (spec.name, else the SlurmJob's
+//    name), which Slurm indexes, and filtered by tag here.
+//  * When several jobs carry the tag (a submit that landed twice), the one
+//    with the highest id, the latest, is adopted; the orphan sweep cancels
+//    the others (tracking_policy.h).
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_TAG_SEARCH_H_
+#define SLURMOP_CONTROLLER_RECONCILE_TAG_SEARCH_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "controller/reconcile/decide.h"
+#include "controller/slurm/job_model.h"
+
+namespace slurmop::reconcile {
+
+enum class TagSource { kLiveQueue, kAccounting };
+
+// Where to look, in order; the search stops at the first source that has it.
+inline constexpr std::array<TagSource, 2> kTagSearchOrder = {TagSource::kLiveQueue,
+                                                             TagSource::kAccounting};
+
+// The tag the current run's job carries.
+std::string RunTag(const JobFacts& job);
+
+// The name accounting is asked for.
+std::string AccountingSearchName(const JobFacts& job);
+
+// The job to adopt among `jobs`: the highest id carrying `tag`, if any.
+std::optional<int64_t> PickTaggedJob(const std::vector<slurm::JobInfo>& jobs, std::string_view tag);
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_TAG_SEARCH_H_

@@ -1,0 +1,79 @@
+// File: controller/reconcile/tracking_policy.h
+//
+// Which SlurmJobs the batched tracker (job_tracker.h) follows, and how
+// eagerly. Pure: the executor applies the verdict to the tracker.
+//
+// Contract:
+//  * A SlurmJob without a Slurm job, or whose Slurm job ended, is untracked.
+//  * An active job whose reconcile ended with a plain requeue (no backoff) on
+//    a cluster that exists is tracked with that requeue as its poll; its
+//    requeue is stretched to `tracked_requeue`, since the tracker wakes it
+//    on any change and the timer is only a safety net.
+//  * A SlurmJob being deleted is left as it is (its finalizer removal
+//    untracks it).
+//  * A look at the job (kQuery) tracks it at the decision's max_age (the
+//    poll it asked for), or min_poll when it asked for a fresh answer.
+//  * The orphan sweep (DecideSweep) cancels an active Slurm job carrying the
+//    operator's tag (SubmissionTag) when, in two sweeps in a row, its
+//    SlurmJob does not exist (an orphan), or the tag names an earlier run
+//    than the SlurmJob's current one (a stale run), or the tag names the
+//    current run but the status records another Slurm job for it (a
+//    duplicate: a submit that landed after its outcome was given up on).
+//    Final and COMPLETING jobs, other comments (DisownedTag: deletionPolicy
+//    Orphan) and uids whose owner cannot be told are left alone.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_TRACKING_POLICY_H_
+#define SLURMOP_CONTROLLER_RECONCILE_TRACKING_POLICY_H_
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "controller/common/clock.h"
+#include "controller/reconcile/decide.h"
+
+namespace slurmop::reconcile {
+
+struct TrackingVerdict {
+  enum class Kind { kLeave, kUntrack, kTrack };
+  Kind kind = Kind::kLeave;
+  Duration poll{};                  // kTrack
+  std::optional<Duration> requeue;  // kTrack: the reconcile's requeue, stretched
+};
+
+TrackingVerdict TrackingAfterReconcile(const JobFacts& job, const ClusterFacts& cluster,
+                                       std::optional<Duration> requeue_after,
+                                       bool retry_with_backoff, Duration tracked_requeue);
+
+// The poll a kQuery decision tracks its job at.
+Duration QueryPoll(const Decision& d, const DecideOptions& options);
+
+// What the SlurmJob cache says of the SlurmJob with a uid: whether it
+// exists, and its current run and that run's Slurm job id (0: none yet).
+struct TagOwner {
+  bool exists = false;
+  int32_t run = 0;
+  int64_t job_id = 0;
+};
+// nullopt when the owner cannot be told (namespace not watched, cache not
+// synced): such jobs are never cancelled.
+using OwnerOf =
+    std::function<std::optional<TagOwner>(const std::string& ns, const std::string& uid)>;
+
+struct SweepVerdict {
+  std::set<int64_t> candidates;  // seen in this sweep: the next sweep's `previous`
+  std::vector<std::pair<int64_t, std::string>> to_cancel;  // id, comment; by id
+};
+
+// One sweep of a cluster's job list. `previous`: the candidates of the last
+// sweep.
+SweepVerdict DecideSweep(const std::unordered_map<int64_t, slurm::JobInfo>& jobs,
+                         const std::set<int64_t>& previous, const OwnerOf& owner_of);
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_TRACKING_POLICY_H_

@@ -1,0 +1,98 @@
+// File: tests/reconcile/job_index_test.cc
+//
+// The manager's indexes of the cached SlurmJobs (job_index.h), fed with
+// watch events as the informer delivers them.
+
+#include "controller/reconcile/job_index.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+json Job(const std::string& name, const std::string& uid, json spec = json::object(),
+         json status = json::object()) {
+  return {{"metadata", {{"namespace", "team-a"}, {"name", name}, {"uid", uid}}},
+          {"spec", spec},
+          {"status", status}};
+}
+
+TEST(JobIndex, KnowsTheRunAndJobOfAUid) {
+  JobIndex index;
+  EXPECT_FALSE(index.OwnerOfUid("u1").exists);
+  index.Apply("ADDED", Job("a", "u1"));
+  TagOwner o = index.OwnerOfUid("u1");
+  EXPECT_TRUE(o.exists);
+  EXPECT_EQ(o.run, 0);
+  EXPECT_EQ(o.job_id, 0);
+  index.Apply("MODIFIED", Job("a", "u1", {}, {{"run", 2}, {"jobId", 42}}));
+  o = index.OwnerOfUid("u1");
+  EXPECT_EQ(o.run, 2);
+  EXPECT_EQ(o.job_id, 42);
+}
+
+TEST(JobIndex, ADeletedOrRecreatedSlurmJobForgetsItsOldUid) {
+  JobIndex index;
+  index.Apply("ADDED", Job("a", "u1"));
+  index.Apply("DELETED", Job("a", "u1"));
+  EXPECT_FALSE(index.OwnerOfUid("u1").exists);
+  // Same name, new incarnation: only the new uid exists.
+  index.Apply("ADDED", Job("a", "u1"));
+  index.Apply("MODIFIED", Job("a", "u2"));
+  EXPECT_FALSE(index.OwnerOfUid("u1").exists);
+  EXPECT_TRUE(index.OwnerOfUid("u2").exists);
+}
+
+TEST(JobIndex, WakesTheSlurmJobsThatDependOnOne) {
+  JobIndex index;
+  const json deps = {{"dependsOn", json::array({{{"name", "prep"}}, {{"name", "data"}}})}};
+  EXPECT_THAT(index.Apply("ADDED", Job("train", "u1", deps)), IsEmpty());
+  EXPECT_THAT(index.Apply("ADDED", Job("eval", "u2", {{"dependsOn", {{{"name", "prep"}}}}})),
+              IsEmpty());
+  EXPECT_THAT(index.Apply("MODIFIED", Job("prep", "u3")),
+              ElementsAre("team-a/eval", "team-a/train"));
+  EXPECT_THAT(index.Apply("MODIFIED", Job("data", "u4")), ElementsAre("team-a/train"));
+  // Once train is gone, prep wakes only eval.
+  index.Apply("DELETED", Job("train", "u1", deps));
+  EXPECT_THAT(index.Apply("MODIFIED", Job("prep", "u3")), ElementsAre("team-a/eval"));
+  EXPECT_THAT(index.Apply("MODIFIED", Job("data", "u4")), IsEmpty());
+}
+
+TEST(JobIndex, MalformedDependsOnEntriesAreSkipped) {
+  JobIndex index;
+  const json deps = {{"dependsOn", json::array({42, {{"name", 7}}, {{"name", "prep"}}})}};
+  index.Apply("ADDED", Job("train", "u1", deps));
+  EXPECT_THAT(index.Apply("MODIFIED", Job("prep", "u3")), ElementsAre("team-a/train"));
+}
+
+TEST(JobIndex, FindsTheSlurmJobsNamingACluster) {
+  JobIndex index;
+  index.Apply("ADDED", Job("a", "u1", {{"clusterRef", {{"name", "a3"}}}}));
+  index.Apply("ADDED", Job("b", "u2"));  // the default cluster
+  index.Apply("ADDED", Job("c", "u3", {{"clusterRef", {{"name", "other"}}}}));
+  EXPECT_THAT(index.Naming("team-a", "a3", ""), ElementsAre("team-a/a"));
+  EXPECT_THAT(index.Naming("team-a", "a3", "a3"), ElementsAre("team-a/a", "team-a/b"));
+  EXPECT_THAT(index.Naming("team-b", "a3", "a3"), IsEmpty());
+}
+
+TEST(JobIndex, CountsByPhaseWithEveryPhasePresent) {
+  JobIndex index;
+  index.Apply("ADDED", Job("a", "u1", {}, {{"phase", "Running"}}));
+  index.Apply("ADDED", Job("b", "u2", {}, {{"phase", "Running"}}));
+  index.Apply("ADDED", Job("c", "u3"));
+  std::map<std::string, double> by = index.CountByPhase();
+  EXPECT_EQ(by["Running"], 2);
+  EXPECT_EQ(by[""], 1);
+  EXPECT_EQ(by.count("Succeeded"), 1u);
+  EXPECT_EQ(by["Succeeded"], 0);
+  index.Apply("DELETED", Job("a", "u1"));
+  EXPECT_EQ(index.CountByPhase()["Running"], 1);
+}
+
+}  // namespace
+}  // namespace slurmop::reconcile

@@ -1,0 +1,467 @@
+// File: tests/reconcile/stage_test.cc
+//
+// Walks every row of the stage table (controller/reconcile/stage.h): for each
+// stage, facts that satisfy its guard, the action Decide() takes there, and
+// the stage the job is in once that action's outcome is known. Plain values,
+// no I/O.
+
+#include "controller/reconcile/stage.h"
+
+#include <chrono>
+#include <set>
+
+#include "controller/reconcile/conditions.h"
+#include "controller/reconcile/job_descriptor.h"
+#include "controller/reconcile/runs.h"
+#include "gtest/gtest.h"
+#include "tests/reconcile/decide_fixtures.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+using fixtures::kT0;
+using std::chrono::seconds;
+
+// Everything Decide() reads, held by value so that a row can edit it.
+struct World {
+  JobFacts job = fixtures::NewJob();
+  ClusterFacts cluster = fixtures::Cluster();
+  ScriptFacts script;
+  Outcomes out;
+  Memo memo;
+  Time now = kT0;
+  DecideOptions opt;
+
+  World() {
+    memo.uid = "uid-1";
+    opt.process_start = kT0 - std::chrono::minutes(5);
+  }
+  Known known() const { return Known{job, cluster, script, out, memo, now, opt}; }
+  Stage stage() const { return StageOf(known()); }
+  Decision decide() const { return Decide(job, cluster, script, out, memo, now, opt); }
+  // The executor's step: fold the outcomes into the memo, then decide.
+  Decision step() {
+    UpdateMemo(&memo, out, job, cluster, now, opt);
+    return decide();
+  }
+  // A status write that succeeded (the object now carries it).
+  void Wrote(const Decision& d) {
+    if (CurrentRun(d.status) > CurrentRun(job.status)) out.started_run = true;
+    job.status = d.status;
+  }
+  // A new reconcile: this one's outcomes are gone.
+  void NextReconcile(Duration later = seconds(1)) {
+    out = Outcomes{};
+    now += later;
+  }
+  // A SlurmJob whose run 1 is Slurm job 42 in `state`.
+  void Submitted(std::string_view state = "RUNNING") {
+    job.has_finalizer = true;
+    job.status = StatusAfterSubmit(job.status, 42, "a3", false, 1, kT0, nullptr);
+    job.status.set_job_state(std::string(state));
+    memo.no_earlier_submit = true;
+  }
+  void SlurmSays(slurm::BaseState state) {
+    slurm::JobInfo info;
+    info.job_id = 42;
+    info.state = state;
+    info.submit_time = kT0;
+    if (state == slurm::BaseState::kCompleted) info.end_time = kT0;
+    out.query = SlurmView{info};
+  }
+};
+
+// Asserts the stage and the action there.
+void ExpectRow(const World& w, Stage stage, Action action) {
+  ASSERT_EQ(StageName(w.stage()), std::string(StageName(stage)));
+  EXPECT_EQ(w.decide().action, action) << "in stage " << StageName(stage) << ": " << w.decide().why;
+}
+
+// ---------------------------------------------------------------- deletion
+
+void Released() {
+  World w;
+  w.job.deleting = true;
+  ExpectRow(w, Stage::kReleased, Action::kNone);
+}
+
+void DeletingUnsubmitted() {
+  World w;
+  w.job.deleting = true;
+  w.job.has_finalizer = true;
+  // An earlier process may have submitted: look for its tag first.
+  ExpectRow(w, Stage::kDeletingUnsubmitted, Action::kFindByTag);
+  w.out.tag_lookup = std::optional<int64_t>(42);
+  EXPECT_EQ(w.stage(), Stage::kCancelling) << "found: cancel it";
+  w.out.tag_lookup = std::optional<int64_t>();
+  w.memo.no_earlier_submit = true;
+  ExpectRow(w, Stage::kDeletingUnsubmitted, Action::kRemoveFinalizer);
+  w.job.has_finalizer = false;
+  EXPECT_EQ(w.stage(), Stage::kReleased);
+}
+
+void Disowning() {
+  World w;
+  w.Submitted();
+  w.job.deleting = true;
+  w.job.spec.set_deletion_policy("Orphan");
+  ExpectRow(w, Stage::kDisowning, Action::kUpdateJob);
+  EXPECT_EQ(w.decide().update.comment, DisownedTag(w.job.id, 1));
+  w.out.update = slurm::UpdateResponse{};
+  EXPECT_EQ(w.step().action, Action::kRemoveFinalizer);
+  EXPECT_TRUE(w.memo.disowned);
+  w.job.has_finalizer = false;
+  EXPECT_EQ(w.stage(), Stage::kReleased);
+}
+
+void DeletingEnded() {
+  World w;
+  w.Submitted("COMPLETED");
+  w.job.deleting = true;
+  ExpectRow(w, Stage::kDeletingEnded, Action::kRemoveFinalizer);
+  w.job.has_finalizer = false;
+  EXPECT_EQ(w.stage(), Stage::kReleased);
+}
+
+void CancelBlocked() {
+  World w;
+  w.Submitted();
+  w.job.deleting = true;
+  w.cluster.kind = ClusterFacts::Kind::kNotFound;
+  ExpectRow(w, Stage::kCancelBlocked, Action::kNone);
+  EXPECT_EQ(w.decide().events.at(0).reason, "CancelBlocked");
+  w.cluster = fixtures::Cluster();
+  EXPECT_EQ(w.stage(), Stage::kCancelling);
+}
+
+void Cancelling() {
+  World w;
+  w.Submitted();
+  w.job.deleting = true;
+  ExpectRow(w, Stage::kCancelling, Action::kQuery);
+  w.SlurmSays(slurm::BaseState::kRunning);
+  EXPECT_EQ(w.step().action, Action::kCancel);
+  w.out.cancel = slurm::CancelResponse{};
+  w.out.query.reset();  // the executor looks again after a cancel
+  EXPECT_EQ(w.step().action, Action::kQuery);
+  w.SlurmSays(slurm::BaseState::kRunning);
+  EXPECT_EQ(w.step().action, Action::kNone) << "waits for the job to end";
+  w.SlurmSays(slurm::BaseState::kCancelled);
+  EXPECT_EQ(w.step().action, Action::kRemoveFinalizer);
+}
+
+// ---------------------------------------------------------------- submission
+
+void RecordingSubmit() {
+  World w;
+  w.job.has_finalizer = true;
+  w.out.submit = int64_t{42};
+  ExpectRow(w, Stage::kRecordingSubmit, Action::kWriteStatus);
+  w.Wrote(w.step());
+  EXPECT_EQ(w.job.status.job_id(), 42);
+  w.NextReconcile();
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
+}
+
+void Blocked() {
+  World w;
+  w.cluster.kind = ClusterFacts::Kind::kNotFound;
+  ExpectRow(w, Stage::kBlocked, Action::kWriteStatus);
+  EXPECT_EQ(FindCondition(w.decide().status.conditions(), kStalled)->reason(), "ClusterNotFound");
+  w.cluster = fixtures::Cluster();
+  EXPECT_EQ(w.stage(), Stage::kUnprotected);
+}
+
+void LoadingScript() {
+  World w;
+  w.job.spec.clear_script();
+  w.job.spec.mutable_script_from()->mutable_config_map_key_ref()->set_name("scripts");
+  w.job.spec.mutable_script_from()->mutable_config_map_key_ref()->set_key("run.sh");
+  ExpectRow(w, Stage::kLoadingScript, Action::kLoadScript);
+  w.script.kind = ScriptFacts::Kind::kLoaded;
+  w.script.text = "#!/bin/bash\necho hi\n";
+  EXPECT_EQ(w.stage(), Stage::kUnprotected);
+  w.script.kind = ScriptFacts::Kind::kMissing;
+  EXPECT_EQ(w.stage(), Stage::kBlocked);
+}
+
+void Unprotected() {
+  World w;
+  ExpectRow(w, Stage::kUnprotected, Action::kAddFinalizer);
+  w.job.has_finalizer = true;
+  w.out.added_finalizer = true;
+  EXPECT_EQ(w.step().action, Action::kSubmit);
+  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
+}
+
+void Refused() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  w.memo.submit_refused_at = kT0 - seconds(1);
+  w.memo.refused_generation = 1;
+  w.memo.refused_cluster_generation = 0;
+  ExpectRow(w, Stage::kRefused, Action::kNone);
+  EXPECT_TRUE(w.decide().requeue_after.has_value());
+  w.job.generation = 2;  // the user edits the spec
+  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
+}
+
+void Settling() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.submit_outcome_unknown = true;
+  w.memo.settle_until = kT0 + seconds(30);
+  ExpectRow(w, Stage::kSettling, Action::kWriteStatus);
+  EXPECT_EQ(FindCondition(w.decide().status.conditions(), kReconciling)->reason(),
+            "SubmitOutcomeUnknown");
+  w.now = kT0 + seconds(31);
+  EXPECT_EQ(w.stage(), Stage::kSearching);
+}
+
+void Searching() {
+  World w;
+  w.job.has_finalizer = true;  // an earlier process added it: it may have submitted
+  ExpectRow(w, Stage::kSearching, Action::kFindByTag);
+  w.out.tag_lookup = std::optional<int64_t>();
+  w.out.tag_lookup_at = w.now;  // after any earlier submit has settled
+  w.step();
+  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
+  w.out.tag_lookup = std::optional<int64_t>(41);
+  w.step();
+  EXPECT_EQ(w.stage(), Stage::kRecordingSubmit) << "adopts what it found";
+}
+
+TEST(StageTable, SearchingTooEarlySettles) {
+  World w;
+  w.job.has_finalizer = true;
+  w.opt.process_start = kT0;  // just restarted: a submit may still land
+  w.out.tag_lookup = std::optional<int64_t>();
+  w.out.tag_lookup_at = w.now;
+  w.step();
+  EXPECT_EQ(w.stage(), Stage::kSettling);
+}
+
+void SearchFailed() {
+  World w;
+  w.job.has_finalizer = true;
+  w.out.tag_lookup = absl::UnavailableError("list failed");
+  ExpectRow(w, Stage::kSearchFailed, Action::kWriteStatus);
+  w.Wrote(w.decide());
+  w.NextReconcile();
+  EXPECT_EQ(w.stage(), Stage::kSearching);
+}
+
+void Suspended() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  w.job.spec.set_suspend(true);
+  ExpectRow(w, Stage::kSuspended, Action::kWriteStatus);
+  w.job.spec.set_suspend(false);
+  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
+}
+
+void WaitingForDeps() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  auto* dep = w.job.spec.add_depends_on();
+  dep->set_name("prepare");
+  w.job.dependencies = {{"prepare", "afterok", false, 0, ""}};
+  ExpectRow(w, Stage::kWaitingForDeps, Action::kWriteStatus);
+  w.job.dependencies = {{"prepare", "afterok", true, 7, "RUNNING"}};
+  ASSERT_EQ(w.stage(), Stage::kReadyToSubmit);
+  EXPECT_EQ(w.decide().descriptor.dependency, "afterok:7");
+  EXPECT_EQ(w.decide().submit_body.dump().find("afterok:7") != std::string::npos, true);
+}
+
+void ReadyToSubmit() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  ExpectRow(w, Stage::kReadyToSubmit, Action::kSubmit);
+  EXPECT_FALSE(w.decide().submit_body.is_null()) << "rendered once, in the core";
+  w.out.submit = int64_t{42};
+  w.step();
+  EXPECT_EQ(w.stage(), Stage::kRecordingSubmit);
+}
+
+void SubmitFailed() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  w.out.submit = absl::FailedPreconditionError("Invalid partition name specified");
+  w.memo.submit_refused_at.reset();
+  Decision d = w.step();
+  ExpectRow(w, Stage::kSubmitFailed, Action::kWriteStatus);
+  w.Wrote(d);
+  w.NextReconcile();
+  EXPECT_EQ(w.stage(), Stage::kRefused) << "not sent again for this spec";
+  // A submit whose outcome is unknown is followed by a search for its tag,
+  // in the same reconcile, never by a second submit.
+  World u;
+  u.job.has_finalizer = true;
+  u.memo.no_earlier_submit = true;
+  u.out.submit = absl::UnavailableError("connection reset");
+  u.out.submit_may_have_been_delivered = true;
+  u.out.submit_sent_at = kT0;
+  EXPECT_EQ(u.step().action, Action::kFindByTag);
+  EXPECT_EQ(u.stage(), Stage::kSearching);
+  // Found nothing while the submit may still land: wait, do not submit.
+  u.out.tag_lookup = std::optional<int64_t>();
+  u.out.tag_lookup_at = kT0 + seconds(1);
+  u.step();
+  EXPECT_EQ(u.stage(), Stage::kSettling);
+}
+
+// ---------------------------------------------------------------- tracking
+
+void Ended() {
+  World w;
+  w.Submitted("COMPLETED");
+  ExpectRow(w, Stage::kEnded, Action::kNone);  // nothing left to do
+  w.job.spec.set_run_id("again");
+  ASSERT_EQ(w.stage(), Stage::kEnded);
+  Decision d = w.decide();
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  w.Wrote(d);
+  w.step();
+  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit) << "the next run";
+}
+
+void ClusterGone() {
+  World w;
+  w.Submitted();
+  w.cluster.kind = ClusterFacts::Kind::kNotFound;
+  ExpectRow(w, Stage::kClusterGone, Action::kWriteStatus);
+  w.cluster = fixtures::Cluster();
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
+}
+
+void Superseded() {
+  World w;
+  w.Submitted();
+  w.job.spec.set_run_id("again");
+  ExpectRow(w, Stage::kSuperseded, Action::kCancel);
+  w.out.cancel = slurm::CancelResponse{};
+  w.step();
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
+  w.out.cancel = absl::UnavailableError("x");
+  EXPECT_EQ(w.stage(), Stage::kSuperseded);
+  EXPECT_TRUE(w.decide().retry_with_backoff);
+}
+
+void Following() {
+  World w;
+  w.Submitted();
+  ExpectRow(w, Stage::kFollowing, Action::kQuery);
+  w.memo.last_query_at = w.now;  // looked a moment ago
+  EXPECT_EQ(w.decide().why, "polled recently");
+  w.SlurmSays(slurm::BaseState::kRunning);
+  EXPECT_EQ(w.stage(), Stage::kActive);
+}
+
+void QueryFailed() {
+  World w;
+  w.Submitted();
+  w.out.query = absl::UnavailableError("x");
+  ExpectRow(w, Stage::kQueryFailed, Action::kNone);
+  w.NextReconcile();
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
+}
+
+void JobMissing() {
+  World w;
+  w.Submitted();
+  w.out.query = SlurmView{};
+  ExpectRow(w, Stage::kJobMissing, Action::kWriteStatus);
+  EXPECT_EQ(w.decide().status.phase(), "Unknown");
+  w.NextReconcile();
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
+}
+
+void JobEnded() {
+  World w;
+  w.Submitted();
+  w.SlurmSays(slurm::BaseState::kCompleted);
+  ExpectRow(w, Stage::kJobEnded, Action::kWriteStatus);
+  w.Wrote(w.decide());
+  w.NextReconcile();
+  EXPECT_EQ(w.stage(), Stage::kEnded);
+}
+
+void Holding() {
+  World w;
+  w.Submitted("PENDING");
+  w.job.spec.set_suspend(true);
+  w.SlurmSays(slurm::BaseState::kPending);
+  ExpectRow(w, Stage::kHolding, Action::kUpdateJob);
+  EXPECT_TRUE(w.decide().update.hold.value_or(false));
+  w.out.update = slurm::UpdateResponse{};
+  ASSERT_EQ(w.stage(), Stage::kActive);
+  EXPECT_TRUE(w.decide().status.held());
+}
+
+void Active() {
+  World w;
+  w.Submitted("PENDING");
+  w.SlurmSays(slurm::BaseState::kRunning);
+  ExpectRow(w, Stage::kActive, Action::kWriteStatus);
+  w.Wrote(w.step());
+  w.NextReconcile();
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
+}
+
+// One walk per row of the table, by stage.
+const std::vector<std::pair<Stage, void (*)()>>& Rows() {
+  static const auto* rows = new std::vector<std::pair<Stage, void (*)()>>{
+      {Stage::kReleased, Released},
+      {Stage::kDeletingUnsubmitted, DeletingUnsubmitted},
+      {Stage::kDisowning, Disowning},
+      {Stage::kDeletingEnded, DeletingEnded},
+      {Stage::kCancelBlocked, CancelBlocked},
+      {Stage::kCancelling, Cancelling},
+      {Stage::kRecordingSubmit, RecordingSubmit},
+      {Stage::kBlocked, Blocked},
+      {Stage::kLoadingScript, LoadingScript},
+      {Stage::kUnprotected, Unprotected},
+      {Stage::kRefused, Refused},
+      {Stage::kSettling, Settling},
+      {Stage::kSearching, Searching},
+      {Stage::kSearchFailed, SearchFailed},
+      {Stage::kSuspended, Suspended},
+      {Stage::kWaitingForDeps, WaitingForDeps},
+      {Stage::kReadyToSubmit, ReadyToSubmit},
+      {Stage::kSubmitFailed, SubmitFailed},
+      {Stage::kEnded, Ended},
+      {Stage::kClusterGone, ClusterGone},
+      {Stage::kSuperseded, Superseded},
+      {Stage::kFollowing, Following},
+      {Stage::kQueryFailed, QueryFailed},
+      {Stage::kJobMissing, JobMissing},
+      {Stage::kJobEnded, JobEnded},
+      {Stage::kHolding, Holding},
+      {Stage::kActive, Active},
+  };
+  return *rows;
+}
+
+class StageRow : public ::testing::TestWithParam<std::pair<Stage, void (*)()>> {};
+
+TEST_P(StageRow, Walk) { GetParam().second(); }
+
+INSTANTIATE_TEST_SUITE_P(StageTable, StageRow, ::testing::ValuesIn(Rows()),
+                         [](const auto& info) { return StageName(info.param.first); });
+
+TEST(StageTable, EveryStageHasItsRowWalked) {
+  std::set<Stage> walked;
+  for (const auto& [stage, walk] : Rows()) walked.insert(stage);
+  for (int s = static_cast<int>(Stage::kReleased); s <= static_cast<int>(Stage::kActive); ++s) {
+    EXPECT_TRUE(walked.contains(static_cast<Stage>(s)))
+        << "no test walks stage " << StageName(static_cast<Stage>(s));
+  }
+}
+
+}  // namespace
+}  // namespace slurmop::reconcile

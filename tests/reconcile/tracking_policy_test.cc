@@ -1,0 +1,189 @@
+// File: tests/reconcile/tracking_policy_test.cc
+//
+// The tracker's pure decisions (tracking_policy.h): which SlurmJobs it
+// follows, and which Slurm jobs the orphan sweep cancels; and the tag search
+// policy (tag_search.h). Plain values, no I/O.
+
+#include "controller/reconcile/tracking_policy.h"
+
+#include <chrono>
+
+#include "controller/reconcile/job_descriptor.h"
+#include "controller/reconcile/tag_search.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/reconcile/decide_fixtures.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+using fixtures::kT0;
+using std::chrono::seconds;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+slurm::JobInfo Job(int64_t id, std::string comment,
+                   slurm::BaseState state = slurm::BaseState::kRunning) {
+  slurm::JobInfo j;
+  j.job_id = id;
+  j.state = state;
+  j.comment = std::move(comment);
+  return j;
+}
+
+const JobIdentity kA{"team-a", "train", "uid-a"};
+
+std::string Tag(int32_t run) { return SubmissionTag(kA, run); }
+
+// uid-a exists at `run` with `job_id`; anything else is gone.
+OwnerOf OwnerIs(bool exists, int32_t run, int64_t job_id) {
+  return [=](const std::string& ns, const std::string& uid) -> std::optional<TagOwner> {
+    if (ns != "team-a" || uid != "uid-a") return TagOwner{};
+    return TagOwner{exists, run, job_id};
+  };
+}
+
+std::unordered_map<int64_t, slurm::JobInfo> Jobs(std::vector<slurm::JobInfo> list) {
+  std::unordered_map<int64_t, slurm::JobInfo> m;
+  for (auto& j : list) m.emplace(j.job_id, std::move(j));
+  return m;
+}
+
+// ---------------------------------------------------------------- sweep
+
+TEST(DecideSweep, AnOrphanIsCancelledOnlyOnItsSecondSweep) {
+  auto jobs = Jobs({Job(7, Tag(1))});
+  SweepVerdict first = DecideSweep(jobs, {}, OwnerIs(false, 0, 0));
+  EXPECT_THAT(first.candidates, ElementsAre(7));
+  EXPECT_THAT(first.to_cancel, IsEmpty()) << "a brand-new SlurmJob may not be cached yet";
+  SweepVerdict second = DecideSweep(jobs, first.candidates, OwnerIs(false, 0, 0));
+  EXPECT_THAT(second.to_cancel, ElementsAre(Pair(7, Tag(1))));
+}
+
+TEST(DecideSweep, TheRecordedJobOfTheCurrentRunIsKept) {
+  auto jobs = Jobs({Job(7, Tag(1))});
+  SweepVerdict v = DecideSweep(jobs, {7}, OwnerIs(true, 1, 7));
+  EXPECT_THAT(v.candidates, IsEmpty());
+  EXPECT_THAT(v.to_cancel, IsEmpty());
+}
+
+TEST(DecideSweep, ACurrentRunWithoutRecordedJobKeepsItsJob) {
+  // The submit landed, the status write is still to come.
+  SweepVerdict v = DecideSweep(Jobs({Job(7, Tag(1))}), {7}, OwnerIs(true, 1, 0));
+  EXPECT_THAT(v.to_cancel, IsEmpty());
+}
+
+TEST(DecideSweep, ADuplicateOfTheCurrentRunIsCancelled) {
+  auto jobs = Jobs({Job(7, Tag(2)), Job(8, Tag(2))});
+  SweepVerdict v = DecideSweep(jobs, {8}, OwnerIs(true, 2, 7));
+  EXPECT_THAT(v.candidates, ElementsAre(8));
+  EXPECT_THAT(v.to_cancel, ElementsAre(Pair(8, Tag(2))));
+}
+
+TEST(DecideSweep, AJobOfAnEarlierRunIsCancelled) {
+  SweepVerdict v = DecideSweep(Jobs({Job(5, Tag(1))}), {5}, OwnerIs(true, 2, 0));
+  EXPECT_THAT(v.to_cancel, ElementsAre(Pair(5, Tag(1))));
+  // Run 0 (no status yet) counts as run 1.
+  SweepVerdict first = DecideSweep(Jobs({Job(5, Tag(1))}), {5}, OwnerIs(true, 0, 0));
+  EXPECT_THAT(first.to_cancel, IsEmpty());
+}
+
+TEST(DecideSweep, FinalCompletingDisownedForeignAndUnknownJobsAreLeftAlone) {
+  slurm::JobInfo completing = Job(2, Tag(1));
+  completing.flags = {"COMPLETING"};
+  auto jobs = Jobs({Job(1, Tag(1), slurm::BaseState::kCompleted), completing,
+                    Job(3, DisownedTag(kA, 1)), Job(4, "someone else's job")});
+  SweepVerdict v = DecideSweep(jobs, {1, 2, 3, 4}, OwnerIs(false, 0, 0));
+  EXPECT_THAT(v.candidates, IsEmpty());
+  // An owner that cannot be told (namespace not watched, cache not synced).
+  OwnerOf unknown = [](const std::string&, const std::string&) -> std::optional<TagOwner> {
+    return std::nullopt;
+  };
+  EXPECT_THAT(DecideSweep(Jobs({Job(7, Tag(1))}), {7}, unknown).candidates, IsEmpty());
+}
+
+TEST(DecideSweep, CancelsInIdOrder) {
+  auto jobs = Jobs({Job(9, Tag(1)), Job(3, Tag(1)), Job(6, Tag(1))});
+  SweepVerdict v = DecideSweep(jobs, {3, 6, 9}, OwnerIs(false, 0, 0));
+  ASSERT_EQ(v.to_cancel.size(), 3u);
+  EXPECT_EQ(v.to_cancel[0].first, 3);
+  EXPECT_EQ(v.to_cancel[2].first, 9);
+}
+
+// ---------------------------------------------------------------- tracking
+
+JobFacts Active() {
+  JobFacts f = fixtures::NewJob();
+  f.status = StatusAfterSubmit(f.status, 42, "a3", false, 1, kT0, nullptr);
+  return f;
+}
+
+TEST(TrackingAfterReconcile, AnActiveJobIsTrackedAndItsTimerStretched) {
+  TrackingVerdict v =
+      TrackingAfterReconcile(Active(), fixtures::Cluster(), seconds(3), false, seconds(120));
+  EXPECT_EQ(v.kind, TrackingVerdict::Kind::kTrack);
+  EXPECT_EQ(v.poll, seconds(3));
+  EXPECT_EQ(v.requeue, seconds(120));
+}
+
+TEST(TrackingAfterReconcile, NoJobOrAnEndedJobIsUntracked) {
+  EXPECT_EQ(TrackingAfterReconcile(fixtures::NewJob(), fixtures::Cluster(), seconds(3), false,
+                                   seconds(120))
+                .kind,
+            TrackingVerdict::Kind::kUntrack);
+  JobFacts ended = Active();
+  ended.status.set_job_state("COMPLETED");
+  EXPECT_EQ(
+      TrackingAfterReconcile(ended, fixtures::Cluster(), seconds(3), false, seconds(120)).kind,
+      TrackingVerdict::Kind::kUntrack);
+}
+
+TEST(TrackingAfterReconcile, BackoffNoRequeueNoClusterOrDeletionLeaveItAlone) {
+  const ClusterFacts c = fixtures::Cluster();
+  EXPECT_EQ(TrackingAfterReconcile(Active(), c, seconds(3), true, seconds(120)).kind,
+            TrackingVerdict::Kind::kLeave);
+  EXPECT_EQ(TrackingAfterReconcile(Active(), c, std::nullopt, false, seconds(120)).kind,
+            TrackingVerdict::Kind::kLeave);
+  ClusterFacts gone = c;
+  gone.kind = ClusterFacts::Kind::kNotFound;
+  EXPECT_EQ(TrackingAfterReconcile(Active(), gone, seconds(3), false, seconds(120)).kind,
+            TrackingVerdict::Kind::kLeave);
+  JobFacts deleting = Active();
+  deleting.deleting = true;
+  EXPECT_EQ(TrackingAfterReconcile(deleting, c, seconds(3), false, seconds(120)).kind,
+            TrackingVerdict::Kind::kLeave);
+}
+
+TEST(QueryPoll, TheDecisionsMaxAgeElseMinPoll) {
+  Decision d;
+  DecideOptions o;
+  o.min_poll = seconds(2);
+  EXPECT_EQ(QueryPoll(d, o), seconds(2));
+  d.max_age = seconds(9);
+  EXPECT_EQ(QueryPoll(d, o), seconds(9));
+}
+
+// ---------------------------------------------------------------- tag search
+
+TEST(TagSearch, LiveQueueFirstThenAccounting) {
+  EXPECT_THAT(kTagSearchOrder, ElementsAre(TagSource::kLiveQueue, TagSource::kAccounting));
+}
+
+TEST(TagSearch, AdoptsTheHighestIdCarryingTheTag) {
+  std::vector<slurm::JobInfo> jobs = {Job(5, Tag(1)), Job(9, Tag(1)), Job(12, Tag(2)),
+                                      Job(3, Tag(1))};
+  EXPECT_EQ(PickTaggedJob(jobs, Tag(1)), 9);
+  EXPECT_EQ(PickTaggedJob(jobs, Tag(3)), std::nullopt);
+}
+
+TEST(TagSearch, AccountingIsSearchedByTheJobsName) {
+  JobFacts f = fixtures::NewJob();
+  EXPECT_EQ(AccountingSearchName(f), "train");
+  f.spec.set_name("llm");
+  EXPECT_EQ(AccountingSearchName(f), "llm");
+  EXPECT_EQ(RunTag(f), "slurmjob-operator:team-a/uid-1/1");
+}
+
+}  // namespace
+}  // namespace slurmop::reconcile
