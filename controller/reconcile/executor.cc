@@ -15,6 +15,7 @@
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/tag_search.h"
 #include "controller/reconcile/tracking_policy.h"
+#include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 #include "controller/slurm/dialects.h"
 #include "glog/logging.h"
@@ -130,12 +131,12 @@ ClusterFacts ResolveCluster(const ObjectCache& clusters, const std::string& ns,
 void RecordFinishedJob(const v1alpha1::SlurmJobStatus& s) {
   if (s.has_submit_time() && s.has_start_time() &&
       s.start_time().seconds() >= s.submit_time().seconds()) {
-    server::GlobalMetrics().Observe("slurmjob_operator_job_queue_wait_seconds", {},
+    server::GlobalMetrics().Observe(server::metric::kJobQueueWaitSeconds, {},
                                     s.start_time().seconds() - s.submit_time().seconds());
   }
   if (s.has_start_time() && s.has_end_time() &&
       s.end_time().seconds() >= s.start_time().seconds()) {
-    server::GlobalMetrics().Observe("slurmjob_operator_job_run_seconds", {{"state", s.job_state()}},
+    server::GlobalMetrics().Observe(server::metric::kJobRunSeconds, {{"state", s.job_state()}},
                                     s.end_time().seconds() - s.start_time().seconds());
   }
 }

@@ -8,6 +8,7 @@
 #include "controller/api/types.h"
 #include "controller/kube/watch_event.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 #include "glog/logging.h"
 
@@ -117,23 +118,23 @@ void Manager::OnClusterEvent(const std::string& type,
 void Manager::Start() {
   if (started_.exchange(true)) return;
   server::Metrics& m = server::GlobalMetrics();
-  m.Declare("controller_runtime_reconcile_total", server::Metrics::Type::kCounter,
+  m.Declare(server::metric::kReconcileTotal, server::Metrics::Type::kCounter,
             "Total number of reconciliations per controller and result.");
-  m.Declare("controller_runtime_reconcile_time_seconds", server::Metrics::Type::kHistogram,
+  m.Declare(server::metric::kReconcileTimeSeconds, server::Metrics::Type::kHistogram,
             "Length of time per reconciliation per controller.", server::LatencyBuckets());
-  m.Declare("workqueue_depth", server::Metrics::Type::kGauge, "Current depth of the work queue.");
-  m.Declare("slurmjob_operator_slurm_api_requests_total", server::Metrics::Type::kCounter,
+  m.Declare(server::metric::kWorkqueueDepth, server::Metrics::Type::kGauge,
+            "Current depth of the work queue.");
+  m.Declare(server::metric::kSlurmApiRequestsTotal, server::Metrics::Type::kCounter,
             "callSlurmRestApi calls by method, Slurm path template and code (Slurm's HTTP "
             "status, or the canonical error code when no Slurm answer arrived).");
-  m.Declare("slurmjob_operator_slurm_api_request_duration_seconds",
-            server::Metrics::Type::kHistogram,
+  m.Declare(server::metric::kSlurmApiRequestDurationSeconds, server::Metrics::Type::kHistogram,
             "Latency of callSlurmRestApi calls, retries included.", server::LatencyBuckets());
-  m.Declare("slurmjob_operator_job_queue_wait_seconds", server::Metrics::Type::kHistogram,
+  m.Declare(server::metric::kJobQueueWaitSeconds, server::Metrics::Type::kHistogram,
             "Time Slurm jobs waited in the queue (start - submit), observed when they end.",
             server::JobDurationBuckets());
-  m.Declare("slurmjob_operator_job_run_seconds", server::Metrics::Type::kHistogram,
+  m.Declare(server::metric::kJobRunSeconds, server::Metrics::Type::kHistogram,
             "Run time of Slurm jobs (end - start) by final state.", server::JobDurationBuckets());
-  m.Declare("slurmjob_operator_token_refreshes_total", server::Metrics::Type::kCounter,
+  m.Declare(server::metric::kTokenRefreshesTotal, server::Metrics::Type::kCounter,
             "Access token exchanges by credential type and result (ok, or the error code).");
   agentplatform::SetTokenRefreshObserver([](const std::string& source, const absl::Status& s) {
     // A bounded label from the fetcher's description (which names accounts).
@@ -144,29 +145,29 @@ void Manager::Start() {
                              : starts("user")              ? "authorized_user"
                                                            : "other";
     server::GlobalMetrics().Add(
-        "slurmjob_operator_token_refreshes_total",
+        server::metric::kTokenRefreshesTotal,
         {{"type", type}, {"result", s.ok() ? "ok" : absl::StatusCodeToString(s.code())}});
   });
-  m.Declare("slurmjob_operator_tracked_jobs", server::Metrics::Type::kGauge,
+  m.Declare(server::metric::kTrackedJobs, server::Metrics::Type::kGauge,
             "Active Slurm jobs followed through the per-cluster batched list.");
-  m.SetCallback("slurmjob_operator_tracked_jobs", [this] {
+  m.SetCallback(server::metric::kTrackedJobs, [this] {
     return std::vector<std::pair<server::Labels, double>>{
         {{}, tracker_ ? static_cast<double>(tracker_->TrackedCount()) : 0.0}};
   });
-  m.Declare("slurmjob_operator_orphans_cancelled_total", server::Metrics::Type::kCounter,
+  m.Declare(server::metric::kOrphansCancelledTotal, server::Metrics::Type::kCounter,
             "Slurm jobs carrying the operator's tag whose SlurmJob no longer existed, cancelled by "
             "the orphan sweep.");
-  m.SetCallback("slurmjob_operator_orphans_cancelled_total", [this] {
+  m.SetCallback(server::metric::kOrphansCancelledTotal, [this] {
     return std::vector<std::pair<server::Labels, double>>{
         {{}, tracker_ ? static_cast<double>(tracker_->OrphansCancelled()) : 0.0}};
   });
-  m.SetCallback("workqueue_depth", [this] {
+  m.SetCallback(server::metric::kWorkqueueDepth, [this] {
     return std::vector<std::pair<server::Labels, double>>{
         {{{"name", "slurmjob"}}, static_cast<double>(queue_.Len())}};
   });
-  m.Declare("slurmjob_operator_slurmjobs", server::Metrics::Type::kGauge,
+  m.Declare(server::metric::kSlurmJobs, server::Metrics::Type::kGauge,
             "SlurmJobs known to the operator, by status.phase (\"\" before the first status).");
-  m.SetCallback("slurmjob_operator_slurmjobs", [this] {
+  m.SetCallback(server::metric::kSlurmJobs, [this] {
     std::vector<std::pair<server::Labels, double>> out;
     for (const auto& [phase, n] : index_.CountByPhase()) out.push_back({{{"phase", phase}}, n});
     return out;
@@ -208,9 +209,9 @@ void Manager::Work() {
     result["result"] = r.retry_with_backoff ? "error"
                        : r.requeue_after    ? "requeue_after"
                                             : "success";
-    server::GlobalMetrics().Add("controller_runtime_reconcile_total", result);
+    server::GlobalMetrics().Add(server::metric::kReconcileTotal, result);
     server::GlobalMetrics().Observe(
-        "controller_runtime_reconcile_time_seconds", controller,
+        server::metric::kReconcileTimeSeconds, controller,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (r.retry_with_backoff) {
       queue_.AddRateLimited(*key);

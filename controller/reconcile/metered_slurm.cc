@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "controller/common/clock.h"
+#include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 
 namespace slurmop::reconcile {
@@ -17,8 +18,8 @@ void RecordSlurmCall(agentplatform::HttpMethod method, const std::string& path,
   server::Labels with_code = labels;
   with_code["code"] =
       r.ok() ? std::to_string(r->status) : absl::StatusCodeToString(r.status().code());
-  server::GlobalMetrics().Add("slurmjob_operator_slurm_api_requests_total", with_code);
-  server::GlobalMetrics().Observe("slurmjob_operator_slurm_api_request_duration_seconds", labels,
+  server::GlobalMetrics().Add(server::metric::kSlurmApiRequestsTotal, with_code);
+  server::GlobalMetrics().Observe(server::metric::kSlurmApiRequestDurationSeconds, labels,
                                   std::chrono::duration<double>(took).count());
 }
 
