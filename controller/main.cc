@@ -34,9 +34,11 @@
 #include "controller/kube/config.h"
 #include "controller/kube/events.h"
 #include "controller/kube/leader_election.h"
+#include "controller/reconcile/controller_metrics.h"
 #include "controller/reconcile/credentials_resolver.h"
 #include "controller/reconcile/manager.h"
 #include "controller/server/health_server.h"
+#include "controller/server/log_format.h"
 #include "controller/server/metrics.h"
 #include "glog/logging.h"
 
@@ -79,6 +81,10 @@ ABSL_FLAG(double, leader_elect_renew_deadline_seconds, 10.0,
           "How long the leader retries renewing before it gives up leading.");
 ABSL_FLAG(double, leader_elect_retry_period_seconds, 2.0, "Interval between Lease attempts.");
 ABSL_FLAG(int, verbosity, 0, "Verbose logging level (glog VLOG).");
+ABSL_FLAG(std::string, log_format, "text",
+          "Log format on stderr: text (glog lines) or json (one JSON object per line with time, "
+          "severity, message, caller and, where they apply, namespace, name, uid, run, jobId, "
+          "cluster, controller and reconcileID).");
 ABSL_FLAG(bool, batched_tracking, true,
           "Follow jobs with one GET /slurm/<v>/jobs/ per SlurmCluster per tick (false: one GET "
           "per job).");
@@ -323,6 +329,8 @@ void RunUntilStopped(Lifecycle& life, slurmop::reconcile::Manager& manager,
 int Run() {
   const slurmop::Clock& clock = slurmop::RealClock::Get();
   sigset_t stop_signals = BlockStopSignals();
+  // Before any Kubernetes client, queue or elector runs (its hooks are not synchronised).
+  slurmop::reconcile::InstallControllerMetrics(slurmop::server::GlobalMetrics());
 
   absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> kube = NewKubeClient();
   if (!kube.ok()) {
@@ -424,5 +432,9 @@ int main(int argc, char** argv) {
   FLAGS_logtostderr = true;
   FLAGS_v = absl::GetFlag(FLAGS_verbosity);
   google::InitGoogleLogging(argv[0]);
+  if (absl::Status s = slurmop::server::SetLogFormat(absl::GetFlag(FLAGS_log_format)); !s.ok()) {
+    LOG(ERROR) << s.message();
+    return 2;
+  }
   return Run();
 }

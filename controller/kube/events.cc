@@ -13,6 +13,7 @@
 
 #include "controller/common/time_format.h"
 #include "controller/kube/errors.h"
+#include "controller/kube/metrics_hooks.h"
 #include "controller/kube/resource_types.h"
 
 namespace slurmop::kube {
@@ -58,6 +59,12 @@ std::string AggregationKey(const nlohmann::json& ref, const std::string& type,
   return object + "\x1f" + type + "\x1f" + reason + "\x1f" + note;
 }
 
+// client-go's getSpamKey: the object (this recorder is the one source).
+std::string SpamKey(const nlohmann::json& ref) {
+  return Field(ref, "apiVersion") + "/" + Field(ref, "kind") + "/" + Field(ref, "namespace") + "/" +
+         Field(ref, "name") + "/" + Field(ref, "uid");
+}
+
 }  // namespace
 
 EventRecorder::EventRecorder(Client& client, const Clock& clock, std::string reporting_controller,
@@ -67,6 +74,7 @@ EventRecorder::EventRecorder(Client& client, const Clock& clock, std::string rep
       controller_(std::move(reporting_controller)),
       instance_(Truncate(reporting_instance, 128)),
       opts_(opts),
+      spam_(opts.spam),
       worker_([this] { Loop(); }) {}
 
 EventRecorder::~EventRecorder() {
@@ -153,6 +161,12 @@ void EventRecorder::Write(const Pending& event) {
     }
   }
   if (auto it = series_.find(key); it != series_.end() && expired(it->second)) series_.erase(it);
+  if (!spam_.Allow(SpamKey(event.regarding), event.observed)) {
+    VLOG(1) << "event " << event.reason << " about " << Field(event.regarding, "name")
+            << " dropped by the spam filter";
+    if (const auto& hook = GetMetricsHooks().event_spam_filtered) hook();
+    return;
+  }
   if (auto it = series_.find(key); it != series_.end()) {
     Series& series = it->second;
     series.count += 1;

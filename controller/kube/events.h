@@ -23,6 +23,12 @@
 //    {count, lastObservedTime} (count 2 on the first repeat) for
 //    events.k8s.io, count/lastTimestamp for core/v1. If the Event is gone
 //    (404) a new one is created.
+//  * Spam filter (client-go's EventSourceObjectSpamFilter, event_spam_filter.h):
+//    every write about one object, a new Event or a repeat's PATCH, takes a
+//    token from that object's bucket (burst 25, refilled one per 5 minutes);
+//    without a token the event is dropped (logged at V(1), counted by the
+//    event_spam_filtered metrics hook). Applied after aggregation, as in
+//    client-go, at the event's observed time.
 //  * Limits: reason and action are cut to 128 bytes, note to 1024 bytes (at a
 //    UTF-8 boundary).
 //  * Flush() returns once every event recorded before it was written (or
@@ -46,12 +52,14 @@
 #include "absl/status/status.h"
 #include "controller/common/clock.h"
 #include "controller/kube/client.h"
+#include "controller/kube/event_spam_filter.h"
 
 namespace slurmop::kube {
 
 struct EventRecorderOptions {
   Duration aggregation_window = std::chrono::minutes(10);
   size_t max_queue = 1000;
+  EventSpamFilterOptions spam;
 };
 
 class EventRecorder {
@@ -113,6 +121,7 @@ class EventRecorder {
   // per aggregation_window / 10 instead of on every event (with 30,000 live
   // series, a walk per event made the writer fall behind and drop Events).
   Time last_sweep_{};
+  EventSpamFilter spam_;  // worker thread only
   bool use_core_events_ = false;
   long long last_name_nanos_ = 0;
 

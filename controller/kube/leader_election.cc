@@ -11,6 +11,7 @@
 #include "controller/common/time_format.h"
 #include "controller/kube/backoff.h"
 #include "controller/kube/errors.h"
+#include "controller/kube/metrics_hooks.h"
 #include "controller/kube/resource_types.h"
 
 namespace slurmop::kube {
@@ -58,8 +59,13 @@ LeaderElector::LeaderElector(Client& client, const Clock& clock, LeaderElectionC
 
 LeaderElector::~LeaderElector() { Stop(); }
 
+void LeaderElector::ReportLeading(bool leading) const {
+  if (const auto& hook = GetMetricsHooks().leader) hook(config_.lease_name, leading);
+}
+
 void LeaderElector::Start() {
   if (thread_.joinable() || stopping_.load()) return;
+  ReportLeading(false);  // a standby shows 0 from the start, not no series
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -281,6 +287,7 @@ void LeaderElector::Run() {
   if (!Acquire()) return;
   LOG(INFO) << "lease " << config_.lease_name << ": acquired by " << config_.identity;
   leading_.store(true);
+  ReportLeading(true);
   if (config_.on_started_leading) config_.on_started_leading();
   RenewUntilLost();
   if (stopping_.load() && config_.release_on_cancel) {
@@ -289,6 +296,7 @@ void LeaderElector::Run() {
       LOG(WARNING) << "lease " << config_.lease_name << ": release failed: " << released;
   }
   leading_.store(false);
+  ReportLeading(false);
   if (config_.on_stopped_leading) config_.on_stopped_leading();
 }
 

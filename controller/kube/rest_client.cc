@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/http/cpprest_transport.h"
+#include "controller/kube/metrics_hooks.h"
 
 namespace slurmop::kube {
 namespace {
@@ -106,6 +107,20 @@ http::Request RestClient::NewRequest(std::string method, const std::string& path
   return request;
 }
 
+void RestClient::ReportRequestResult(const http::Request& request,
+                                     const absl::StatusOr<http::Response>& response) {
+  const auto& hook = GetMetricsHooks().request_result;
+  if (!hook) return;
+  // rest_client_requests_total's host label: the URL's host[:port].
+  std::string_view host = request.url;
+  if (size_t scheme = host.find("://"); scheme != std::string_view::npos) {
+    host.remove_prefix(scheme + 3);
+  }
+  host = host.substr(0, host.find_first_of("/?"));
+  hook(response.ok() ? std::to_string(response->status) : "<error>", request.method,
+       std::string(host));
+}
+
 absl::StatusOr<http::Response> RestClient::Authorized(http::Request request, const Sender& send) {
   for (int attempt = 0;; ++attempt) {
     absl::StatusOr<std::string> token = tokens_->Token();
@@ -116,6 +131,7 @@ absl::StatusOr<http::Response> RestClient::Authorized(http::Request request, con
       request.headers["Authorization"] = "Bearer " + *token;
     }
     absl::StatusOr<http::Response> response = send(request);
+    ReportRequestResult(request, response);
     if (!response.ok() || response->status != 401 || attempt > 0) return response;
     // The token may have rotated (file) or expired early (exec): refresh it
     // and retry once; a 401 means the server did not act on the request.

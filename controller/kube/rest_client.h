@@ -65,6 +65,9 @@ class RestClient final : public Client {
                            const QueryString& query) const;
   // Adds the bearer token and retries once after a 401 if the token changed.
   absl::StatusOr<http::Response> Authorized(http::Request request, const Sender& send);
+  // One round trip, to the request_result metrics hook (rest_client_requests_total).
+  static void ReportRequestResult(const http::Request& request,
+                                  const absl::StatusOr<http::Response>& response);
   absl::StatusOr<nlohmann::json> Call(http::Request request);
   absl::StatusOr<nlohmann::json> Put(const ResourceType& rt, const nlohmann::json& obj,
                                      bool status_subresource);

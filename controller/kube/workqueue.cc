@@ -5,7 +5,10 @@
 #include "controller/kube/workqueue.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
+
+#include "controller/kube/metrics_hooks.h"
 
 namespace slurmop::kube {
 namespace {
@@ -14,16 +17,25 @@ namespace {
 // worker for long past a deadline.
 constexpr std::chrono::seconds kMaxSleep{10};
 
+double SecondsBetween(Time from, Time to) {
+  return std::max(0.0, std::chrono::duration<double>(to - from).count());
+}
+
 }  // namespace
 
-WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions opts)
-    : clock_(clock), limiter_(clock, opts) {}
+WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions opts, std::string name)
+    : clock_(clock), limiter_(clock, opts), name_(std::move(name)) {}
 
 WorkQueue::~WorkQueue() { ShutDown(); }
 
 void WorkQueue::AddLocked(const std::string& key) {
   if (shutting_down_) return;
-  if (!dirty_.insert(key).second) return;   // already queued (or dirty while processing)
+  if (!dirty_.insert(key).second) return;  // already queued (or dirty while processing)
+  if (!name_.empty()) {
+    // As client-go: an add is counted once per key until Get() hands it out.
+    added_at_.try_emplace(key, clock_.Now());
+    if (const auto& hook = GetMetricsHooks().queue_add) hook(name_);
+  }
   if (processing_.count(key) != 0) return;  // Done() re-queues it
   queue_.push_back(key);
   ready_.notify_one();
@@ -62,7 +74,12 @@ void WorkQueue::DropStaleLocked() {
   }
 }
 
-void WorkQueue::AddRateLimited(const std::string& key) { AddAfter(key, limiter_.When(key)); }
+void WorkQueue::AddRateLimited(const std::string& key) {
+  if (!name_.empty()) {
+    if (const auto& hook = GetMetricsHooks().queue_retry) hook(name_);
+  }
+  AddAfter(key, limiter_.When(key));
+}
 
 void WorkQueue::Forget(const std::string& key) { limiter_.Forget(key); }
 
@@ -113,14 +130,28 @@ std::optional<std::string> WorkQueue::Get() {
   }
   std::string key = std::move(queue_.front());
   queue_.pop_front();
-  processing_.insert(key);
+  const Time now = clock_.Now();
+  processing_[key] = now;
   dirty_.erase(key);
+  if (auto added = added_at_.find(key); added != added_at_.end()) {
+    if (const auto& hook = GetMetricsHooks().queue_latency) {
+      hook(name_, SecondsBetween(added->second, now));
+    }
+    added_at_.erase(added);
+  }
   return key;
 }
 
 void WorkQueue::Done(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  processing_.erase(key);
+  if (auto it = processing_.find(key); it != processing_.end()) {
+    if (!name_.empty()) {
+      if (const auto& hook = GetMetricsHooks().queue_work_duration) {
+        hook(name_, SecondsBetween(it->second, clock_.Now()));
+      }
+    }
+    processing_.erase(it);
+  }
   if (dirty_.count(key) != 0) {
     queue_.push_back(key);
     ready_.notify_one();
@@ -153,6 +184,18 @@ bool WorkQueue::ShuttingDown() const {
 size_t WorkQueue::Len() const {
   std::lock_guard<std::mutex> lock(mu_);
   return queue_.size();
+}
+
+WorkQueue::ProcessingTimes WorkQueue::Processing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Time now = clock_.Now();
+  ProcessingTimes t;
+  for (const auto& [key, started] : processing_) {
+    const double s = SecondsBetween(started, now);
+    t.unfinished_seconds += s;
+    t.longest_seconds = std::max(t.longest_seconds, s);
+  }
+  return t;
 }
 
 size_t WorkQueue::NumWaiting() const {

@@ -20,6 +20,10 @@
 //    variable, real time) until the earliest deadline; with a FakeClock a test
 //    advances the clock and calls Poke() (wake sleeping Get()s to re-check)
 //    or ProcessDue() (move due keys into the queue now), so tests never sleep.
+//  * Metrics: a queue constructed with a name reports client-go's workqueue
+//    metrics through kube::GetMetricsHooks() (adds, retries, queue latency,
+//    work duration); Processing() gives what workqueue_unfinished_work_seconds
+//    and workqueue_longest_running_processor_seconds show. Unnamed: no metrics.
 //  * Thread-safe.
 
 #ifndef SLURMOP_CONTROLLER_KUBE_WORKQUEUE_H_
@@ -44,7 +48,7 @@ namespace slurmop::kube {
 
 class WorkQueue {
  public:
-  explicit WorkQueue(const Clock& clock, RateLimiterOptions opts = {});
+  explicit WorkQueue(const Clock& clock, RateLimiterOptions opts = {}, std::string name = "");
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
@@ -68,6 +72,15 @@ class WorkQueue {
   // Keys waiting for an AddAfter() deadline.
   size_t NumWaiting() const;
 
+  // The keys being processed (handed out by Get(), not yet Done()): the sum of
+  // their processing times so far and the longest one, in seconds.
+  struct ProcessingTimes {
+    double unfinished_seconds = 0;
+    double longest_seconds = 0;
+  };
+  ProcessingTimes Processing() const;
+  const std::string& name() const { return name_; }
+
   // Moves every waiting key whose deadline has passed into the queue; returns
   // how many were due.
   size_t ProcessDue();
@@ -83,13 +96,15 @@ class WorkQueue {
 
   const Clock& clock_;
   RateLimiter limiter_;
+  const std::string name_;  // "" = no metrics
   mutable std::mutex mu_;
-  std::condition_variable ready_;        // queue_ changed, waiting_ changed, or shutdown
-  std::condition_variable drained_;      // processing_ shrank
-  std::deque<std::string> queue_;        // guarded by mu_
-  std::set<std::string> dirty_;          // guarded by mu_
-  std::set<std::string> processing_;     // guarded by mu_
-  std::map<std::string, Time> waiting_;  // guarded by mu_: key -> its (earliest) deadline
+  std::condition_variable ready_;           // queue_ changed, waiting_ changed, or shutdown
+  std::condition_variable drained_;         // processing_ shrank
+  std::deque<std::string> queue_;           // guarded by mu_
+  std::set<std::string> dirty_;             // guarded by mu_
+  std::map<std::string, Time> processing_;  // guarded by mu_: key -> when Get() handed it out
+  std::map<std::string, Time> added_at_;    // guarded by mu_: queued key -> when it was added
+  std::map<std::string, Time> waiting_;     // guarded by mu_: key -> its (earliest) deadline
   // The same deadlines as a min-heap, so that finding what is due and the next
   // wake-up are O(log n), not a walk over every waiting key (with 10,000
   // SlurmJobs each requeued after its poll interval, every Get() walked all of

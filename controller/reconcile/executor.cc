@@ -8,6 +8,7 @@
 #include "controller/api/json_codec.h"
 #include "controller/api/resources.h"
 #include "controller/api/types.h"
+#include "controller/common/log_context.h"
 #include "controller/http/http_transport.h"
 #include "controller/kube/resource_types.h"
 #include "controller/reconcile/conditions.h"
@@ -395,6 +396,7 @@ class Executor::Attempt {
       return kDecideAgain;
     }
     out_.submit = parsed->job_id;
+    SetLogField("jobId", std::to_string(parsed->job_id));  // for the JSON log lines
     LOG(INFO) << key_ << ": submitted as Slurm job " << parsed->job_id;
     Warn(parsed->warnings, "Submit");
     return kDecideAgain;

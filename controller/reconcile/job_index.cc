@@ -2,8 +2,12 @@
 
 #include "controller/reconcile/job_index.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "controller/api/types.h"
+#include "controller/common/time_format.h"
 #include "controller/kube/watch_event.h"
 
 namespace slurmop::reconcile {
@@ -41,7 +45,12 @@ void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
     if (auto j = st->find("jobId"); j != st->end() && j->is_number_integer()) {
       s.job_id = j->get<int64_t>();
     }
+    if (auto t = st->find("submitTime"); t != st->end() && t->is_string()) {
+      s.waiting_since = ParseRfc3339(t->get<std::string>());
+    }
   }
+  if (!s.waiting_since)
+    s.waiting_since = ParseRfc3339(api::MetadataString(obj, "creationTimestamp"));
   if (!s.uid.empty()) key_by_uid_[s.uid] = key;
 }
 
@@ -95,6 +104,31 @@ std::map<std::string, double> JobIndex::CountByPhase() const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, s] : summaries_) by_phase[s.phase] += 1;
   return by_phase;
+}
+
+std::map<std::string, double> JobIndex::OldestPendingByNamespace(Time now) const {
+  std::map<std::string, double> oldest;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, s] : summaries_) {
+    if (s.phase != "Pending" || !s.waiting_since) continue;
+    const double age = std::max(0.0, std::chrono::duration<double>(now - *s.waiting_since).count());
+    double& o = oldest[s.ns];
+    o = std::max(o, age);
+  }
+  return oldest;
+}
+
+LogFields JobIndex::LogFieldsOf(const std::string& key, const std::string& default_cluster) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = summaries_.find(key);
+  if (it == summaries_.end()) return {};
+  const Summary& s = it->second;
+  LogFields fields;
+  if (!s.uid.empty()) fields.push_back({"uid", s.uid});
+  fields.push_back({"cluster", s.cluster_ref.empty() ? default_cluster : s.cluster_ref});
+  if (s.run > 0) fields.push_back({"run", std::to_string(s.run)});
+  if (s.job_id > 0) fields.push_back({"jobId", std::to_string(s.job_id)});
+  return fields;
 }
 
 }  // namespace slurmop::reconcile

@@ -21,10 +21,13 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "controller/common/clock.h"
+#include "controller/common/log_context.h"
 #include "controller/reconcile/tracking_policy.h"
 #include "nlohmann/json.hpp"
 
@@ -48,11 +51,19 @@ class JobIndex {
   // SlurmJob can have are always present, with 0.
   std::map<std::string, double> CountByPhase() const;
 
+  // Per namespace, how long its longest-waiting Pending SlurmJob has waited at `now` (since
+  // status.submitTime, or metadata.creationTimestamp before a submit).
+  std::map<std::string, double> OldestPendingByNamespace(Time now) const;
+
+  // The JSON log fields of SlurmJob `key`: uid, cluster, run, jobId as far as known.
+  LogFields LogFieldsOf(const std::string& key, const std::string& default_cluster) const;
+
  private:
   struct Summary {
     std::string ns, name, uid, cluster_ref /* "" = the default */, phase;
     int32_t run = 0;
     int64_t job_id = 0;
+    std::optional<Time> waiting_since;
   };
   void UpdateSummary(const std::string& type, const std::string& key, const nlohmann::json& obj);
   std::vector<std::string> UpdateDependents(const std::string& type, const std::string& key,

@@ -2,10 +2,14 @@
 
 #include "controller/reconcile/manager.h"
 
+#include <random>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "controller/agentplatform/cached_token_source.h"
 #include "controller/api/resources.h"
 #include "controller/api/types.h"
+#include "controller/common/log_context.h"
 #include "controller/kube/watch_event.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/server/metric_names.h"
@@ -16,6 +20,30 @@ namespace slurmop::reconcile {
 namespace {
 
 const std::string kClusterKeyPrefix = "scl:";
+namespace metric = server::metric;
+
+// True if status.conditions has type Ready with status "True".
+bool ReadyConditionTrue(const nlohmann::json& obj) {
+  auto st = obj.find("status");
+  if (st == obj.end() || !st->is_object()) return false;
+  auto conditions = st->find("conditions");
+  if (conditions == st->end() || !conditions->is_array()) return false;
+  for (const nlohmann::json& c : *conditions) {
+    if (c.is_object() && c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+// A fresh random id for one reconcile (controller-runtime logs a UUID as reconcileID).
+std::string NewReconcileId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  const uint64_t a = rng(), b = rng();
+  return absl::StrFormat("%08x-%04x-%04x-%04x-%012x", a >> 32, (a >> 16) & 0xffff, a & 0xffff,
+                         b >> 48, b & 0xffffffffffffULL);
+}
+
+// The controller label of controller-runtime's series.
+const char* ControllerName(bool is_cluster) { return is_cluster ? "slurmcluster" : "slurmjob"; }
 
 // SlurmJobs are many and are read one at a time (by the worker reconciling
 // one): they are cached packed (informer.h, compact_cache).
@@ -37,7 +65,7 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
                  ManagerOptions options)
     : clock_(clock),
       options_(std::move(options)),
-      queue_(clock),
+      queue_(clock, {}, "slurmjob"),
       jobs_view_(jobs_),
       clusters_view_(clusters_),
       executor_(kube, jobs_view_, clusters_view_, slurm_api, credentials, events, clock,
@@ -104,7 +132,9 @@ void Manager::OnClusterEvent(const std::string& type,
     std::lock_guard<std::mutex> lock(generations_mu_);
     if (type == kube::kDeleted) {
       cluster_generations_.erase(key);
+      cluster_ready_.erase(key);
     } else {
+      cluster_ready_[key] = ReadyConditionTrue(*obj);
       auto [it, inserted] = cluster_generations_.try_emplace(key, generation);
       if (!inserted && it->second == generation) return;  // a status write: nothing to redo
       it->second = generation;
@@ -117,61 +147,7 @@ void Manager::OnClusterEvent(const std::string& type,
 
 void Manager::Start() {
   if (started_.exchange(true)) return;
-  server::Metrics& m = server::GlobalMetrics();
-  m.Declare(server::metric::kReconcileTotal, server::Metrics::Type::kCounter,
-            "Total number of reconciliations per controller and result.");
-  m.Declare(server::metric::kReconcileTimeSeconds, server::Metrics::Type::kHistogram,
-            "Length of time per reconciliation per controller.", server::LatencyBuckets());
-  m.Declare(server::metric::kWorkqueueDepth, server::Metrics::Type::kGauge,
-            "Current depth of the work queue.");
-  m.Declare(server::metric::kSlurmApiRequestsTotal, server::Metrics::Type::kCounter,
-            "callSlurmRestApi calls by method, Slurm path template and code (Slurm's HTTP "
-            "status, or the canonical error code when no Slurm answer arrived).");
-  m.Declare(server::metric::kSlurmApiRequestDurationSeconds, server::Metrics::Type::kHistogram,
-            "Latency of callSlurmRestApi calls, retries included.", server::LatencyBuckets());
-  m.Declare(server::metric::kJobQueueWaitSeconds, server::Metrics::Type::kHistogram,
-            "Time Slurm jobs waited in the queue (start - submit), observed when they end.",
-            server::JobDurationBuckets());
-  m.Declare(server::metric::kJobRunSeconds, server::Metrics::Type::kHistogram,
-            "Run time of Slurm jobs (end - start) by final state.", server::JobDurationBuckets());
-  m.Declare(server::metric::kTokenRefreshesTotal, server::Metrics::Type::kCounter,
-            "Access token exchanges by credential type and result (ok, or the error code).");
-  agentplatform::SetTokenRefreshObserver([](const std::string& source, const absl::Status& s) {
-    // A bounded label from the fetcher's description (which names accounts).
-    auto starts = [&](const char* p) { return source.rfind(p, 0) == 0; };
-    const std::string type = starts("the metadata server") ? "metadata_server"
-                             : starts("service account")   ? "service_account"
-                             : starts("workload identity") ? "external_account"
-                             : starts("user")              ? "authorized_user"
-                                                           : "other";
-    server::GlobalMetrics().Add(
-        server::metric::kTokenRefreshesTotal,
-        {{"type", type}, {"result", s.ok() ? "ok" : absl::StatusCodeToString(s.code())}});
-  });
-  m.Declare(server::metric::kTrackedJobs, server::Metrics::Type::kGauge,
-            "Active Slurm jobs followed through the per-cluster batched list.");
-  m.SetCallback(server::metric::kTrackedJobs, [this] {
-    return std::vector<std::pair<server::Labels, double>>{
-        {{}, tracker_ ? static_cast<double>(tracker_->TrackedCount()) : 0.0}};
-  });
-  m.Declare(server::metric::kOrphansCancelledTotal, server::Metrics::Type::kCounter,
-            "Slurm jobs carrying the operator's tag whose SlurmJob no longer existed, cancelled by "
-            "the orphan sweep.");
-  m.SetCallback(server::metric::kOrphansCancelledTotal, [this] {
-    return std::vector<std::pair<server::Labels, double>>{
-        {{}, tracker_ ? static_cast<double>(tracker_->OrphansCancelled()) : 0.0}};
-  });
-  m.SetCallback(server::metric::kWorkqueueDepth, [this] {
-    return std::vector<std::pair<server::Labels, double>>{
-        {{{"name", "slurmjob"}}, static_cast<double>(queue_.Len())}};
-  });
-  m.Declare(server::metric::kSlurmJobs, server::Metrics::Type::kGauge,
-            "SlurmJobs known to the operator, by status.phase (\"\" before the first status).");
-  m.SetCallback(server::metric::kSlurmJobs, [this] {
-    std::vector<std::pair<server::Labels, double>> out;
-    for (const auto& [phase, n] : index_.CountByPhase()) out.push_back({{{"phase", phase}}, n});
-    return out;
-  });
+  RegisterMetrics();
   clusters_->Start();
   jobs_->Start();
   if (tracker_) tracker_->Start();
@@ -195,24 +171,42 @@ void Manager::Stop() {
   workers_.clear();
 }
 
+LogFields Manager::ReconcileLogFields(bool is_cluster, const std::string& key) const {
+  const std::string object = is_cluster ? key.substr(kClusterKeyPrefix.size()) : key;
+  const size_t slash = object.find('/');
+  LogFields fields = {{"controller", ControllerName(is_cluster)},
+                      {"namespace", object.substr(0, slash)},
+                      {"name", slash == std::string::npos ? "" : object.substr(slash + 1)},
+                      {"reconcileID", NewReconcileId()}};
+  if (is_cluster) return fields;
+  for (auto& field : index_.LogFieldsOf(key, options_.executor.default_cluster)) {
+    fields.push_back(std::move(field));
+  }
+  return fields;
+}
+
 void Manager::Work() {
   while (true) {
     std::optional<std::string> key = queue_.Get();
     if (!key) return;
     const bool is_cluster = key->rfind(kClusterKeyPrefix, 0) == 0;
     const auto started = std::chrono::steady_clock::now();
+    ScopedLogContext log_context(ReconcileLogFields(is_cluster, *key));
+    active_[is_cluster] += 1;
     ReconcileResult r = is_cluster
                             ? cluster_reconciler_.Reconcile(key->substr(kClusterKeyPrefix.size()))
                             : executor_.Reconcile(*key);
-    const server::Labels controller = {{"controller", is_cluster ? "slurmcluster" : "slurmjob"}};
+    active_[is_cluster] -= 1;
+    const server::Labels controller = {{"controller", ControllerName(is_cluster)}};
     server::Labels result = controller;
     result["result"] = r.retry_with_backoff ? "error"
                        : r.requeue_after    ? "requeue_after"
                                             : "success";
-    server::GlobalMetrics().Add(server::metric::kReconcileTotal, result);
-    server::GlobalMetrics().Observe(
-        server::metric::kReconcileTimeSeconds, controller,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    server::Metrics& m = server::GlobalMetrics();
+    m.Add(metric::kReconcileTotal, result);
+    if (r.retry_with_backoff) m.Add(metric::kReconcileErrorsTotal, controller);
+    m.Observe(metric::kReconcileTimeSeconds, controller,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (r.retry_with_backoff) {
       queue_.AddRateLimited(*key);
     } else {

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "controller/common/log_context.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/workqueue.h"
 #include "controller/reconcile/cluster_reconciler.h"
@@ -71,6 +72,11 @@ class Manager {
   std::optional<JobTracker::Owner> KnownUid(const std::string& ns, const std::string& uid);
   void OnClusterEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
   void Work();
+  // Declares the operator's own families and the scrape-time gauges of this manager
+  // (manager_metrics.cc).
+  void RegisterMetrics();
+  // What the JSON log lines of one reconcile of `key` carry (common/log_context.h).
+  LogFields ReconcileLogFields(bool is_cluster, const std::string& key) const;
 
   const Clock& clock_;
   const ManagerOptions options_;
@@ -79,6 +85,8 @@ class Manager {
   // status writes) fan out to the SlurmJobs that name it.
   std::mutex generations_mu_;
   std::map<std::string, int64_t> cluster_generations_;
+  // SlurmCluster "ns/name" -> its Ready condition is True (slurmjob_operator_slurmcluster_ready).
+  std::map<std::string, bool> cluster_ready_;  // guarded by generations_mu_
   std::unique_ptr<kube::Informer> jobs_;
   std::unique_ptr<kube::Informer> clusters_;
   CacheView jobs_view_;
@@ -89,6 +97,7 @@ class Manager {
   // Uid, dependents, cluster and phase indexes of the cached SlurmJobs.
   JobIndex index_;
   std::vector<std::thread> workers_;
+  std::atomic<int> active_[2] = {0, 0};  // workers reconciling a SlurmJob / a SlurmCluster now
   std::atomic<bool> started_{false};
 };
 

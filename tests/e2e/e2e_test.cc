@@ -286,7 +286,34 @@ TEST_F(E2E, ApplyRunsToCompletedWithJobIdInTheTable) {
     EXPECT_THAT(m->body, HasSubstr("slurmjob_operator_slurmjobs{phase=\"Succeeded\"} 1"));
     EXPECT_THAT(m->body,
                 HasSubstr("slurmjob_operator_job_run_seconds_count{state=\"COMPLETED\"} 1"));
-    EXPECT_THAT(m->body, HasSubstr("workqueue_depth{name=\"slurmjob\"}"));
+    EXPECT_THAT(m->body, HasSubstr("workqueue_depth{controller=\"slurmjob\",name=\"slurmjob\"}"));
+    // The standard controller families, with controller-runtime's and client-go's types, so that
+    // stock dashboards find them.
+    for (const auto& [name, type] : std::vector<std::pair<std::string, std::string>>{
+             {"controller_runtime_reconcile_total", "counter"},
+             {"controller_runtime_reconcile_errors_total", "counter"},
+             {"controller_runtime_reconcile_time_seconds", "histogram"},
+             {"controller_runtime_active_workers", "gauge"},
+             {"controller_runtime_max_concurrent_reconciles", "gauge"},
+             {"workqueue_depth", "gauge"},
+             {"workqueue_adds_total", "counter"},
+             {"workqueue_queue_duration_seconds", "histogram"},
+             {"workqueue_work_duration_seconds", "histogram"},
+             {"workqueue_retries_total", "counter"},
+             {"workqueue_unfinished_work_seconds", "gauge"},
+             {"workqueue_longest_running_processor_seconds", "gauge"},
+             {"rest_client_requests_total", "counter"},
+             {"leader_election_master_status", "gauge"}}) {
+      EXPECT_THAT(m->body, HasSubstr("# TYPE " + name + " " + type + "\n")) << name;
+    }
+    EXPECT_THAT(m->body, HasSubstr("controller_runtime_max_concurrent_reconciles{controller="
+                                   "\"slurmjob\"} "));
+    EXPECT_THAT(m->body,
+                HasSubstr("workqueue_adds_total{controller=\"slurmjob\",name=\"slurmjob\"} "));
+    EXPECT_THAT(m->body, HasSubstr("workqueue_work_duration_seconds_count{controller=\"slurmjob\","
+                                   "name=\"slurmjob\"} "));
+    EXPECT_THAT(m->body, HasSubstr("rest_client_requests_total{code=\"200\",host=\"127.0.0.1:"));
+    EXPECT_THAT(m->body, HasSubstr("slurmjob_operator_slurmcluster_ready{name=\""));
   }
 
   // describe shows the Events.

@@ -12,6 +12,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "controller/common/time_format.h"
+#include "controller/kube/event_spam_filter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/kube/fake_client.h"
@@ -214,13 +215,70 @@ TEST_F(EventRecorderTest, LimitsAndClusterScopedObjects) {
   EXPECT_EQ(calls[1].body["note"].get<std::string>(), std::string(1023, 'a'));
 }
 
+// client-go's spam filter: 25 writes about one object, then one per 5 minutes; other objects
+// keep their own budget. A repeat counted into a series (a PATCH) spends a token too.
+TEST_F(EventRecorderTest, SpamFilterAllowsABurstOf25ThenOnePerFiveMinutes) {
+  EventRecorder recorder(client_, clock_, "ctl", "inst");
+  for (int i = 0; i < 30; ++i) {
+    recorder.Record(kJob, "Warning", "Unreachable", "Probe", "try " + std::to_string(i));
+    clock_.Advance(std::chrono::seconds(1));  // 30 s in all: not a token's worth of refill
+  }
+  recorder.Record(kJob, "Warning", "Unreachable", "Probe", "try 0");  // a repeat: dropped too
+  recorder.Flush();
+  EXPECT_EQ(client_.calls().size(), 25u);
+
+  nlohmann::json other = kJob;
+  other["metadata"]["name"] = "j2";
+  other["metadata"]["uid"] = "uid-2";
+  recorder.Record(other, "Warning", "Unreachable", "Probe", "try 0");
+  recorder.Flush();
+  EXPECT_EQ(client_.calls().size(), 26u) << "another object has its own bucket";
+
+  clock_.Advance(std::chrono::seconds(269));  // 299 s since the burst began: still no token
+  recorder.Record(kJob, "Warning", "Unreachable", "Probe", "late 1");
+  recorder.Flush();
+  EXPECT_EQ(client_.calls().size(), 26u);
+  clock_.Advance(std::chrono::seconds(2));  // 301 s: one token
+  recorder.Record(kJob, "Warning", "Unreachable", "Probe", "late 2");
+  recorder.Record(kJob, "Warning", "Unreachable", "Probe", "late 3");
+  recorder.Flush();
+  ASSERT_EQ(client_.calls().size(), 27u);
+  EXPECT_EQ(client_.calls().back().body["note"], "late 2");
+}
+
+TEST(EventSpamFilterTest, RefillsUpToTheBurstOnly) {
+  EventSpamFilter filter({/*burst=*/2, /*qps=*/1.0, /*max_objects=*/10});
+  Time t = FakeClock().Now();
+  EXPECT_TRUE(filter.Allow("a", t));
+  EXPECT_TRUE(filter.Allow("a", t));
+  EXPECT_FALSE(filter.Allow("a", t));
+  t += std::chrono::hours(1);  // refill is capped at the burst
+  EXPECT_TRUE(filter.Allow("a", t));
+  EXPECT_TRUE(filter.Allow("a", t));
+  EXPECT_FALSE(filter.Allow("a", t));
+}
+
+TEST(EventSpamFilterTest, LeastRecentlyUsedObjectIsEvictedWithItsBucket) {
+  EventSpamFilter filter({/*burst=*/1, /*qps=*/0.0, /*max_objects=*/2});
+  Time t = FakeClock().Now();
+  EXPECT_TRUE(filter.Allow("a", t));
+  EXPECT_TRUE(filter.Allow("b", t));
+  EXPECT_FALSE(filter.Allow("a", t));  // a is now the most recent
+  EXPECT_TRUE(filter.Allow("c", t));   // evicts b
+  EXPECT_EQ(filter.TrackedObjects(), 2u);
+  EXPECT_FALSE(filter.Allow("a", t));
+  EXPECT_TRUE(filter.Allow("b", t)) << "b was evicted: a fresh, full bucket (as client-go's LRU)";
+}
+
 TEST_F(EventRecorderTest, RecordNeverBlocksOnTheApiServer) {
   absl::Notification release;
   client_.on_create = [&](const RecordedCall& call) -> absl::StatusOr<nlohmann::json> {
     release.WaitForNotification();
     return call.body;
   };
-  EventRecorder recorder(client_, clock_, "ctl", "inst");
+  EventRecorderOptions opts;
+  opts.spam.burst = 100;  // 50 Events about one object: above client-go's burst of 25
+  EventRecorder recorder(client_, clock_, "ctl", "inst", opts);
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 50; ++i) {
     recorder.Record(kJob, "Normal", "Tick", "Poll", "tick " + std::to_string(i));

@@ -1,0 +1,124 @@
+// File: controller/reconcile/manager_metrics.cc
+//
+// Manager::RegisterMetrics: the operator's own metric families and the gauges computed at scrape
+// time from the manager's state (queue, workers, tracked jobs, SlurmJob phases, SlurmCluster
+// readiness, the oldest Pending SlurmJob). The standard families are declared by
+// InstallControllerMetrics (controller_metrics.h).
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "controller/agentplatform/cached_token_source.h"
+#include "controller/reconcile/manager.h"
+#include "controller/server/metric_names.h"
+#include "controller/server/metrics.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+namespace metric = server::metric;
+using server::Metrics;
+using Series = std::vector<std::pair<server::Labels, double>>;
+
+// A bounded label from the token fetcher's description (which names accounts).
+std::string CredentialType(const std::string& source) {
+  auto starts = [&](const char* p) { return source.rfind(p, 0) == 0; };
+  return starts("the metadata server") ? "metadata_server"
+         : starts("service account")   ? "service_account"
+         : starts("workload identity") ? "external_account"
+         : starts("user")              ? "authorized_user"
+                                       : "other";
+}
+
+void DeclareOwnFamilies(Metrics& m) {
+  m.Declare(metric::kSlurmApiRequestsTotal, Metrics::Type::kCounter,
+            "callSlurmRestApi calls by method, Slurm path template and code (Slurm's HTTP "
+            "status, or the canonical error code when no Slurm answer arrived).");
+  m.Declare(metric::kSlurmApiRequestDurationSeconds, Metrics::Type::kHistogram,
+            "Latency of callSlurmRestApi calls, retries included.", server::LatencyBuckets());
+  m.Declare(metric::kJobQueueWaitSeconds, Metrics::Type::kHistogram,
+            "Time Slurm jobs waited in the queue (start - submit), observed when they end.",
+            server::JobDurationBuckets());
+  m.Declare(metric::kJobRunSeconds, Metrics::Type::kHistogram,
+            "Run time of Slurm jobs (end - start) by final state.", server::JobDurationBuckets());
+  m.Declare(metric::kTokenRefreshesTotal, Metrics::Type::kCounter,
+            "Access token exchanges by credential type and result (ok, or the error code).");
+  m.Declare(metric::kTrackedJobs, Metrics::Type::kGauge,
+            "Active Slurm jobs followed through the per-cluster batched list.");
+  m.Declare(metric::kOrphansCancelledTotal, Metrics::Type::kCounter,
+            "Slurm jobs carrying the operator's tag whose SlurmJob no longer existed, cancelled by "
+            "the orphan sweep.");
+  m.Declare(metric::kSlurmJobs, Metrics::Type::kGauge,
+            "SlurmJobs known to the operator, by status.phase (\"\" before the first status).");
+  m.Declare(metric::kSlurmClusterReady, Metrics::Type::kGauge,
+            "1 if the SlurmCluster's Ready condition is True, else 0.");
+  m.Declare(metric::kOldestPendingSeconds, Metrics::Type::kGauge,
+            "Per namespace, how long the longest-waiting Pending SlurmJob has waited (since "
+            "status.submitTime, or its creation before a submit).");
+}
+
+}  // namespace
+
+void Manager::RegisterMetrics() {
+  Metrics& m = server::GlobalMetrics();
+  DeclareOwnFamilies(m);
+  agentplatform::SetTokenRefreshObserver([](const std::string& source, const absl::Status& s) {
+    server::GlobalMetrics().Add(metric::kTokenRefreshesTotal,
+                                {{"type", CredentialType(source)},
+                                 {"result", s.ok() ? "ok" : absl::StatusCodeToString(s.code())}});
+  });
+  m.SetCallback(metric::kTrackedJobs, [this] {
+    return Series{{{}, tracker_ ? static_cast<double>(tracker_->TrackedCount()) : 0.0}};
+  });
+  m.SetCallback(metric::kOrphansCancelledTotal, [this] {
+    return Series{{{}, tracker_ ? static_cast<double>(tracker_->OrphansCancelled()) : 0.0}};
+  });
+  const server::Labels queue = {{"name", queue_.name()}, {"controller", queue_.name()}};
+  m.SetCallback(metric::kWorkqueueDepth, [this, queue] {
+    return Series{{queue, static_cast<double>(queue_.Len())}};
+  });
+  m.SetCallback(metric::kWorkqueueUnfinishedWorkSeconds, [this, queue] {
+    return Series{{queue, queue_.Processing().unfinished_seconds}};
+  });
+  m.SetCallback(metric::kWorkqueueLongestRunningProcessorSeconds, [this, queue] {
+    return Series{{queue, queue_.Processing().longest_seconds}};
+  });
+  // One pool of workers serves both controllers: each may use all of them.
+  const double workers = std::max(1, options_.workers);
+  m.SetCallback(metric::kMaxConcurrentReconciles, [workers] {
+    return Series{{{{"controller", "slurmcluster"}}, workers},
+                  {{{"controller", "slurmjob"}}, workers}};
+  });
+  m.SetCallback(metric::kActiveWorkers, [this] {
+    return Series{{{{"controller", "slurmcluster"}}, static_cast<double>(active_[1].load())},
+                  {{{"controller", "slurmjob"}}, static_cast<double>(active_[0].load())}};
+  });
+  m.SetCallback(metric::kSlurmJobs, [this] {
+    Series out;
+    for (const auto& [phase, n] : index_.CountByPhase()) out.push_back({{{"phase", phase}}, n});
+    return out;
+  });
+  m.SetCallback(metric::kSlurmClusterReady, [this] {
+    Series out;
+    std::lock_guard<std::mutex> lock(generations_mu_);
+    for (const auto& [key, ready] : cluster_ready_) {
+      const size_t slash = key.find('/');
+      out.push_back({{{"namespace", key.substr(0, slash)}, {"name", key.substr(slash + 1)}},
+                     ready ? 1.0 : 0.0});
+    }
+    return out;
+  });
+  m.SetCallback(metric::kOldestPendingSeconds, [this] {
+    Series out;
+    for (const auto& [ns, age] : index_.OldestPendingByNamespace(clock_.Now())) {
+      out.push_back({{{"namespace", ns}}, age});
+    }
+    return out;
+  });
+}
+
+}  // namespace slurmop::reconcile
