@@ -9,7 +9,9 @@
 # CRD generator), OpenSSL (RS256 signing of service-account JWTs),
 # GoogleTest/GoogleMock (tests), clang with its libFuzzer runtime
 # (scripts/fuzz.sh). Python 3 with PyYAML runs the stand-in
-# servers in tests/fakes; kubectl drives the end-to-end tests.
+# servers in tests/fakes; kubectl drives the end-to-end tests. prometheus (with
+# promtool) checks and unit-tests deploy/monitoring's alerts and scrapes the
+# operator in the monitoring end-to-end test (the tests start it themselves).
 set -euo pipefail
 
 PACKAGES=(
@@ -18,7 +20,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libgoogle-glog-dev libabsl-dev
   nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgtest-dev libgmock-dev
   python3 python3-yaml clang-format openssl curl lua5.4
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev prometheus
 )
 
 missing=()

@@ -143,6 +143,8 @@ ADMIN_HELP = {
     "POST /__admin/token_lifetime": '{"seconds":N}',
     "POST /__admin/expire_all_tokens": "{}",
     "POST /__admin/tokens": '{"principal":"x@y","scopes":[...],"lifetime":N}',
+    "GET /__admin/issued_tokens": "every access token minted so far, with its principal (for "
+                                  "tests that check no log carries one)",
     "POST /__admin/access": '{"principal":"x@y","allowed":false[,"cluster":"P/R/C"]}',
     "GET /__admin/jobs": "?cluster=P/R/C&comment=...&name=... job tables and submit counts",
     "GET /__admin/calls": "counters; POST /__admin/calls resets them",
@@ -431,6 +433,10 @@ class TokenStore:
         with self.lock:
             self.tokens.clear()
             self.mds_cache.clear()
+
+    def issued(self):
+        with self.lock:
+            return [{"token": t, "principal": e["principal"]} for t, e in self.tokens.items()]
 
     def _prune(self):
         if len(self.tokens) > 10000:
@@ -1391,6 +1397,8 @@ class Handler(BaseHTTPRequestHandler):
                     st.tokens.lifetime = seconds
                     st.tokens.mds_cache.clear()  # the next metadata token gets the new lifetime
             return {"seconds": st.tokens.lifetime}
+        if name == "issued_tokens" and method == "GET":
+            return {"tokens": st.tokens.issued()}
         if name == "expire_all_tokens" and method == "POST":
             return {"expired": st.tokens.expire_all()}
         if name == "tokens":
