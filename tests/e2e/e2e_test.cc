@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <thread>
 
@@ -320,6 +321,59 @@ TEST_F(E2E, ApplyRunsToCompletedWithJobIdInTheTable) {
   CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "hello"});
   EXPECT_THAT(describe.out, HasSubstr("Submitted"));
   EXPECT_THAT(describe.out, HasSubstr("Completed"));
+}
+
+// `kubectl slurmjob` (tools/kubectl-slurmjob, copied to build/bin by the build) found by the real
+// kubectl on PATH: submit an sbatch script, wait, status, rerun (a new run), a dependency on
+// another SlurmJob, and a clear refusal of an option it cannot map.
+TEST_F(E2E, KubectlSlurmjobPluginSubmitsWaitsAndReruns) {
+  const std::string path = std::string(SLURMOP_PLUGIN_DIR) + ":" + std::getenv("PATH");
+  auto plugin = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"kubectl", "slurmjob"});
+    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}, {"PATH", path}}, seconds(90));
+  };
+  auto script = [&](const std::string& file, const std::string& body) {
+    std::ofstream(*dir_ + "/" + file) << body;
+    return *dir_ + "/" + file;
+  };
+  const std::string first = script("first.sh",
+                                   "#!/bin/bash\n#SBATCH -J plug-first -p debug -N 1 -n 1 -c 1\n"
+                                   "#SBATCH --mem=100M -t 0:05:00 -o first-%j.out\necho one\n");
+  CommandResult submitted = plugin({"submit", first, "--cluster", "local", "-n", kNs});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+  EXPECT_THAT(submitted.out, HasSubstr("slurmjob/plug-first submitted"));
+  EXPECT_EQ(Get("plug-first", "{.spec.memoryPerNodeMB}"), "100");
+  EXPECT_EQ(Get("plug-first", "{.spec.timeLimitMinutes}"), "5");
+
+  const std::string second =
+      script("second.sh", "#!/bin/bash\n#SBATCH --dependency=afterok:plug-first\necho two\n");
+  CommandResult dependent =
+      plugin({"submit", second, "--cluster", "local", "--name", "plug-second", "-n", kNs});
+  ASSERT_EQ(dependent.exit_code, 0) << dependent.err;
+  EXPECT_EQ(Get("plug-second", "{.spec.dependsOn[0].name}"), "plug-first");
+
+  CommandResult waited = plugin({"wait", "plug-first", "-n", kNs, "--timeout", "60s"});
+  ASSERT_EQ(waited.exit_code, 0) << waited.out << waited.err;
+  EXPECT_THAT(waited.out, HasSubstr("Succeeded"));
+  CommandResult status = plugin({"status", "plug-first", "-n", kNs});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("Job ID:    " + Get("plug-first", "{.status.jobId}")));
+  EXPECT_THAT(status.out, HasSubstr("Output:    first-%j.out"));
+  EXPECT_EQ(plugin({"wait", "plug-second", "-n", kNs, "--timeout", "60s"}).exit_code, 0);
+
+  const std::string job_id = Get("plug-first", "{.status.jobId}");
+  CommandResult rerun = plugin({"rerun", "plug-first", "-n", kNs});
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_TRUE(WaitUntil([&] { return Get("plug-first", "{.status.run}") == "2"; }, seconds(30)));
+  ASSERT_EQ(plugin({"wait", "plug-first", "-n", kNs, "--timeout", "60s"}).exit_code, 0);
+  EXPECT_NE(Get("plug-first", "{.status.jobId}"), job_id) << "a new Slurm job for the new run";
+  EXPECT_THAT(plugin({"status", "plug-first", "-n", kNs}).out, HasSubstr("Runs:"));
+
+  const std::string bad = script("bad.sh", "#!/bin/bash\n#SBATCH --exclusive\necho x\n");
+  CommandResult refused = plugin({"submit", bad, "-n", kNs});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("#SBATCH --exclusive: no SlurmJob field"));
+  EXPECT_EQ(Kubectl({"get", "-n", kNs, "sj", "bad"}).exit_code, 1) << "nothing was created";
 }
 
 TEST_F(E2E, NonZeroExitIsFailedWithItsExitCode) {
