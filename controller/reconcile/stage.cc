@@ -14,6 +14,19 @@ namespace slurmop::reconcile {
 namespace guards {
 
 bool BeingDeleted(const JobFacts& job) { return job.deleting; }
+
+bool SubmittedJobKnown(const Known& k) {
+  return k.memo.submitted_job_id || SubmitReturnedId(k.out) || TagSearchFoundJob(k.out);
+}
+
+bool ScriptNotLoaded(const Known& k) {
+  return k.job.spec.has_script_from() && k.script.kind == ScriptFacts::Kind::kNotLoaded;
+}
+
+bool DependenciesUnmet(const Known& k, const DependencyPlan& plan) {
+  return k.job.spec.depends_on_size() > 0 &&
+         (!plan.impossible.empty() || !plan.waiting_for.empty());
+}
 bool FinalizerGone(const JobFacts& job) { return !job.has_finalizer; }
 bool HasSlurmJob(const JobFacts& job) { return job.status.job_id() != 0; }
 
@@ -154,19 +167,17 @@ Blocker ScriptMissing(const Known& k) {
 SubmitPlan PlanSubmit(const Known& k) {
   SubmitPlan plan;
   if ((plan.blocker = ClusterBlocker(k))) return plan;
+  if (guards::ScriptNotLoaded(k)) {
+    plan.needs_script = true;
+    return plan;
+  }
   std::string script_text = k.job.spec.script();
   if (k.job.spec.has_script_from()) {
-    switch (k.script.kind) {
-      case ScriptFacts::Kind::kNotLoaded:
-        plan.needs_script = true;
-        return plan;
-      case ScriptFacts::Kind::kMissing:
-        plan.blocker = ScriptMissing(k);
-        return plan;
-      case ScriptFacts::Kind::kLoaded:
-        script_text = k.script.text;
-        break;
+    if (k.script.kind == ScriptFacts::Kind::kMissing) {
+      plan.blocker = ScriptMissing(k);
+      return plan;
     }
+    script_text = k.script.text;  // kLoaded
   }
   absl::StatusOr<slurm::JobDescriptor> descriptor = BuildJobDescriptor(
       k.job.id, k.job.spec, k.cluster.spec, script_text, CurrentRun(k.job.status));
@@ -211,15 +222,6 @@ Stage DeletionStage(const Known& k) {
   return Stage::kCancelling;
 }
 
-bool SubmittedJobKnown(const Known& k) {
-  return k.memo.submitted_job_id || SubmitReturnedId(k.out) || TagSearchFoundJob(k.out);
-}
-
-bool DependenciesUnmet(const Known& k, const SubmitPlan& plan) {
-  return k.job.spec.depends_on_size() > 0 &&
-         (!plan.dependencies.impossible.empty() || !plan.dependencies.waiting_for.empty());
-}
-
 // The submission stages after kLoadingScript, given a plan without blocker.
 Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
   if (!k.job.has_finalizer) return Stage::kUnprotected;
@@ -232,7 +234,7 @@ Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
   if (TagSearchFailed(k.out)) return Stage::kSearchFailed;
   if (SubmitTried(k.out)) return Stage::kSubmitFailed;
   if (k.job.spec.suspend()) return Stage::kSuspended;
-  if (DependenciesUnmet(k, plan)) return Stage::kWaitingForDeps;
+  if (DependenciesUnmet(k, plan.dependencies)) return Stage::kWaitingForDeps;
   return Stage::kReadyToSubmit;
 }
 

@@ -55,9 +55,9 @@
 //                                                                               kReadyToSubmit
 // kSearchFailed       TagSearchFailed              WriteStatus(SubmitOutcome-   kSearching
 //                                                  Unknown), backoff
-// kSubmitFailed       SubmitTried (and failed)     WriteStatus: unknown outcome kSearching,
-//                                                  or transient: backoff;       kReadyToSubmit
-//                                                  refused: Stalled             or kRefused
+// kSubmitFailed       SubmitTried (and failed; an  WriteStatus: unknown outcome kSearching,
+//                     unknown outcome meets        or transient: backoff;       kReadyToSubmit
+//                     kSearching first)            refused: Stalled             or kRefused
 // kSuspended          spec.suspend                 WriteStatus(Suspended), stop kReadyToSubmit
 // kWaitingForDeps     DependenciesUnmet            WriteStatus(Pending, or      kReadyToSubmit
 //                                                  Stalled if never met), stop
@@ -187,6 +187,13 @@ inline Stage StageOf(const Known& k) { return Assess(k).stage; }
 // The guards of the table, one fact each.
 namespace guards {
 bool BeingDeleted(const JobFacts& job);
+// A submit returned an id, the memo has one, or a tag search found one.
+bool SubmittedJobKnown(const Known& k);
+// spec.scriptFrom names a ConfigMap that was not read yet.
+bool ScriptNotLoaded(const Known& k);
+// spec.dependsOn names a SlurmJob without a Slurm job yet, or one that can
+// never satisfy its condition.
+bool DependenciesUnmet(const Known& k, const DependencyPlan& plan);
 bool FinalizerGone(const JobFacts& job);
 bool HasSlurmJob(const JobFacts& job);
 // The Slurm job of the current run, from the status, the memo, or a tag
