@@ -829,6 +829,8 @@ void RunLoopback(const Options& o, const InProcess& inproc) {
   ap::ClientOptions co;
   co.transport = &timing;
   co.requests_per_second_per_cluster = 0;
+  // The stand-in is on loopback: allowed only when listed, as in the operator.
+  co.endpoint_policy = *ap::EndpointPolicy::Create({absl::StrCat("127.0.0.1:", port)});
   std::unique_ptr<ap::SlurmApi> client = ap::NewSlurmApiClient(co);
   ap::ClusterName cluster;
   cluster.endpoint = absl::StrCat("http://127.0.0.1:", port);
@@ -881,6 +883,7 @@ void RunLoopback(const Options& o, const InProcess& inproc) {
   ap::ClientOptions cco;
   cco.transport = &canned;
   cco.requests_per_second_per_cluster = 0;
+  cco.endpoint_policy = co.endpoint_policy;
   std::unique_ptr<ap::SlurmApi> replay = ap::NewSlurmApiClient(cco);
   FixedToken fixed;
   const int nr = std::max(1, o.n / 10);

@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/agentplatform/client.h"
 #include "controller/agentplatform/credentials.h"
+#include "controller/agentplatform/endpoint_policy.h"
 #include "controller/common/clock.h"
 #include "controller/http/cpprest_transport.h"
 #include "controller/kube/client.h"
@@ -80,6 +81,14 @@ ABSL_FLAG(double, leader_elect_lease_duration_seconds, 15.0,
 ABSL_FLAG(double, leader_elect_renew_deadline_seconds, 10.0,
           "How long the leader retries renewing before it gives up leading.");
 ABSL_FLAG(double, leader_elect_retry_period_seconds, 2.0, "Interval between Lease attempts.");
+ABSL_FLAG(std::string, allowed_endpoint_hosts, "",
+          "Comma-separated host[:port] list of endpoints other than Google's API hosts that "
+          "SlurmCluster.spec.endpoint and the token URLs of credentialsSecretRef Secrets may "
+          "name (http or https; \"host\" allows every port). Nothing else is ever sent a "
+          "request; loopback is not special.");
+ABSL_FLAG(std::string, allowed_endpoint_hosts_file, "",
+          "A file listing more allowed endpoint hosts (one or more per line, '#' comments); "
+          "read once at start.");
 ABSL_FLAG(int, verbosity, 0, "Verbose logging level (glog VLOG).");
 ABSL_FLAG(std::string, log_format, "text",
           "Log format on stderr: text (glog lines) or json (one JSON object per line with time, "
@@ -186,14 +195,25 @@ absl::StatusOr<AgentPlatform> NewAgentPlatform(const slurmop::Clock& clock) {
         transport.status().code(),
         absl::StrCat("cannot create the HTTP transport: ", transport.status().message()));
   }
+  absl::StatusOr<slurmop::agentplatform::EndpointPolicy> endpoints =
+      slurmop::agentplatform::EndpointPolicyFromFlags(
+          absl::GetFlag(FLAGS_allowed_endpoint_hosts),
+          absl::GetFlag(FLAGS_allowed_endpoint_hosts_file));
+  if (!endpoints.ok()) {
+    return absl::Status(endpoints.status().code(),
+                        absl::StrCat("bad allowed endpoint hosts: ", endpoints.status().message()));
+  }
+  LOG(INFO) << "endpoints allowed: " << endpoints->Describe();
   AgentPlatform ap;
   ap.transport = std::move(*transport);
   slurmop::agentplatform::ClientOptions api_options;
   api_options.transport = ap.transport.get();
+  api_options.endpoint_policy = *endpoints;
   api_options.clock = &clock;
   api_options.requests_per_second_per_cluster = absl::GetFlag(FLAGS_agent_platform_qps);
   ap.slurm_api = slurmop::agentplatform::NewSlurmApiClient(api_options);
   ap.credentials.transport = ap.transport.get();
+  ap.credentials.endpoint_policy = *endpoints;  // for Secrets' credentials
   ap.credentials.clock = &clock;
   return ap;
 }

@@ -47,7 +47,7 @@ kubectl apply -k crds/ >/dev/null
 echo "== starting the operator (credentials from the stand-in metadata server)"
 GCE_METADATA_HOST=127.0.0.1:18443 GOOGLE_APPLICATION_CREDENTIALS= HOME="$WORK" \
   "$BIN" --kubeconfig="$KUBECONFIG" --health-port=0 --health-port-file="$WORK/health.port" \
-  >"$WORK/operator.log" 2>&1 &
+  --allowed-endpoint-hosts=127.0.0.1:18443 >"$WORK/operator.log" 2>&1 &
 PIDS+=($!)
 wait_file "$WORK/health.port"
 

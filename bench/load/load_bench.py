@@ -648,6 +648,8 @@ def start_operator(args, env, work, tag):
         os.remove(hp)
     argv = [args.operator, "--kubeconfig=" + work + "/kubeconfig", "--health-port=0",
             "--health-port-file=" + hp, "--agent-platform-qps=0",
+            # The stand-in is on loopback, which is allowed only when listed.
+            "--allowed-endpoint-hosts=127.0.0.1:%d" % env.ap_port,
             "--workers=%d" % args.workers] + args.operator_arg
     penv = {"GCE_METADATA_HOST": "127.0.0.1:%d" % env.ap_port,
             "GOOGLE_APPLICATION_CREDENTIALS": "", "HOME": work}

@@ -42,10 +42,13 @@ absl::Status NotSent(const absl::Status& status) {
   return out;
 }
 
-bool ValidNamePart(std::string_view s) {
+// Letters, digits, '-', '_', '.', and ':' when `colon_ok` (domain-scoped
+// project ids such as "example.com:proj", which the CRD allows).
+bool ValidNamePart(std::string_view s, bool colon_ok) {
   if (s.empty()) return false;
   for (char c : s) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.' &&
+        !(colon_ok && c == ':')) {
       return false;
     }
   }
@@ -56,10 +59,12 @@ absl::Status ValidateCluster(const ClusterName& cluster) {
   for (const auto& [name, value] :
        {std::pair{"project_id", &cluster.project_id}, std::pair{"region", &cluster.region},
         std::pair{"cluster_id", &cluster.cluster_id}}) {
-    if (!ValidNamePart(*value)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Agent Platform: the cluster's ", name, " \"", *value,
-          "\" is empty or holds characters other than letters, digits, '-', '_' and '.'"));
+    const bool colon_ok = value == &cluster.project_id;
+    if (!ValidNamePart(*value, colon_ok)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Agent Platform: the cluster's ", name, " \"", *value,
+                       "\" is empty or holds characters other than letters, digits, '-', '_', '.'",
+                       colon_ok ? " and ':'" : ""));
     }
   }
   return absl::OkStatus();
@@ -72,6 +77,9 @@ class SlurmApiClient final : public SlurmApi {
   explicit SlurmApiClient(const ClientOptions& options)
       : opts_(options),
         clock_(options.clock != nullptr ? options.clock : &RealClock::Get()),
+        guarded_(options.transport != nullptr ? std::make_unique<PolicyTransport>(
+                                                    *options.transport, options.endpoint_policy)
+                                              : nullptr),
         limiter_(clock_, options.requests_per_second_per_cluster, options.rate_limit_burst) {
     if (!opts_.sleep) {
       opts_.sleep = [](std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); };
@@ -134,6 +142,9 @@ class SlurmApiClient final : public SlurmApi {
     }
 
     const std::string url = cluster.CallUrl();
+    if (absl::Status allowed = opts_.endpoint_policy.Check(url); !allowed.ok()) {
+      return WithMessage(allowed, absl::StrCat("Agent Platform: ", allowed.message()));
+    }
     // Compact JSON: Google's frontends indent answers unless told not to.
     const std::string request_url = absl::StrCat(url, "?prettyPrint=false");
     const std::string limiter_key = cluster.ResourceName();
@@ -180,9 +191,10 @@ class SlurmApiClient final : public SlurmApi {
       }
       request.body = *request_body;
       request.timeout = opts_.timeout;
+      request.max_body_bytes = opts_.max_response_bytes;
 
       *sent = true;
-      absl::StatusOr<http::Response> response = opts_.transport->Send(request);
+      absl::StatusOr<http::Response> response = guarded_->Send(request);
       if (!response.ok()) {
         const absl::Status& t = response.status();
         const bool delivered = http::MayHaveBeenDelivered(t);
@@ -249,6 +261,7 @@ class SlurmApiClient final : public SlurmApi {
 
   ClientOptions opts_;
   const Clock* const clock_;
+  const std::unique_ptr<PolicyTransport> guarded_;  // opts_.transport behind the policy
   RateLimiter limiter_;
 };
 
@@ -278,7 +291,12 @@ std::string ClusterName::CallUrl() const {
   const std::string root = base.empty()
                                ? absl::StrCat("https://", region, "-aiplatform.googleapis.com")
                                : std::string(base);
-  return absl::StrCat(root, "/v1beta1/", ResourceName(), ":callSlurmRestApi");
+  // Each name percent-encoded as a path segment: the ':' of a domain-scoped
+  // project id becomes %3A, so the only ':' left in the path is the one that
+  // starts the custom method.
+  return absl::StrCat(root, "/v1beta1/projects/", UrlEncode(project_id), "/locations/",
+                      UrlEncode(region), "/modelDevelopmentClusters/", UrlEncode(cluster_id),
+                      ":callSlurmRestApi");
 }
 
 std::unique_ptr<SlurmApi> NewSlurmApiClient(const ClientOptions& options) {

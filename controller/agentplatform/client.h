@@ -20,6 +20,9 @@
 //      http::MayHaveBeenDelivered() telling whether the request may have
 //      arrived.
 //    - a request over max_request_bytes: kInvalidArgument (nothing sent).
+//    - an endpoint options.endpoint_policy refuses: kPermissionDenied with
+//      the condition reason EndpointNotAllowed (nothing sent, no token).
+//    - an answer over max_response_bytes: kUnavailable from the transport.
 //    - bad arguments (empty cluster fields, a path not starting with "/",
 //      POST without a body, integers beyond 2^53 in the body):
 //      kInvalidArgument (nothing sent).
@@ -61,6 +64,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "controller/agentplatform/credentials.h"
+#include "controller/agentplatform/endpoint_policy.h"
 #include "controller/common/clock.h"
 #include "controller/http/http_transport.h"
 #include "nlohmann/json.hpp"
@@ -79,7 +83,8 @@ struct ClusterName {
   std::string project_id, region, cluster_id;
   // projects/P/locations/R/modelDevelopmentClusters/C
   std::string ResourceName() const;
-  // <endpoint>/v1beta1/<ResourceName()>:callSlurmRestApi
+  // <endpoint>/v1beta1/<ResourceName()>:callSlurmRestApi, each name
+  // percent-encoded ("example.com:proj" -> example.com%3Aproj).
   std::string CallUrl() const;
 };
 
@@ -91,9 +96,18 @@ struct SlurmResponse {
 
 struct ClientOptions {
   http::Transport* transport = nullptr;
+  // Where calls may go (endpoint_policy.h). Default: Google's hosts only. A
+  // cluster whose CallUrl() it refuses gets the refusal (kPermissionDenied,
+  // condition reason EndpointNotAllowed) before a token is even taken, and
+  // the transport is wrapped in a PolicyTransport, so no request the policy
+  // refuses reaches it.
+  EndpointPolicy endpoint_policy;
   const Clock* clock = nullptr;  // nullptr: RealClock
   std::chrono::milliseconds timeout{30000};
-  size_t max_request_bytes = 1000 * 1000;      // the documented 1 MB limit, checked before sending
+  size_t max_request_bytes = 1000 * 1000;  // the documented 1 MB limit, checked before sending
+  // The largest answer read (enforced by the transport): 64 MiB. A list of
+  // 10,000 jobs is about 25 MB compact (bench/agentplatform_client_bench).
+  size_t max_response_bytes = size_t{64} << 20;
   double requests_per_second_per_cluster = 5;  // client-side token bucket per cluster (<= 0: off)
   double rate_limit_burst = 10;
   int max_attempts = 5;  // for retryable calls

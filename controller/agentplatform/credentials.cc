@@ -21,6 +21,7 @@
 #include "controller/agentplatform/impersonated.h"
 #include "controller/agentplatform/metadata_server.h"
 #include "controller/agentplatform/service_account.h"
+#include "controller/common/bounded_json.h"
 #include "nlohmann/json.hpp"
 
 namespace slurmop::agentplatform {
@@ -69,6 +70,39 @@ std::shared_ptr<TokenSource> WithQuotaProjectFromEnvironment(std::shared_ptr<Tok
   return std::make_shared<QuotaProjectOverride>(std::move(source), project);
 }
 
+bool Tenant(const CredentialsOptions& opts) { return opts.trust == CredentialsTrust::kTenant; }
+
+// kTenant: `url` (the file's field `field` of credentials `type`) must be
+// one the endpoint policy allows.
+absl::Status CheckTenantUrl(const CredentialsOptions& opts, const std::string& type,
+                            const std::string& field, const std::string& url) {
+  if (!Tenant(opts)) return absl::OkStatus();
+  absl::Status allowed = opts.endpoint_policy.Check(url);
+  if (allowed.ok()) return allowed;
+  return absl::InvalidArgumentError(
+      absl::StrCat(type, " credentials: ", field, " is refused: ", allowed.message()));
+}
+
+// kTenant: external_account is refused whatever its source; the message
+// names the source's field (never its value).
+absl::Status RefuseTenantExternalAccount(const nlohmann::json& file) {
+  std::string field = "credential_source";
+  auto source = file.find("credential_source");
+  if (source != file.end() && source->is_object()) {
+    for (const char* kind : {"file", "url", "executable", "environment_id", "certificate"}) {
+      if (source->contains(kind)) {
+        field = absl::StrCat("credential_source.", kind);
+        break;
+      }
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "external_account credentials (", field,
+      ") are not accepted from a Secret: they make the operator read a file or URL that the "
+      "credentials name and send it to a token_url they name. Use a service_account key, "
+      "authorized_user or impersonated_service_account credentials"));
+}
+
 // `opts` is resolved.
 absl::StatusOr<std::shared_ptr<TokenSource>> FromParsedJson(const nlohmann::json& file,
                                                             const CredentialsOptions& opts,
@@ -83,11 +117,17 @@ absl::StatusOr<std::shared_ptr<TokenSource>> FromParsedJson(const nlohmann::json
   if (type == "service_account") {
     absl::StatusOr<ServiceAccountKey> key = ParseServiceAccountKey(file);
     if (!key.ok()) return key.status();
+    if (absl::Status s = CheckTenantUrl(opts, type, "token_uri", key->token_uri); !s.ok()) {
+      return s;
+    }
     return Cache(NewServiceAccountFetcher(*std::move(key), opts), opts);
   }
   if (type == "authorized_user") {
     absl::StatusOr<AuthorizedUser> user = ParseAuthorizedUser(file);
     if (!user.ok()) return user.status();
+    if (absl::Status s = CheckTenantUrl(opts, type, "token_uri", user->token_uri); !s.ok()) {
+      return s;
+    }
     return Cache(NewAuthorizedUserFetcher(*std::move(user), opts), opts);
   }
   if (type == "impersonated_service_account") {
@@ -99,6 +139,10 @@ absl::StatusOr<std::shared_ptr<TokenSource>> FromParsedJson(const nlohmann::json
     nlohmann::json source_json;
     absl::StatusOr<Impersonation> imp = ParseImpersonatedServiceAccount(file, &source_json);
     if (!imp.ok()) return imp.status();
+    if (absl::Status s = CheckTenantUrl(opts, type, "service_account_impersonation_url", imp->url);
+        !s.ok()) {
+      return s;
+    }
     CredentialsOptions source_opts = opts;
     source_opts.scopes = {kCloudPlatformScope};
     absl::StatusOr<std::shared_ptr<TokenSource>> source =
@@ -111,6 +155,7 @@ absl::StatusOr<std::shared_ptr<TokenSource>> FromParsedJson(const nlohmann::json
     return Cache(NewImpersonationFetcher(*std::move(source), *std::move(imp), opts), opts);
   }
   if (type == "external_account") {
+    if (Tenant(opts)) return RefuseTenantExternalAccount(file);
     absl::StatusOr<ExternalAccount> account = ParseExternalAccount(file);
     if (!account.ok()) return account.status();
     if (account->service_account_impersonation_url.empty()) {
@@ -164,9 +209,19 @@ absl::StatusOr<std::shared_ptr<TokenSource>> CredentialsFromJson(std::string_vie
                                                                  const CredentialsOptions& opts) {
   absl::StatusOr<CredentialsOptions> resolved = Resolve(opts);
   if (!resolved.ok()) return resolved.status();
+  if (Tenant(*resolved)) {
+    // Every request of these credentials passes the policy, whatever code
+    // path builds it.
+    resolved->owned_transport =
+        std::make_shared<PolicyTransport>(*resolved->transport, resolved->endpoint_policy);
+    resolved->transport = resolved->owned_transport.get();
+  }
   // Never quote the content or the parser's error: it may hold a private key.
-  const nlohmann::json file = nlohmann::json::parse(json, nullptr, false);
-  if (file.is_discarded()) return absl::InvalidArgumentError("credentials are not valid JSON");
+  const nlohmann::json file = ParseBoundedJson(json, kMaxRemoteJsonDepth);
+  if (file.is_discarded()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "credentials are not valid JSON (or nest deeper than ", kMaxRemoteJsonDepth, " levels)"));
+  }
   absl::StatusOr<std::shared_ptr<TokenSource>> source = FromParsedJson(file, *resolved, 0);
   if (!source.ok()) return source.status();
   return WithQuotaProjectFromEnvironment(*std::move(source));

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "controller/agentplatform/endpoint_policy.h"
 #include "controller/common/clock.h"
 #include "controller/http/http_transport.h"
 
@@ -55,9 +56,22 @@ class TokenSource {
   virtual std::string QuotaProject() const { return ""; }
 };
 
+// Who wrote a credentials file (see CredentialsFromJson).
+enum class CredentialsTrust {
+  kInstaller,  // the operator's own ADC: every supported type and URL
+  kTenant,     // a namespace's Secret: restricted, see CredentialsFromJson
+};
+
 struct CredentialsOptions {
   http::Transport* transport = nullptr;  // for token endpoints and the metadata server
-  const Clock* clock = nullptr;          // nullptr: RealClock
+  CredentialsTrust trust = CredentialsTrust::kInstaller;
+  // kTenant: the hosts that token and impersonation URLs may name (default:
+  // Google's only); every request of such credentials goes through a
+  // PolicyTransport with it.
+  EndpointPolicy endpoint_policy;
+  // Keeps a transport that `transport` points to alive (set internally).
+  std::shared_ptr<http::Transport> owned_transport;
+  const Clock* clock = nullptr;  // nullptr: RealClock
   // Default: $GCE_METADATA_HOST, else $GCE_METADATA_ROOT, else
   // "metadata.google.internal". host[:port], no scheme.
   std::string metadata_host;
@@ -73,6 +87,18 @@ struct CredentialsOptions {
 absl::StatusOr<std::shared_ptr<TokenSource>> DefaultCredentials(const CredentialsOptions& opts);
 
 // From the contents of a credentials JSON file (e.g. a Secret's key).
+// With opts.trust == kTenant the file is untrusted input:
+//  * accepted: service_account, authorized_user, and
+//    impersonated_service_account whose source_credentials are one of those;
+//    their token_uri and service_account_impersonation_url must be allowed by
+//    opts.endpoint_policy (Google's hosts, or hosts the installer listed);
+//  * refused (kInvalidArgument naming the field, before anything is read or
+//    sent): external_account of any credential_source (file, url,
+//    executable, ...), which would make the operator read a file or URL the
+//    file names and post it to a token_url it names; a URL the policy
+//    refuses.
+// Nothing of the file's content is quoted in errors, except the refused
+// URL's host (and its field's name).
 absl::StatusOr<std::shared_ptr<TokenSource>> CredentialsFromJson(std::string_view json,
                                                                  const CredentialsOptions& opts);
 

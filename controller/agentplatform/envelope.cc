@@ -48,7 +48,9 @@ Json FromDouble(double d) {
 //    within one object is refused (Struct's map), nesting is limited to
 //    kMaxDepth (protobuf's parser refuses deeper texts too).
 //  * kPlain: any JSON text (a `body` string), read as nlohmann's own parser
-//    does (exact numbers, a repeated key keeps the later value, no limit).
+//    does (exact numbers, a repeated key keeps the later value), nesting
+//    limited to kMaxDepth as well: nothing deeper is built, so no recursion
+//    over the answer (dump(), copies) can exhaust the stack.
 // In both, the objects of the body's top-level `jobs` array keep only the
 // keys of `job_fields` (when not empty): a dropped key's value is skipped by
 // the parser without being built. (nlohmann's parse() callback can drop keys
@@ -65,6 +67,8 @@ class BodyReader {
 
   // Why the text was refused, once a handler returned false.
   const std::string& error() const { return error_; }
+  // The text was refused for nesting deeper than kMaxDepth.
+  bool too_deep() const { return too_deep_; }
 
   // kPlain: the text's value.
   Json root;
@@ -130,7 +134,8 @@ class BodyReader {
     return false;
   }
   bool Deeper() {
-    if (++depth_ > kMaxDepth && mode_ == Mode::kEnvelope) {
+    if (++depth_ > kMaxDepth) {
+      too_deep_ = true;
       return Fail(absl::StrCat("nested deeper than ", kMaxDepth, " levels"));
     }
     return true;
@@ -155,7 +160,8 @@ class BodyReader {
   const std::vector<std::string>& job_fields_;
   const bool proto_;  // numbers through double, repeated keys refused
   std::string error_;
-  int depth_ = 0;           // open containers, skipped ones included
+  int depth_ = 0;  // open containers, skipped ones included
+  bool too_deep_ = false;
   int skip_ = 0;            // > 0: inside a skipped container, this deep
   bool drop_next_ = false;  // the next value is skipped
   Field field_ = Field::kStatus;
@@ -429,6 +435,8 @@ absl::StatusOr<SlurmResponse> DecodeResponse(std::string_view json, const CallOp
       BodyReader plain(BodyReader::Mode::kPlain, options.job_fields);
       if (Json::sax_parse(text.data(), text.data() + text.size(), &plain)) {
         out.body = std::move(plain.root);
+      } else if (plain.too_deep()) {
+        return NotAnEnvelope(absl::StrCat("its body is ", plain.error()));
       } else {
         out.body = std::move(envelope.body);  // not JSON: kept as a string
       }

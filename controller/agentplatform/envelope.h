@@ -27,7 +27,9 @@
 //  * Integral numbers within +-2^53 of structuredBody and of a `body` object
 //    come back as JSON integers (job ids stay integers), and every other
 //    number as a double, as they would through google.protobuf.Value. A
-//    `body` string is parsed as it is (exact integers of any size).
+//    `body` string is parsed as it is (exact integers of any size), nesting
+//    up to 100 levels; a deeper one is kInternal too (never built, so no
+//    recursion over it can exhaust the stack).
 //  * options.job_fields (client.h), when not empty: each object of the Slurm
 //    body's top-level `jobs` array keeps only those keys (and whatever is
 //    under them); the others are dropped while parsing, so the full answer

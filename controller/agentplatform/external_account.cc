@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "controller/agentplatform/token_endpoint.h"
+#include "controller/common/bounded_json.h"
 
 namespace slurmop::agentplatform {
 namespace {
@@ -71,7 +72,9 @@ class StsFetcher final : public TokenFetcher {
     std::string raw;
     std::string where;
     if (!account_.file.empty()) {
-      where = "the subject token file " + account_.file;
+      // Neither the path nor the URL is quoted: the URL may carry a secret
+      // in its query, and messages reach SlurmCluster status and Events.
+      where = "the subject token file (credential_source.file)";
       std::ifstream in(account_.file, std::ios::binary);
       std::ostringstream content;
       if (in) content << in.rdbuf();
@@ -82,7 +85,7 @@ class StsFetcher final : public TokenFetcher {
       }
       raw = content.str();
     } else {
-      where = "the subject token URL " + account_.url;
+      where = "the subject token URL (credential_source.url)";
       http::Request request;
       request.method = "GET";
       request.url = account_.url;
@@ -103,7 +106,7 @@ class StsFetcher final : public TokenFetcher {
     }
     std::string token;
     if (account_.format_type == "json") {
-      const nlohmann::json j = nlohmann::json::parse(raw, nullptr, false);
+      const nlohmann::json j = ParseBoundedJson(raw, kMaxRemoteJsonDepth);
       if (j.is_object()) token = StringField(j, account_.subject_token_field_name.c_str());
       if (token.empty()) {
         return absl::UnauthenticatedError(absl::StrCat(where, " holds no JSON field \"",

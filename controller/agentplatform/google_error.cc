@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "controller/common/bounded_json.h"
 #include "nlohmann/json.hpp"
 
 namespace slurmop::agentplatform {
@@ -26,7 +27,6 @@ namespace {
 constexpr char kRetryDelayPayload[] = "slurmop.agentplatform/retry-delay-ms";
 constexpr char kReasonPayload[] = "slurmop.agentplatform/error-reason";
 constexpr char kHttpStatusPayload[] = "slurmop.agentplatform/http-status";
-constexpr size_t kMaxExcerpt = 200;
 // Longer server-suggested delays are taken as this (a day), so that no
 // conversion or deadline computed from a hint can overflow.
 constexpr int64_t kMaxDelaySeconds = 86400;
@@ -34,15 +34,6 @@ constexpr int64_t kMaxDelaySeconds = 86400;
 std::chrono::milliseconds DelayFromSeconds(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(
       std::ceil(std::min(seconds, static_cast<double>(kMaxDelaySeconds)) * 1000)));
-}
-
-std::string Excerpt(std::string_view body) {
-  std::string out;
-  for (char c : body.substr(0, kMaxExcerpt)) {
-    out.push_back(std::isprint(static_cast<unsigned char>(c)) ? c : ' ');
-  }
-  if (body.size() > kMaxExcerpt) out += "...";
-  return std::string(absl::StripAsciiWhitespace(out));
 }
 
 std::optional<std::string> PayloadString(const absl::Status& status, absl::string_view url) {
@@ -72,6 +63,21 @@ std::optional<std::chrono::milliseconds> RetryInfoDelay(const nlohmann::json& de
 }
 
 }  // namespace
+
+std::string DescribeUnquotedBody(const http::Response& response) {
+  std::string type;
+  if (auto it = response.headers.find("content-type"); it != response.headers.end()) {
+    for (char c : it->second) {
+      const unsigned char u = static_cast<unsigned char>(c);
+      if (c == ';' || type.size() >= 64) break;
+      if (absl::ascii_isalnum(u) || c == '/' || c == '+' || c == '.' || c == '-') {
+        type.push_back(static_cast<char>(absl::ascii_tolower(u)));
+      }
+    }
+  }
+  return absl::StrCat("a ", response.body.size(), "-byte ", type.empty() ? "" : type + " ",
+                      "body that is not a JSON error (not quoted)");
+}
 
 std::optional<absl::StatusCode> CodeFromName(std::string_view name) {
   static const std::pair<std::string_view, absl::StatusCode> kCodes[] = {
@@ -206,7 +212,7 @@ int ErrorHttpStatus(const absl::Status& status) {
 }
 
 absl::Status GoogleErrorToStatus(const http::Response& response, Time now) {
-  nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
+  nlohmann::json body = ParseBoundedJson(response.body, kMaxRemoteJsonDepth);
   const bool is_json = !body.is_discarded();
   // Some front ends wrap the error in a one-element array.
   if (body.is_array() && body.size() == 1) body = body[0];
@@ -255,8 +261,9 @@ absl::Status GoogleErrorToStatus(const http::Response& response, Time now) {
   }
   if (message.empty()) {
     message = absl::StrCat("HTTP ", response.status);
-    const std::string excerpt = is_json ? "" : Excerpt(response.body);
-    if (!excerpt.empty()) absl::StrAppend(&message, ": ", excerpt);
+    if (!is_json && !response.body.empty()) {
+      absl::StrAppend(&message, " with ", DescribeUnquotedBody(response));
+    }
   }
   std::string text = absl::StrCat("Agent Platform: ", message);
   if (delay.has_value()) absl::StrAppend(&text, " (retry after ", FormatDelay(*delay), ")");

@@ -12,9 +12,14 @@
 //  * The code comes from error.status when it names a canonical code, else
 //    from the HTTP status (google/rpc/code.proto mapping; 408 and 502 ->
 //    UNAVAILABLE; other 4xx -> FAILED_PRECONDITION; other 5xx -> INTERNAL).
-//  * message = "Agent Platform: <error.message>" (or "HTTP <status>" and a
-//    short excerpt of a non-JSON body), plus " (retry after <delay>)" when
-//    the server suggested a delay.
+//  * message = "Agent Platform: <error.message>" (or "HTTP <status> with a
+//    N-byte <type> body that is not a JSON error (not quoted)"), plus
+//    " (retry after <delay>)" when the server suggested a delay. A body that
+//    is not JSON is never quoted, not even in part: Google's front ends
+//    answer errors as google.rpc.Status JSON, so such a body comes from
+//    something else (a proxy, a listed non-Google host, an internal service
+//    a URL was pointed at), and quoting it into a SlurmCluster's status would
+//    read that service's answer back to whoever wrote the URL.
 //  * The delay is the larger of RetryInfo.retryDelay and the Retry-After
 //    header (delta-seconds or HTTP-date); RetryDelay() reads it back. A
 //    delay above 24 h (from either source) is taken as 24 h.
@@ -50,6 +55,11 @@ std::string FormatDelay(std::chrono::milliseconds delay);
 
 // The status for a non-2xx callSlurmRestApi answer.
 absl::Status GoogleErrorToStatus(const http::Response& response, Time now);
+
+// "a 1234-byte text/html body that is not a JSON error (not quoted)": how a
+// remote's non-JSON body is mentioned in messages (size and sanitised
+// Content-Type only).
+std::string DescribeUnquotedBody(const http::Response& response);
 
 // Attaches / reads the server-suggested retry delay.
 void SetRetryDelay(absl::Status& status, std::chrono::milliseconds delay);

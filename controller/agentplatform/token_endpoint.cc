@@ -10,21 +10,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "controller/agentplatform/google_error.h"
+#include "controller/common/bounded_json.h"
 
 namespace slurmop::agentplatform {
 namespace {
-
-constexpr size_t kMaxQuotedBody = 200;
-
-// A short, single-line excerpt of a non-JSON body for error messages.
-std::string Excerpt(std::string_view body) {
-  std::string out;
-  for (char c : body.substr(0, kMaxQuotedBody)) {
-    out.push_back(std::isprint(static_cast<unsigned char>(c)) ? c : ' ');
-  }
-  if (body.size() > kMaxQuotedBody) out += "...";
-  return std::string(absl::StripAsciiWhitespace(out));
-}
 
 std::string StringField(const nlohmann::json& j, const char* key) {
   if (!j.is_object()) return "";
@@ -102,7 +92,9 @@ http::Request FormPost(std::string url, std::string body, std::chrono::milliseco
 absl::StatusOr<http::Response> SendTokenRequest(http::Transport& transport,
                                                 const http::Request& request,
                                                 const TokenExchange& exchange) {
-  absl::StatusOr<http::Response> response = transport.Send(request);
+  http::Request capped = request;
+  capped.max_body_bytes = kMaxTokenResponseBytes;
+  absl::StatusOr<http::Response> response = transport.Send(capped);
   if (response.ok()) return response;
   const bool timeout = response.status().code() == absl::StatusCode::kDeadlineExceeded;
   return RedactStatus(absl::UnavailableError(absl::StrCat(
@@ -112,7 +104,7 @@ absl::StatusOr<http::Response> SendTokenRequest(http::Transport& transport,
 }
 
 absl::Status TokenEndpointError(const http::Response& response, const TokenExchange& exchange) {
-  const nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
+  const nlohmann::json body = ParseBoundedJson(response.body, kMaxRemoteJsonDepth);
   std::string error;        // OAuth "error" or Google "status"
   std::string description;  // OAuth "error_description" or Google "message"
   if (body.is_object() && body.contains("error")) {
@@ -139,7 +131,7 @@ absl::Status TokenEndpointError(const http::Response& response, const TokenExcha
   std::string detail;
   if (!error.empty()) detail = error;
   if (!description.empty()) absl::StrAppend(&detail, detail.empty() ? "" : ": ", description);
-  if (detail.empty() && !body.is_object()) detail = Excerpt(response.body);
+  if (detail.empty() && !body.is_object()) detail = DescribeUnquotedBody(response);
   std::string message = absl::StrCat(exchange.what, " answered HTTP ", s);
   if (!detail.empty()) absl::StrAppend(&message, " (", detail, ")");
   if (!exchange.hint.empty()) absl::StrAppend(&message, "; ", exchange.hint);
@@ -148,7 +140,7 @@ absl::Status TokenEndpointError(const http::Response& response, const TokenExcha
 
 absl::StatusOr<nlohmann::json> ParseJsonObject(const http::Response& response,
                                                const TokenExchange& exchange) {
-  nlohmann::json body = nlohmann::json::parse(response.body, nullptr, false);
+  nlohmann::json body = ParseBoundedJson(response.body, kMaxRemoteJsonDepth);
   if (!body.is_object()) {
     return absl::UnavailableError(absl::StrCat(exchange.what, " answered HTTP ", response.status,
                                                " with a body that is not a JSON object; ",
@@ -171,8 +163,13 @@ absl::StatusOr<AccessToken> ParseOAuthTokenResponse(const http::Response& respon
     return malformed("no access_token");
   }
   const auto expires_in = body->find("expires_in");
-  if (expires_in == body->end() || !expires_in->is_number() || expires_in->get<double>() <= 0) {
+  if (expires_in == body->end() || !expires_in->is_number() || !(expires_in->get<double>() > 0)) {
     return malformed("no positive expires_in");
+  }
+  // Checked before the conversion below (a double beyond int64 is undefined
+  // behaviour there); NaN fails both comparisons.
+  if (!(expires_in->get<double>() <= kMaxTokenLifetimeSeconds)) {
+    return malformed(absl::StrCat("expires_in is over ", kMaxTokenLifetimeSeconds, " s"));
   }
   if (require_token_type) {
     const std::string type = StringField(*body, "token_type");

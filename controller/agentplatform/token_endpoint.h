@@ -7,12 +7,16 @@
 //
 // Contract:
 //  * SendTokenRequest() returns the response for any HTTP status; a
-//    transport failure becomes kUnavailable ("could not reach <what>").
+//    transport failure becomes kUnavailable ("could not reach <what>"). It
+//    reads at most kMaxTokenResponseBytes of the answer.
 //  * TokenEndpointError() maps an error response: 5xx, 408, 429 and the
 //    OAuth errors internal_failure/server_error/temporarily_unavailable ->
 //    kUnavailable; 403, access_denied, unauthorized_client, PERMISSION_DENIED
 //    -> kPermissionDenied; other 4xx -> kUnauthenticated. The message names
-//    the endpoint, the server's error text and `hint`.
+//    the endpoint, the server's error text (from a JSON error body only: a
+//    body that is not JSON is described by its size and type, never quoted,
+//    see DescribeUnquotedBody) and `hint`.
+//  * ParseOAuthTokenResponse() accepts expires_in in (0, 7 days].
 //  * Every message is passed through Redact() with the request's secrets
 //    before it leaves this file, so no token, assertion, refresh token or
 //    client secret can appear in it even if a server echoes one.
@@ -35,6 +39,14 @@
 namespace slurmop::agentplatform {
 
 inline constexpr char kGoogleTokenUri[] = "https://oauth2.googleapis.com/token";
+
+// The largest answer read from a token endpoint, the metadata server, the IAM
+// Credentials API or a subject-token URL: 1 MiB (a token answer is a few KB).
+inline constexpr size_t kMaxTokenResponseBytes = size_t{1} << 20;
+// The longest token lifetime accepted (expires_in): 7 days. Google's access
+// tokens live at most 12 h; anything beyond a week is a broken or hostile
+// endpoint (and a huge value would overflow the expiry's time point).
+inline constexpr double kMaxTokenLifetimeSeconds = 7 * 24 * 3600;
 
 // Percent-encodes everything except unreserved characters (RFC 3986).
 std::string UrlEncode(std::string_view s);

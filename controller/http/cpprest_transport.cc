@@ -119,6 +119,13 @@ absl::Status NotWoundDown(StopReason reason) {
              : TransportError(absl::StatusCode::kDeadlineExceeded, "request timed out", true);
 }
 
+absl::Status OverLimit(const std::string& what, size_t limit) {
+  return TransportError(absl::StatusCode::kUnavailable,
+                        absl::StrCat("the answer's ", what, " is over the ", limit,
+                                     "-byte limit for this kind of remote"),
+                        /*request_sent=*/true);
+}
+
 // Reads the body of `http_response` as it arrives, straight into one string.
 // cpprest's own extract_vector()/extract_string() hand the body over through
 // a pplx task result, which get() copies, and the copy had to be made while
@@ -128,21 +135,28 @@ absl::Status NotWoundDown(StopReason reason) {
 // reserved to the Content-Length when there is one: the body exists once.
 // The bytes are copied as they are (no charset conversion), so any body,
 // binary included, comes back unchanged (our bodies are JSON / UTF-8 text).
+// A body over `max_bytes` is refused: a Content-Length over it before any
+// byte is read (nothing is reserved for it), a body without one as soon as
+// it passes the limit; `cts` is cancelled so that the connection is closed.
 absl::StatusOr<std::string> ReadBody(const web::http::http_response& http_response,
                                      pplx::cancellation_token_source& cts,
                                      const StreamHandle* handle,
-                                     std::chrono::steady_clock::time_point deadline) {
-  constexpr uint64_t kMaxReserve = uint64_t{1} << 30;
+                                     std::chrono::steady_clock::time_point deadline,
+                                     size_t max_bytes) {
   auto body = std::make_shared<std::string>();
   if (const uint64_t length = http_response.headers().content_length(); length > 0) {
-    body->reserve(static_cast<size_t>(std::min(length, kMaxReserve)));
+    if (length > max_bytes) {
+      cts.cancel();
+      return OverLimit(absl::StrCat("Content-Length (", length, ")"), max_bytes);
+    }
+    body->reserve(static_cast<size_t>(length));
   }
   // With nothing buffered, one byte is awaited here, so that reaching the
   // end never grows `body` past its reserved size.
   auto one = std::make_shared<uint8_t>(0);
   concurrency::streams::streambuf<uint8_t> source = http_response.body().streambuf();
   for (;;) {
-    const size_t available = source.in_avail();
+    const size_t available = std::min(source.in_avail(), max_bytes - body->size());
     const size_t old_size = body->size();
     uint8_t* target = one.get();
     size_t want = 1;
@@ -164,6 +178,10 @@ absl::StatusOr<std::string> ReadBody(const web::http::http_response& http_respon
       body->push_back(static_cast<char>(*one));
     }
     if (length == 0) break;  // the server ended the body
+    if (body->size() > max_bytes) {
+      cts.cancel();
+      return OverLimit("body", max_bytes);
+    }
   }
   // The body may also have ended early (a dropped connection): cpprest
   // reports that through content_ready().
@@ -280,7 +298,8 @@ absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request) {
     if (head.error()) return StatusFromException(head.error(), waited.reason);
     web::http::http_response http_response = head.value();
 
-    absl::StatusOr<std::string> body = ReadBody(http_response, cts, nullptr, deadline);
+    absl::StatusOr<std::string> body =
+        ReadBody(http_response, cts, nullptr, deadline, request.max_body_bytes);
     if (!body.ok()) return body.status();
 
     Response response;
@@ -315,14 +334,15 @@ absl::StatusOr<Response> CpprestTransport::Impl::Stream(
     if (response.status < 200 || response.status >= 300) {
       // Error responses are small and returned whole, as from Send().
       absl::StatusOr<std::string> body =
-          ReadBody(http_response, cts, handle.get(), std::chrono::steady_clock::now() + timeout);
+          ReadBody(http_response, cts, handle.get(), std::chrono::steady_clock::now() + timeout,
+                   request.max_body_bytes);
       if (!body.ok()) return body.status();
       response.body = *std::move(body);
       return response;
     }
 
     concurrency::streams::streambuf<uint8_t> source = http_response.body().streambuf();
-    LineSplitter splitter(on_line);
+    LineSplitter splitter(on_line, request.max_body_bytes);
     auto buffer = std::make_shared<std::vector<uint8_t>>(kReadBufferSize);
     for (;;) {
       if (handle != nullptr && handle->cancelled()) {
@@ -345,8 +365,9 @@ absl::StatusOr<Response> CpprestTransport::Impl::Stream(
       }
       const std::string_view bytes(reinterpret_cast<const char*>(buffer->data()), length);
       if (!splitter.Feed(bytes)) {
-        cts.cancel();  // the caller stopped; do not return the connection to the pool
-        return response;
+        cts.cancel();  // do not return the connection to the pool
+        if (splitter.overflowed()) return OverLimit("line", request.max_body_bytes);
+        return response;  // the caller stopped
       }
     }
   } catch (...) {

@@ -17,12 +17,19 @@
 //    separated, partial lines held back across chunks) until the server ends
 //    it, the callback returns false, or Cancel() is called on the handle.
 //    A non-2xx response is returned whole, as from Send().
+//  * Size limits (everything a remote answers is untrusted): Send() refuses
+//    a body larger than Request::max_body_bytes (a Content-Length over it is
+//    refused before any byte of the body is read; a body without one is cut
+//    off as soon as it passes the limit), and Stream() refuses a line longer
+//    than it; either fails with kUnavailable ("... over the N-byte limit")
+//    and closes the connection. Nothing is reserved beyond the limit.
 
 #ifndef SLURMOP_CONTROLLER_HTTP_HTTP_TRANSPORT_H_
 #define SLURMOP_CONTROLLER_HTTP_HTTP_TRANSPORT_H_
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -37,6 +44,10 @@ namespace slurmop::http {
 // in lower case for lookups in responses.
 using Headers = std::map<std::string, std::string>;
 
+// The default Request::max_body_bytes: 16 MiB. Callers that expect larger
+// answers (a Slurm job list) raise it; token endpoints lower it.
+inline constexpr size_t kDefaultMaxBodyBytes = size_t{16} << 20;
+
 struct Request {
   std::string method = "GET";  // GET, POST, PUT, PATCH, DELETE
   std::string url;             // absolute: scheme://host:port/path?query
@@ -50,6 +61,9 @@ struct Request {
   // second delivery is harmless (e.g. a patch carrying a resourceVersion
   // precondition: the replay fails with 409), to save a connection setup.
   bool replay_safe = false;
+  // The largest response body Send() accepts, and the longest line Stream()
+  // accepts (see the file comment).
+  size_t max_body_bytes = kDefaultMaxBodyBytes;
 };
 
 struct Response {

@@ -9,9 +9,16 @@
 namespace slurmop::http {
 
 bool LineSplitter::Feed(std::string_view bytes) {
+  if (overflowed_) return false;
   size_t start = 0;
   while (start < bytes.size()) {
     const size_t newline = bytes.find('\n', start);
+    const size_t end = newline == std::string_view::npos ? bytes.size() : newline;
+    if (end - start > max_line_bytes_ - pending_.size()) {
+      overflowed_ = true;
+      pending_.clear();
+      return false;
+    }
     if (newline == std::string_view::npos) {
       pending_.append(bytes.substr(start));
       return true;

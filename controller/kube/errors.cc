@@ -12,6 +12,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "controller/common/bounded_json.h"
 
 namespace slurmop::kube {
 namespace {
@@ -165,7 +166,7 @@ absl::Status StatusFromResponse(const http::Response& response) {
       retry_after = RetryAfterSeconds(*seconds);
     }
   }
-  nlohmann::json body = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json body = ParseBoundedJson(response.body, kMaxKubeJsonDepth);
   if (body.is_object() && StringField(body, "kind") == "Status") {
     // The HTTP code is authoritative; the Status code is usually the same.
     body["code"] = response.status;

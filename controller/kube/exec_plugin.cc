@@ -19,6 +19,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "controller/common/bounded_json.h"
 #include "controller/common/time_format.h"
 
 extern char** environ;
@@ -82,7 +83,7 @@ absl::Status PluginError(const ExecConfig& config, const std::string& what) {
 
 absl::StatusOr<ExecCredential> ParseExecCredential(const std::string& output,
                                                    const std::string& api_version) {
-  nlohmann::json credential = nlohmann::json::parse(output, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json credential = ParseBoundedJson(output, kMaxRemoteJsonDepth);
   if (!credential.is_object()) {
     return absl::UnauthenticatedError("exec plugin printed no JSON ExecCredential");
   }

@@ -4,7 +4,23 @@
 
 #include "controller/kube/resource_types.h"
 
+#include "controller/kube/rest_client.h"
+
 namespace slurmop::kube {
+namespace {
+
+// One path segment, percent-encoded (RFC 3986), and "." / ".." spelled
+// %2E so that no client or proxy on the way resolves them as dot-segments.
+std::string PathSegment(std::string_view text) {
+  if (text == "." || text == "..") {
+    std::string out;
+    for (size_t i = 0; i < text.size(); ++i) out += "%2E";
+    return out;
+  }
+  return PercentEncode(text);
+}
+
+}  // namespace
 
 std::string ResourceType::ApiVersion() const {
   return group.empty() ? version : group + "/" + version;
@@ -14,7 +30,7 @@ std::string ResourceType::CollectionPath(std::string_view ns) const {
   std::string path = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
   if (namespaced && !ns.empty()) {
     path += "/namespaces/";
-    path += ns;
+    path += PathSegment(ns);
   }
   path += "/";
   path += plural;
@@ -24,7 +40,7 @@ std::string ResourceType::CollectionPath(std::string_view ns) const {
 std::string ResourceType::ObjectPath(std::string_view ns, std::string_view name) const {
   std::string path = CollectionPath(ns);
   path += "/";
-  path += name;
+  path += PathSegment(name);
   return path;
 }
 

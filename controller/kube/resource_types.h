@@ -9,8 +9,11 @@
 //  * CollectionPath(ns) of a namespaced type with an empty `ns` is the
 //    all-namespaces collection (list/watch across the cluster).
 //  * Cluster-scoped types ignore `ns`.
-//  * Names and namespaces are inserted as given (Kubernetes names are DNS
-//    labels/subdomains and need no escaping).
+//  * Names and namespaces are inserted percent-encoded, one path segment
+//    each (everything but RFC 3986 unreserved characters; "." and ".." as
+//    %2E): a name a tenant wrote without a CRD pattern to hold it (a
+//    credentialsSecretRef or configMapKeyRef name) cannot add a query
+//    ("?" would turn a Get into a List) or another path segment.
 
 #ifndef SLURMOP_CONTROLLER_KUBE_RESOURCE_TYPES_H_
 #define SLURMOP_CONTROLLER_KUBE_RESOURCE_TYPES_H_

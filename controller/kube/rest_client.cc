@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "controller/common/bounded_json.h"
 #include "controller/http/cpprest_transport.h"
 #include "controller/kube/metrics_hooks.h"
 
@@ -44,9 +45,11 @@ std::string MetadataString(const nlohmann::json& obj, const char* field) {
 absl::StatusOr<nlohmann::json> DecodeBody(const http::Response& response) {
   if (response.status < 200 || response.status >= 300) return StatusFromResponse(response);
   if (response.body.empty()) return nlohmann::json::object();
-  nlohmann::json body = nlohmann::json::parse(response.body, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json body = ParseBoundedJson(response.body, kMaxKubeJsonDepth);
   if (body.is_discarded()) {
-    return absl::InternalError(absl::StrCat("HTTP ", response.status, ": response is not JSON"));
+    return absl::InternalError(absl::StrCat("HTTP ", response.status,
+                                            ": response is not JSON (or nests deeper than ",
+                                            kMaxKubeJsonDepth, " levels)"));
   }
   return body;
 }
@@ -104,6 +107,7 @@ http::Request RestClient::NewRequest(std::string method, const std::string& path
   request.headers["Accept"] = kJson;
   request.headers["User-Agent"] = config_.user_agent;
   request.timeout = config_.request_timeout;
+  request.max_body_bytes = kMaxKubeResponseBytes;  // a watch: per line (the default)
   return request;
 }
 
@@ -245,6 +249,7 @@ absl::Status RestClient::Watch(const ResourceType& rt, std::string_view ns,
   if (opts.timeout_seconds > 0) query.Add("timeoutSeconds", std::to_string(opts.timeout_seconds));
   if (!opts.label_selector.empty()) query.Add("labelSelector", opts.label_selector);
   http::Request request = NewRequest("GET", rt.CollectionPath(ns), query);
+  request.max_body_bytes = kMaxWatchEventBytes;
   request.timeout =
       opts.timeout_seconds > 0
           ? std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -8,6 +8,7 @@
 #ifndef SLURMOP_CONTROLLER_KUBE_REST_CLIENT_H_
 #define SLURMOP_CONTROLLER_KUBE_REST_CLIENT_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,6 +19,13 @@
 #include "controller/kube/credentials.h"
 
 namespace slurmop::kube {
+
+// The largest Kubernetes API answer read (a page of a list, an object):
+// 64 MiB. Lists are paged (Informer page_size), and etcd stores objects of at
+// most 1.5 MiB by default.
+inline constexpr size_t kMaxKubeResponseBytes = size_t{64} << 20;
+// The longest line of a watch stream (one event carrying one object): 16 MiB.
+inline constexpr size_t kMaxWatchEventBytes = size_t{16} << 20;
 
 // Query parameters; values are percent-encoded when rendered.
 class QueryString {

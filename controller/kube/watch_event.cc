@@ -6,13 +6,13 @@
 
 #include <utility>
 
+#include "controller/common/bounded_json.h"
 #include "controller/kube/errors.h"
 
 namespace slurmop::kube {
 
 absl::StatusOr<WatchEvent> ParseWatchLine(std::string_view line) {
-  nlohmann::json document = nlohmann::json::parse(line.begin(), line.end(), nullptr,
-                                                  /*allow_exceptions=*/false);
+  nlohmann::json document = ParseBoundedJson(line, kMaxKubeJsonDepth);
   if (!document.is_object()) {
     return absl::InternalError("malformed watch event: not a JSON object");
   }

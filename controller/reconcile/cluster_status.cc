@@ -3,6 +3,7 @@
 #include "controller/reconcile/cluster_status.h"
 
 #include "absl/strings/str_cat.h"
+#include "controller/common/condition_reason.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/slurm/dialects.h"
 
@@ -33,6 +34,10 @@ v1alpha1::SlurmClusterStatus ClusterStatusFromProbe(const v1alpha1::SlurmCluster
   if (!probe.spec.ok()) {
     reason = "InvalidSpec";
     message = std::string(probe.spec.message());
+  } else if (std::optional<std::string> named = ConditionReason(probe.call)) {
+    // The call was refused before anything was sent (e.g. EndpointNotAllowed).
+    reason = *named;
+    message = absl::StrCat("Not probed: ", probe.call.message(), ".");
   } else if (!probe.call.ok()) {
     const std::string detail(probe.call.message());
     switch (probe.call.code()) {

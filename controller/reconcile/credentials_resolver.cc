@@ -59,8 +59,11 @@ absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> SecretCredentialsRes
       found != by_secret_.end() && found->second.content_digest == digest) {
     return found->second.source;
   }
+  // A Secret is a tenant's: restricted types and URLs (CredentialsFromJson).
+  agentplatform::CredentialsOptions tenant = options_;
+  tenant.trust = agentplatform::CredentialsTrust::kTenant;
   absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> source =
-      agentplatform::CredentialsFromJson(content, options_);
+      agentplatform::CredentialsFromJson(content, tenant);
   if (!source.ok()) {
     return absl::UnauthenticatedError(absl::StrCat("Secret \"", ref.name(), "\" key \"", key_name,
                                                    "\": ", source.status().message()));

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/common/condition_reason.h"
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/runs.h"
@@ -125,6 +126,11 @@ struct Refusal {
 Refusal ExplainRefusal(const absl::Status& s, const ClusterFacts& cluster,
                        const std::string& what) {
   const std::string detail(s.message());
+  // A layer below named the reason (e.g. EndpointNotAllowed): its message
+  // says what to change; retried as access problems are.
+  if (std::optional<std::string> reason = ConditionReason(s)) {
+    return {*reason, absl::StrCat(what, " was not sent: ", detail, "."), true};
+  }
   switch (s.code()) {
     case absl::StatusCode::kPermissionDenied:
       return {"PermissionDenied",

@@ -109,6 +109,27 @@ TEST(ClusterNameTest, ResourceNameAndUrl) {
             "modelDevelopmentClusters/c1:callSlurmRestApi");
 }
 
+// A domain-scoped project id (the CRD allows "example.com:proj") is accepted
+// and percent-encoded in the URL path; the resource name keeps it as is.
+TEST_F(ClientTest, DomainScopedProjectIdIsEncodedInThePath) {
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"jobs":[]})")));
+  cluster_.project_id = "example.com:proj";
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r =
+      api->Call(cluster_, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(transport_.request_count(), 1u);
+  EXPECT_THAT(transport_.requests()[0].url,
+              HasSubstr("/v1beta1/projects/example.com%3Aproj/locations/"));
+  EXPECT_EQ(cluster_.ResourceName().rfind("projects/example.com:proj/", 0), 0u);
+  // ':' only in the project id.
+  cluster_.cluster_id = "c:1";
+  EXPECT_EQ(api->Call(cluster_, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(ClientTest, SendsEnvelopeWithBearerToken) {
   transport_.Enqueue(Respond(200, Envelope(200, R"({"job_id":1234,"errors":[],"warnings":[]})")));
   options_.timeout = ms(12000);
@@ -474,7 +495,10 @@ TEST_F(ClientTest, NoTokenInAnyErrorMessage) {
     absl::Status s = Get(*api, path).status();
     ASSERT_FALSE(s.ok()) << path;
     EXPECT_THAT(std::string(s.message()), Not(HasSubstr("tok-1"))) << s;
-    if (std::string(path) != "/slurm/v0.0.42/job/4") {
+    if (std::string(path) == "/slurm/v0.0.42/job/3") {
+      // A non-JSON body is never quoted at all.
+      EXPECT_THAT(std::string(s.message()), HasSubstr("not quoted")) << s;
+    } else if (std::string(path) != "/slurm/v0.0.42/job/4") {
       EXPECT_THAT(std::string(s.message()), HasSubstr("[REDACTED]")) << s;
     }
   }

@@ -145,5 +145,102 @@ TEST(CredentialsFromJsonTest, Validation) {
   ASSERT_TRUE(user.ok());
 }
 
+// Credentials from a tenant's Secret are untrusted: external_account is
+// refused whatever its source (naming the field, never reading the file or
+// the URL), and token / impersonation URLs must be Google's or listed. The
+// operator's own ADC (kInstaller) keeps accepting them.
+class TenantCredentialsTest : public ::testing::Test {
+ protected:
+  TenantCredentialsTest() {
+    canary_ = std::filesystem::path(::testing::TempDir()) / "tenant_canary";
+    std::ofstream(canary_) << "CANARY-7f3a";
+    tenant_.transport = &transport_;
+    tenant_.trust = CredentialsTrust::kTenant;
+    installer_.transport = &transport_;
+  }
+  std::string External(const std::string& source) const {
+    return R"({"type":"external_account","audience":"//iam.googleapis.com/x",)"
+           R"("subject_token_type":"urn:ietf:params:oauth:token-type:jwt",)"
+           R"("token_url":"http://127.0.0.1:9/token","credential_source":)" +
+           source + "}";
+  }
+  std::filesystem::path canary_;
+  FakeTransport transport_;
+  CredentialsOptions tenant_, installer_;
+};
+
+TEST_F(TenantCredentialsTest, ExternalAccountIsRefusedNamingTheField) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"file":")" + canary_.string() + R"("})", "credential_source.file"},
+      {R"({"url":"http://127.0.0.1:9/secret?key=k-123","headers":{"Metadata-Flavor":"Google"}})",
+       "credential_source.url"},
+      {R"({"executable":{"command":"/bin/cat /etc/passwd"}})", "credential_source.executable"},
+  };
+  for (const auto& [source, field] : cases) {
+    auto refused = CredentialsFromJson(External(source), tenant_);
+    ASSERT_FALSE(refused.ok()) << field;
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_THAT(refused.status().message(), HasSubstr(field));
+    EXPECT_THAT(refused.status().message(), Not(HasSubstr(canary_.string())));
+    EXPECT_THAT(refused.status().message(), Not(HasSubstr("127.0.0.1")));
+    EXPECT_THAT(refused.status().message(), Not(HasSubstr("k-123")));
+  }
+  EXPECT_EQ(transport_.request_count(), 0u);
+  // The installer's ADC may still use a file source.
+  EXPECT_TRUE(
+      CredentialsFromJson(External(R"({"file":")" + canary_.string() + R"("})"), installer_).ok());
+}
+
+TEST_F(TenantCredentialsTest, TokenAndImpersonationUrlsMustBeAllowed) {
+  const std::string user_to =
+      R"({"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r",)"
+      R"("token_uri":"http://127.0.0.1:8999/token"})";
+  auto refused = CredentialsFromJson(user_to, tenant_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("token_uri is refused"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("--allowed-endpoint-hosts=127.0.0.1:8999"));
+
+  const std::string impersonated =
+      R"({"type":"impersonated_service_account","service_account_impersonation_url":)"
+      R"("https://evil.example/v1/projects/-/serviceAccounts/a@b.c:generateAccessToken",)"
+      R"("source_credentials":)" +
+      std::string(kUserJson) + "}";
+  refused = CredentialsFromJson(impersonated, tenant_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("service_account_impersonation_url is refused"));
+
+  // A source that is external_account is refused inside impersonation too.
+  const std::string nested =
+      R"({"type":"impersonated_service_account","service_account_impersonation_url":)"
+      R"("https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/a@b.c:generateAccessToken",)"
+      R"("source_credentials":)" +
+      External(R"({"file":")" + canary_.string() + R"("})") + "}";
+  refused = CredentialsFromJson(nested, tenant_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("credential_source.file"));
+
+  // Google's token endpoint (the default) and listed hosts are accepted.
+  EXPECT_TRUE(CredentialsFromJson(kUserJson, tenant_).ok());
+  absl::StatusOr<EndpointPolicy> listed = EndpointPolicy::Create({"127.0.0.1:8999"});
+  ASSERT_TRUE(listed.ok());
+  tenant_.endpoint_policy = *listed;
+  EXPECT_TRUE(CredentialsFromJson(user_to, tenant_).ok());
+  EXPECT_EQ(transport_.request_count(), 0u);
+}
+
+// A listed token endpoint's answer is read; the request passed the policy
+// transport (the credentials cannot reach a host the policy refuses even if
+// some code path built such a URL).
+TEST_F(TenantCredentialsTest, RequestsGoThroughThePolicy) {
+  transport_.Enqueue(Respond(200, TokenJson("tok-1", 3600)));
+  auto source = CredentialsFromJson(kUserJson, tenant_);
+  ASSERT_TRUE(source.ok()) << source.status();
+  absl::StatusOr<std::string> token = (*source)->Token();
+  ASSERT_TRUE(token.ok()) << token.status();
+  ASSERT_EQ(transport_.request_count(), 1u);
+  EXPECT_EQ(transport_.requests()[0].url, "https://oauth2.googleapis.com/token");
+}
+
 }  // namespace
 }  // namespace slurmop::agentplatform

@@ -102,11 +102,28 @@ TEST(GoogleError, UnknownStatusNameFallsBackToHttp) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
 }
 
-TEST(GoogleError, NonJsonBodyIsQuotedShortly) {
-  const std::string html = "<html><body>502 Bad Gateway\n" + std::string(1000, 'x') + "</body>";
-  absl::Status s = GoogleErrorToStatus(Respond(502, html), kNow);
-  EXPECT_THAT(s.message(), HasSubstr("Agent Platform: HTTP 502: <html><body>502 Bad Gateway"));
-  EXPECT_LT(s.message().size(), 300u);
+// A non-JSON body is not Google's (its front ends answer google.rpc.Status
+// JSON): it is described, never quoted, so an internal service's answer
+// cannot be read back through a SlurmCluster's status.
+TEST(GoogleError, NonJsonBodyIsDescribedNotQuoted) {
+  const std::string html = "<html><body>internal-secret\n" + std::string(1000, 'x') + "</body>";
+  http::Response response = Respond(502, html);
+  response.headers["content-type"] = "text/html; charset=\"<script>\"";
+  absl::Status s = GoogleErrorToStatus(response, kNow);
+  EXPECT_THAT(s.message(),
+              HasSubstr("Agent Platform: HTTP 502 with a 1035-byte text/html body that is not a "
+                        "JSON error (not quoted)"));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("internal-secret")));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("<")));
+}
+
+// An error body nested deeper than 100 levels is not parsed (it would be
+// walked recursively): it counts as not JSON.
+TEST(GoogleError, DeeplyNestedBodyIsNotParsed) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  absl::Status s = GoogleErrorToStatus(Respond(500, deep), kNow);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr("200000-byte body that is not a JSON error"));
 }
 
 TEST(GoogleError, ArrayWrappedError) {

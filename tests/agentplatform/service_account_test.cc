@@ -166,7 +166,8 @@ TEST_F(ServiceAccountTest, ErrorMapping) {
       {403, R"({"error":"access_denied"})", absl::StatusCode::kPermissionDenied, "access_denied"},
       {400, R"({"error":"unauthorized_client"})", absl::StatusCode::kPermissionDenied,
        "unauthorized_client"},
-      {500, "<html>oops</html>", absl::StatusCode::kUnavailable, "HTTP 500 (<html>oops</html>)"},
+      {500, "<html>oops</html>", absl::StatusCode::kUnavailable,
+       "HTTP 500 (a 17-byte body that is not a JSON error (not quoted))"},
       {429, R"({"error":"rate_limit_exceeded"})", absl::StatusCode::kUnavailable, "HTTP 429"},
       {400, R"({"error":"internal_failure"})", absl::StatusCode::kUnavailable, "internal_failure"},
       {200, R"({"token_type":"Bearer","expires_in":3600})", absl::StatusCode::kUnavailable,
@@ -176,6 +177,17 @@ TEST_F(ServiceAccountTest, ErrorMapping) {
       {200, R"({"access_token":"x","expires_in":3600,"token_type":"MAC"})",
        absl::StatusCode::kUnavailable, "not Bearer"},
       {200, "not json", absl::StatusCode::kUnavailable, "not a JSON object"},
+      // Hostile numbers: beyond int64 milliseconds (undefined behaviour in
+      // the conversion before the range check), a year, NaN-like input.
+      {200, R"({"access_token":"x","expires_in":1e300,"token_type":"Bearer"})",
+       absl::StatusCode::kUnavailable, "expires_in is over 604800 s"},
+      {200, R"({"access_token":"x","expires_in":31536000,"token_type":"Bearer"})",
+       absl::StatusCode::kUnavailable, "expires_in is over 604800 s"},
+      {200, R"({"access_token":"x","expires_in":-1e300,"token_type":"Bearer"})",
+       absl::StatusCode::kUnavailable, "no positive expires_in"},
+      // Nested deeper than the 100-level limit: refused unparsed.
+      {200, std::string(5000, '[') + std::string(5000, ']'), absl::StatusCode::kUnavailable,
+       "not a JSON object"},
   };
   for (const auto& c : cases) {
     FakeTransport transport;

@@ -383,7 +383,7 @@ class Chaos : public ::testing::Test {
                                  "--health-port=0", "--min-poll-seconds=0.5",
                                  "--max-poll-seconds=5", "--agent-platform-qps=50",
                                  // Held submits last 32 s: past the client's 30 s timeout.
-                                 "--submit-settle-seconds=40"},
+                                 "--submit-settle-seconds=40", testing::AllowStandInFlag(ap_port_)},
         dir_ + "/operator-" + id + ".log",
         std::map<std::string, std::string>{
             {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},

@@ -141,7 +141,8 @@ class E2E : public ::testing::Test {
     operator_ = new Subprocess(
         {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
          "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
-         "--submit-settle-seconds=10", "--metrics-port=" + std::to_string(metrics_port_)},
+         "--submit-settle-seconds=10", "--metrics-port=" + std::to_string(metrics_port_),
+         testing::AllowStandInFlag(ap_port_)},
         *dir_ + "/operator.log",
         {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
          {"GOOGLE_APPLICATION_CREDENTIALS", ""},
@@ -641,7 +642,8 @@ TEST_F(E2E, StandbyTakesOverAfterTheLeaderIsKilled) {
             "--health-port-file=" + *dir_ + "/" + id + ".port", "--min-poll-seconds=0.5",
             "--submit-settle-seconds=10", "--leader-elect", "--leader-elect-namespace=e2e",
             "--leader-elect-identity=" + id, "--leader-elect-lease-duration-seconds=3",
-            "--leader-elect-renew-deadline-seconds=2", "--leader-elect-retry-period-seconds=0.5"},
+            "--leader-elect-renew-deadline-seconds=2", "--leader-elect-retry-period-seconds=0.5",
+            testing::AllowStandInFlag(ap_port_)},
         *dir_ + "/operator-" + id + ".log",
         std::map<std::string, std::string>{
             {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},

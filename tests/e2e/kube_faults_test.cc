@@ -207,10 +207,14 @@ class KubeFaults : public ::testing::Test {
   }
 
   static std::vector<std::string> OperatorArgs(const std::string& id) {
-    return {SLURMOP_OPERATOR_BINARY,     "--kubeconfig=" + *dir_ + "/operator-kubeconfig",
-            "--health-port=0",           "--health-port-file=" + *dir_ + "/" + id + ".port",
-            "--min-poll-seconds=0.5",    "--agent-platform-qps=50",
-            "--submit-settle-seconds=10"};
+    return {SLURMOP_OPERATOR_BINARY,
+            "--kubeconfig=" + *dir_ + "/operator-kubeconfig",
+            "--health-port=0",
+            "--health-port-file=" + *dir_ + "/" + id + ".port",
+            "--min-poll-seconds=0.5",
+            "--agent-platform-qps=50",
+            "--submit-settle-seconds=10",
+            testing::AllowStandInFlag(ap_port_)};
   }
 
   // A fresh operator per test; returns once its informers list and watch.

@@ -184,15 +184,15 @@ class RealSlurm : public ::testing::Test {
     // 4. The operator; Google credentials from the stand-in metadata server.
     // SLURMOP_OPERATOR_BINARY in the environment runs another build (e.g. a sanitizer one).
     const char* binary = std::getenv("SLURMOP_OPERATOR_BINARY");
-    operator_ =
-        new Subprocess({binary != nullptr && *binary != '\0' ? binary : SLURMOP_OPERATOR_BINARY,
-                        "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
-                        "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
-                        "--submit-settle-seconds=10", "--max-poll-seconds=5"},
-                       *dir_ + "/operator.log",
-                       {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-                        {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-                        {"HOME", *dir_}});
+    operator_ = new Subprocess(
+        {binary != nullptr && *binary != '\0' ? binary : SLURMOP_OPERATOR_BINARY,
+         "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
+         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
+         "--submit-settle-seconds=10", "--max-poll-seconds=5", testing::AllowStandInFlag(ap_port_)},
+        *dir_ + "/operator.log",
+        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
+         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
+         {"HOME", *dir_}});
     ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
 
     // 5. The time-limit job runs for 60-90 s in Slurm: start it now, check it last.

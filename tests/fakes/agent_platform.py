@@ -909,7 +909,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self._oauth_token(method)
             m = CALL_RE.match(path)
             if m and method == "POST":
-                return self._call(m.group(1), m.group(2), m.group(3), url.query)
+                # Path parameters arrive percent-encoded (a domain-scoped
+                # project "example.com:proj" as example.com%3Aproj).
+                return self._call(*(urllib.parse.unquote(g) for g in m.groups()), url.query)
             body, _ = self._read_body()
             self._log("%s %s -> 404" % (method, path))
             self.state.calls.record("%s %s" % (method, path), "HTTP_404", {"path": path})

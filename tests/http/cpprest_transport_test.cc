@@ -147,6 +147,71 @@ TEST(CpprestTransportTest, SendReadsALargeBodyAsItArrives) {
   }
 }
 
+// The body limit: a Content-Length over it is refused before the body is
+// read (a server claiming 1 TiB gets nothing reserved), a body without one is
+// cut off once it passes the limit; both name the limit. A body exactly at the
+// limit passes.
+TEST(CpprestTransportTest, SendRefusesABodyOverTheLimit) {
+  const std::string big(300 * 1024, 'x');
+  TestHttpServer server([&](const ReceivedRequest& r, Connection& c) {
+    if (r.target == "/claims") {
+      c.Write("HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\n\r\n{");
+      c.CloseAfterResponse();
+    } else if (r.target == "/length") {
+      c.WriteResponse(200, {}, big);
+    } else {
+      c.StartChunked(200);
+      for (int i = 0; i < 3; ++i) {
+        if (!c.WriteChunk(big)) return;
+      }
+      c.EndChunked();
+    }
+  });
+  auto transport = NewTransport();
+  for (const char* path : {"/claims", "/length", "/chunked"}) {
+    Request request;
+    request.url = server.url() + path;
+    request.max_body_bytes = 256 * 1024;
+    absl::StatusOr<Response> response = transport->Send(request);
+    EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable) << path;
+    EXPECT_THAT(response.status().message(), HasSubstr("over the 262144-byte limit")) << path;
+  }
+  Request exact;
+  exact.url = server.url() + "/length";
+  exact.max_body_bytes = big.size();
+  absl::StatusOr<Response> response = transport->Send(exact);
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->body.size(), big.size());
+}
+
+// A streamed line over the limit ends the stream with an error naming it;
+// the lines before it were delivered.
+TEST(CpprestTransportTest, StreamRefusesALineOverTheLimit) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
+    c.StartChunked(200);
+    c.WriteChunk("{\"a\":1}\n");
+    for (int i = 0; i < 64; ++i) {
+      if (!c.WriteChunk(std::string(16 * 1024, 'y'))) return;
+    }
+    c.EndChunked();
+  });
+  auto transport = NewTransport();
+  Request request;
+  request.url = server.url() + "/watch";
+  request.max_body_bytes = 64 * 1024;
+  std::vector<std::string> lines;
+  absl::StatusOr<Response> response = transport->Stream(
+      request,
+      [&](const std::string& line) {
+        lines.push_back(line);
+        return true;
+      },
+      nullptr);
+  EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(response.status().message(), HasSubstr("line is over the 65536-byte limit"));
+  EXPECT_THAT(lines, ElementsAre("{\"a\":1}"));
+}
+
 // A body cut short is a transport failure, not a short answer.
 TEST(CpprestTransportTest, SendOfABodyCutShortIsUnavailable) {
   TestHttpServer server([](const ReceivedRequest& r, Connection& c) {

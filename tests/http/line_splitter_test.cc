@@ -73,5 +73,25 @@ TEST_F(LineSplitterTest, ByteByByteFeeding) {
   EXPECT_THAT(lines_, ElementsAre("one", "two", "three"));
 }
 
+// A line longer than the limit stops the splitter without delivering it,
+// whether it arrives whole or piece by piece, and nothing past the limit is
+// held; lines up to the limit pass.
+TEST_F(LineSplitterTest, RefusesALineOverTheLimit) {
+  LineSplitter whole(collect_, 8);
+  EXPECT_TRUE(whole.Feed("12345678\n"));
+  EXPECT_FALSE(whole.Feed("123456789\nafter\n"));
+  EXPECT_TRUE(whole.overflowed());
+  EXPECT_FALSE(whole.Feed("x\n"));
+  EXPECT_THAT(lines_, ElementsAre("12345678"));
+
+  lines_.clear();
+  LineSplitter pieces(collect_, 8);
+  EXPECT_TRUE(pieces.Feed("12345"));
+  EXPECT_FALSE(pieces.Feed("6789"));
+  EXPECT_TRUE(pieces.overflowed());
+  EXPECT_EQ(pieces.pending_bytes(), 0u);
+  EXPECT_THAT(lines_, IsEmpty());
+}
+
 }  // namespace
 }  // namespace slurmop::http

@@ -151,6 +151,26 @@ TEST(ResourceTypesTest, PathsForGroupsCoreAndClusterScope) {
   EXPECT_EQ(Namespaces().ObjectPath("ignored", "default"), "/api/v1/namespaces/default");
 }
 
+// Names without a CRD pattern (credentialsSecretRef.name, configMapKeyRef.name)
+// are tenant input: each stays one path segment, and cannot add a query.
+TEST(ResourceTypesTest, NamesArePercentEncodedPathSegments) {
+  EXPECT_EQ(ConfigMaps().ObjectPath("ns", "x?labelSelector=a"),
+            "/api/v1/namespaces/ns/configmaps/x%3FlabelSelector%3Da");
+  EXPECT_EQ(Secrets().ObjectPath("ns", "../../kube-system/secrets/k"),
+            "/api/v1/namespaces/ns/secrets/..%2F..%2Fkube-system%2Fsecrets%2Fk");
+  EXPECT_EQ(Secrets().ObjectPath("ns", ".."), "/api/v1/namespaces/ns/secrets/%2E%2E");
+  EXPECT_EQ(Secrets().ObjectPath("ns", "."), "/api/v1/namespaces/ns/secrets/%2E");
+  EXPECT_EQ(Secrets().ObjectPath("n s", "a#b"), "/api/v1/namespaces/n%20s/secrets/a%23b");
+}
+
+// A watch line nested deeper than the Kubernetes limit (10,000 levels) is
+// refused without being built.
+TEST(WatchEventTest, RefusesALineNestedTooDeep) {
+  const std::string deep = R"({"type":"ADDED","object":{"x":)" + std::string(20000, '[') +
+                           std::string(20000, ']') + "}}";
+  EXPECT_EQ(ParseWatchLine(deep).status().code(), absl::StatusCode::kInternal);
+}
+
 TEST(WatchEventTest, ParsesEventsAndRejectsMalformedLines) {
   absl::StatusOr<WatchEvent> added = ParseWatchLine(
       R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"}}})");

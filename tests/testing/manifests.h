@@ -31,6 +31,13 @@ inline std::string LocalSlurmClusterManifest(const std::string& ns, int agent_pl
          std::to_string(agent_platform_port) + "\n";
 }
 
+// The operator flag that lets it call the Agent Platform stand-in on
+// 127.0.0.1:`agent_platform_port` (the operator sends requests only to
+// Google's hosts and to hosts its installer lists; loopback is not special).
+inline std::string AllowStandInFlag(int agent_platform_port) {
+  return "--allowed-endpoint-hosts=127.0.0.1:" + std::to_string(agent_platform_port);
+}
+
 // The uid in the operator's tag "slurmjob-operator:<namespace>/<uid>/<run>"
 // (the Slurm job's comment); "" for any other comment.
 inline std::string TagUid(const std::string& comment) {
