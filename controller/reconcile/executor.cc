@@ -19,6 +19,7 @@
 #include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 #include "controller/slurm/dialects.h"
+#include "controller/slurm/submit_outcome.h"
 #include "glog/logging.h"
 
 namespace slurmop::reconcile {
@@ -392,7 +393,11 @@ class Executor::Attempt {
     absl::StatusOr<slurm::SubmitResponse> parsed = (*s.dialect)->ParseSubmit(r->status, r->body);
     if (!parsed.ok()) {
       out_.submit = parsed.status();
-      LOG(INFO) << key_ << ": Slurm rejected the submit: " << parsed.status();
+      // Only a definitive refusal proves the job was not queued.
+      out_.submit_may_have_been_delivered = slurm::ClassifySubmitFailure(r->status, r->body) ==
+                                            slurm::SubmitDelivery::kMaybeDelivered;
+      LOG(INFO) << key_ << ": Slurm did not confirm the submit: " << parsed.status()
+                << (out_.submit_may_have_been_delivered ? " (outcome unknown)" : "");
       return kDecideAgain;
     }
     out_.submit = parsed->job_id;

@@ -597,6 +597,32 @@ TEST_F(E2E, ALostSubmitResponseIsFoundByItsTagNotSubmittedAgain) {
   EXPECT_EQ(Get("lostreply", "{.status.conditions[?(@.type==\"Submitted\")].reason}"), "Adopted");
 }
 
+TEST_F(E2E, AmbiguousSlurmAnswersToASubmitAreFoundByTagNeverSubmittedTwice) {
+  // Slurm queues the job, then slurmrestd answers without a job id: 504
+  // (slurmctld's reply timed out), error 1004 (communication), or a 200 that
+  // lacks job_id. Each may have queued the job: exactly one Slurm job.
+  const struct {
+    const char* name;
+    int status;
+    std::vector<int> errors;
+  } cases[] = {{"amb-504", 504, {5004}}, {"amb-1004", 500, {1004}}, {"amb-nojobid", 200, {}}};
+  for (const auto& c : cases) {
+    ASSERT_TRUE(AdminPost("/__admin/faults", {{"action", "perform_then_slurm_error"},
+                                              {"method", "POST"},
+                                              {"path", "/job/submit$"},
+                                              {"slurm_status", c.status},
+                                              {"slurm_errors", c.errors},
+                                              {"count", 1}}));
+    ASSERT_EQ(ApplyJob(c.name, "#!/bin/bash\necho hi\nsleep 1\n").exit_code, 0);
+    CommandResult wait = Kubectl({"wait", "-n", kNs, std::string("sj/") + c.name,
+                                  "--for=jsonpath={.status.jobState}=COMPLETED", "--timeout=60s"});
+    EXPECT_EQ(wait.exit_code, 0) << c.name << ": " << wait.out << wait.err;
+    EXPECT_EQ(SlurmJobsFor(c.name).size(), 1u) << c.name << ": submitted twice";
+    EXPECT_EQ(Get(c.name, "{.status.conditions[?(@.type==\"Submitted\")].reason}"), "Adopted")
+        << c.name;
+  }
+}
+
 TEST_F(E2E, SigkillAndRestartLosesNothingAndDuplicatesNothing) {
   constexpr int kJobs = 12;
   for (int i = 0; i < kJobs; ++i) {

@@ -137,7 +137,8 @@ ADMIN_HELP = {
                             ' fields: target (slurm|token|metadata), method, path (regexes), '
                             'count, probability, seed, skip, error, message, retry_delay, '
                             'retry_after, delay, action (error|delay|drop|perform_then_drop|'
-                            'perform_then_error|slurm_unreachable), reset',
+                            'perform_then_error|perform_then_slurm_error|slurm_unreachable), reset, '
+                            'slurm_status, slurm_errors (perform_then_slurm_error)',
     "GET /__admin/faults": "active faults with remaining counts and hits",
     "POST /__admin/response_form": '{"form":"structuredBody"|"body"}',
     "POST /__admin/token_lifetime": '{"seconds":N}',
@@ -461,7 +462,8 @@ class Fault:
         if not isinstance(spec, dict):
             raise ValueError("a fault is a JSON object")
         known = {"target", "method", "path", "count", "probability", "seed", "skip", "error",
-                 "message", "retry_delay", "retry_after", "delay", "action", "reset", "status"}
+                 "message", "retry_delay", "retry_after", "delay", "action", "reset", "status",
+                 "slurm_status", "slurm_errors"}
         unknown = set(spec) - known
         if unknown:
             raise ValueError("unknown fault fields: %s" % sorted(unknown))
@@ -490,13 +492,21 @@ class Fault:
         if action is None:
             action = "error" if self.error else ("delay" if self.delay else "error")
         if action not in ("error", "delay", "drop", "perform_then_drop", "perform_then_error",
-                          "slurm_unreachable"):
+                          "perform_then_slurm_error", "slurm_unreachable"):
             raise ValueError("unknown action %r" % action)
         if action == "error" and not self.error:
             self.error = "UNAVAILABLE"
         if action == "perform_then_error" and not self.error:
             self.error = "DEADLINE_EXCEEDED"
         self.action = action
+        # perform_then_slurm_error: Slurm performed the request (e.g. queued the job), then
+        # slurmrestd answered slurm_status with slurm_errors (error numbers) and no result, as
+        # when slurmctld's reply timed out (504) or the connection to it broke (1001-1004,
+        # 1800-1804); slurm_status 200 with no errors is a 2xx without job_id.
+        self.slurm_status = int(spec.get("slurm_status", 504))
+        if not 200 <= self.slurm_status <= 599:
+            raise ValueError("slurm_status must be an HTTP status")
+        self.slurm_errors = [int(n) for n in spec.get("slurm_errors", [])]
         self.message = spec.get("message")
         self.retry_delay = spec.get("retry_delay")
         if self.retry_delay is not None:
@@ -1038,6 +1048,11 @@ class Handler(BaseHTTPRequestHandler):
                 resp = self._unreachable(cluster, slurm_path)
             else:
                 resp = self._perform(cluster, method, slurm_path, query_text, body, principal)
+            if action == "perform_then_slurm_error":
+                self._log("%s %s %s -> performed (slurm %d), answered slurm %d %s" % (
+                    principal, envelope["method"], slurm_path, resp.status, fault.slurm_status,
+                    fault.slurm_errors))
+                resp = self._slurm_error_after(cluster, slurm_path, fault)
             if action == "perform_then_error":
                 self._log("%s %s %s -> performed (slurm %d), then answered %s" % (
                     principal, envelope["method"], slurm_path, resp.status, fault.error))
@@ -1172,6 +1187,27 @@ class Handler(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(query_text, keep_blank_values=True))
         return cluster.backend.handle(method, slurm_path, query, body, user=linux_user(principal),
                                       principal=principal)
+
+    def _slurm_error_after(self, cluster, slurm_path, fault):
+        """Slurm's answer without its result: only meta, errors[] and warnings[]."""
+        n = self._version_number(slurm_path)
+        errors = [{"description": slurm_sim.STRERROR.get(e, "Slurm error %d" % e),
+                   "error_number": e, "error": slurm_sim.STRERROR.get(e, "Slurm error %d" % e),
+                   "source": "slurm_submit_batch_job()"} for e in fault.slurm_errors]
+        if isinstance(cluster.backend, Forwarder) or n not in slurm_sim.RELEASES:
+            return slurm_sim.SlurmResponse(fault.slurm_status, {"errors": errors})
+        payload = {"meta": cluster.backend.meta(n), "errors": errors}
+        if n >= 39:
+            payload["warnings"] = []
+        return slurm_sim.SlurmResponse(fault.slurm_status, payload)
+
+    @staticmethod
+    def _version_number(slurm_path):
+        parts = [p for p in slurm_path.split("/") if p]
+        try:
+            return int(parts[1].rsplit(".", 1)[1])
+        except (IndexError, ValueError):
+            return 42
 
     def _unreachable(self, cluster, slurm_path):
         parts = [p for p in slurm_path.split("/") if p]

@@ -53,7 +53,12 @@ NOT_FOUND_TEXT = "Unable find requested URL. Please view /openapi/v3 for API ref
 STRERROR = {
     -1: "Unspecified error",
     0: "No error",
+    1001: "Communication connection failure",
+    1004: "Communication shutdown failure",
     1007: "Protocol authentication error",
+    1802: "Unable to contact slurm controller (receive failure)",
+    2016: "Requested nodes are busy",
+    5004: "Socket timed out on send/recv operation",
     2000: "Invalid partition name specified",
     2002: "Access/permission denied",
     2009: "Job script not specified",

@@ -1197,6 +1197,19 @@ class FaultTest(ServerTest):
                          (504, "DEADLINE_EXCEEDED"))
         self.assertEqual(len(c.admin("jobs?comment=uid-deadline")["jobs"]), 1)
 
+    def test_perform_then_slurm_error(self):
+        c = self.c
+        for i, (status, errors) in enumerate([(504, [5004]), (500, [1004]), (200, [])]):
+            c.admin("faults", {"action": "perform_then_slurm_error", "path": "/job/submit$",
+                               "slurm_status": status, "slurm_errors": errors})
+            tag = "uid-ambiguous-%d" % i
+            got, body = c.slurm("POST", "/slurm/v0.0.42/job/submit",
+                                submit_body("v0.0.42", "#!/bin/bash\nsleep 9\n", tag))
+            self.assertEqual(got, status)
+            self.assertNotIn("job_id", body)
+            self.assertEqual([e["error_number"] for e in body["errors"]], errors)
+            self.assertEqual(len(c.admin("jobs?comment=" + tag)["jobs"]), 1, "job was queued")
+
     def test_delay_probability_and_skip(self):
         c = self.c
         c.admin("faults", {"action": "delay", "delay": 0.3, "path": "/ping"})

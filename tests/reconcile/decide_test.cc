@@ -215,11 +215,18 @@ TEST(DecideSubmit, PermissionDeniedSaysWhichRoleAndRetriesSlowly) {
             Action::kSubmit);
 }
 
-TEST(DecideSubmit, TransientFailureRetriesWithBackoff) {
+// Only a failure that cannot have reached Slurm (nothing was sent: connection
+// refused) is retried as a plain submit. Slurm's own 502/503/504, its
+// communication errors and a 2xx without job_id may have queued the job: the
+// executor marks them submit_may_have_been_delivered
+// (slurm::ClassifySubmitFailure), which leads to a tag search
+// (UnknownOutcomeLeadsToATagSearchNotASecondSubmit below).
+TEST(DecideSubmit, TransientFailureThatNeverReachedSlurmRetriesWithBackoff) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
   Outcomes out;
   out.submit = absl::UnavailableError("connection refused");
+  out.submit_may_have_been_delivered = false;
   Decision d = Decide(job, Cluster(), {}, out, Fresh(), kT0);
   ASSERT_EQ(d.action, Action::kWriteStatus);
   EXPECT_EQ(Cond(d.status, kReconciling).reason(), "SubmitRetrying");

@@ -1108,5 +1108,49 @@ TEST_F(ExecutorTest, KubernetesWritesPerPlainJobLife) {
   EXPECT_EQ(Submits(), 1);
 }
 
+// ---------------------- Slurm answers that may have queued the job (#13 E1)
+
+// slurmrestd's 504 (slurmctld's reply timed out after it may have queued the
+// job), communication errors, and a 2xx without job_id say nothing about
+// whether the job exists. The job WAS queued here: the operator must find it
+// by its tag and adopt it, never submit it a second time.
+class AmbiguousSubmitAnswerTest
+    : public ExecutorTest,
+      public ::testing::WithParamInterface<std::pair<int, std::string>> {};
+
+std::string SlurmError42(int number, const std::string& text) {
+  return absl::StrCat("{", kMeta42,
+                      R"(, "errors": [{"description": "Batch job submission failed", )",
+                      R"("error_number": )", number, R"(, "error": ")", text,
+                      R"j(", "source": "slurm_submit_batch_job()"}], "warnings": []})j");
+}
+
+TEST_P(AmbiguousSubmitAnswerTest, IsFollowedByATagSearchAndAdoptionNeverASecondSubmit) {
+  AddJob();
+  ap_.On(kPost, kSubmit42, StructuredBody(GetParam().first, GetParam().second),
+         StructuredBody(200, SubmitOk42(43)));
+  ap_.On(kGet, kJobs42, StructuredBody(200, JobAnswer42(JobRecord42(42, "PENDING"))));
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "PENDING"))));
+  Reconcile();
+  clock_.Advance(seconds(70));
+  Reconcile();
+  EXPECT_EQ(Submits(), 1) << "a second submit after an ambiguous answer";
+  EXPECT_GE(ap_.Count(kGet, kJobs42), 1) << "no tag search";
+  EXPECT_EQ(Status().job_id(), 42);
+  EXPECT_EQ(Cond(kSubmitted).reason(), "Adopted");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SlurmAnswers, AmbiguousSubmitAnswerTest,
+    ::testing::Values(
+        std::make_pair(504, SlurmError42(5004, "Socket timed out on send/recv operation")),
+        std::make_pair(502, SlurmError42(1802, "Unable to contact slurm controller")),
+        std::make_pair(500, SlurmError42(1004, "Communication shutdown failure")),
+        std::make_pair(500, SlurmError42(1001, "Unable to contact slurm controller")),
+        // A code slurmctld returns for a job it queued, here without the job id
+        // (a definitive refusal is not searched for: Slurm500BadPartition...).
+        std::make_pair(500, SlurmError42(2016, "Requested nodes are busy")),
+        std::make_pair(200, absl::StrCat("{", kMeta42, R"(, "errors": [], "warnings": []})"))));
+
 }  // namespace
 }  // namespace slurmop::reconcile

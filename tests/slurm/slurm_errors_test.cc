@@ -41,6 +41,9 @@ struct MappingCase {
   absl::StatusCode code;
 };
 
+// The code says what kind of failure it was, not whether a submit may be sent
+// again: for a submit, kUnavailable and kInternal answers may have queued the
+// job (submit_outcome.h decides, and the operator searches for the tag).
 TEST(RejectionStatusTest, CodeTable) {
   const MappingCase cases[] = {
       {401, {}, absl::StatusCode::kUnauthenticated},
