@@ -5,9 +5,11 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "controller/api/json_codec.h"
 #include "controller/slurm/dialects.h"
+#include "controller/slurm/reserved_keys.h"
 
 namespace slurmop::reconcile {
 namespace {
@@ -40,6 +42,20 @@ absl::Status CheckEnvironment(const google::protobuf::RepeatedPtrField<v1alpha1:
     }
   }
   return absl::OkStatus();
+}
+
+// spec.extra may not set the keys the operator owns (slurm/reserved_keys.h):
+// the tag in `comment` above all, whose loss or forgery breaks exactly-once.
+absl::Status CheckExtra(const v1alpha1::SlurmJobSpec& spec) {
+  if (!spec.has_extra()) return absl::OkStatus();
+  std::vector<std::string> reserved = slurm::ReservedKeysIn(api::ToJson(spec.extra()));
+  if (reserved.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "spec.extra sets ", absl::StrJoin(reserved, ", "),
+      ", which the operator sets itself (the job's tag, name, dependencies, hold, script and "
+      "identity); remove ",
+      reserved.size() == 1 ? "it" : "them",
+      " from spec.extra (use spec.name, spec.dependsOn, spec.suspend instead)"));
 }
 
 }  // namespace
@@ -116,6 +132,7 @@ absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("spec.deletionPolicy \"", spec.deletion_policy(),
                                                    "\" is not one of Cancel, Orphan"));
   }
+  if (absl::Status s = CheckExtra(spec); !s.ok()) return s;
   return CheckEnvironment(spec.environment(), "spec.environment");
 }
 

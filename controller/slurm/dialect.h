@@ -70,7 +70,8 @@ class Dialect {
   // gpus_per_node, time_limit_minutes), memory_per_node_mb < 0, `nodes`
   // together with minimum/maximum_nodes, minimum > maximum, or `extra` that
   // is neither an object nor null. `extra` is merged into the job object last
-  // (top-level keys replace rendered ones), unchecked.
+  // (top-level keys replace rendered ones), except the operator's own keys
+  // (reserved_keys.h), which it never replaces.
   virtual absl::StatusOr<nlohmann::json> RenderSubmit(const JobDescriptor& job) const = 0;
 
   // Parsers take Slurm's HTTP status and body (a JSON object, or null when

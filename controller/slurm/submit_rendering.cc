@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "controller/slurm/reserved_keys.h"
 #include "controller/slurm/text_compat.h"
 
 namespace slurmop::slurm {
@@ -177,8 +178,12 @@ absl::StatusOr<json> RenderSubmitBody(const JobDescriptor& job, SubmitFormat for
   if (absl::Status s = Validate(job); !s.ok()) return s;
   json job_object =
       format == SubmitFormat::kSbatchOptions ? SbatchOptionsJob(job) : JobDescMsgJob(job);
+  // extra wins over the user's fields, never over the operator's own
+  // (reserved_keys.h): validation refuses them first; this is the defence in depth.
   if (job.extra.is_object()) {
-    for (const auto& [key, value] : job.extra.items()) job_object[key] = value;
+    for (const auto& [key, value] : job.extra.items()) {
+      if (!IsReservedJobKey(key)) job_object[key] = value;
+    }
   }
   json body = {{"job", std::move(job_object)}, {"script", job.script}};
   // nlohmann throws on invalid UTF-8 only when serialising; find out here.

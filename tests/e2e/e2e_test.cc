@@ -564,6 +564,23 @@ TEST_F(E2E, ScriptWithoutInterpreterLineIsAConditionAndNothingIsSubmitted) {
   EXPECT_EQ(SlurmJobsFor("noshebang").size(), 1u);
 }
 
+TEST_F(E2E, ReservedKeysInExtraAreAConditionAndNothingIsSubmitted) {
+  ASSERT_EQ(ApplyJob("reserved", "#!/bin/bash\ntrue\n",
+                     "  extra: {comment: mine, name: other, partition: debug}\n")
+                .exit_code,
+            0);
+  CommandResult wait =
+      Kubectl({"wait", "-n", kNs, "sj/reserved", "--for=condition=Stalled", "--timeout=30s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(Get("reserved", "{.status.conditions[?(@.type==\"Stalled\")].reason}"), "InvalidSpec");
+  EXPECT_THAT(Get("reserved", "{.status.message}"), HasSubstr("spec.extra sets comment, name"));
+  for (const char* filter : {"name=reserved", "name=other", "comment=mine"}) {
+    nlohmann::json view = Admin(std::string("/__admin/jobs?") + filter);
+    ASSERT_TRUE(view.is_object()) << view.dump();
+    EXPECT_EQ(view["submit_counts"]["total"], 0) << filter << ": " << view.dump();
+  }
+}
+
 TEST_F(E2E, UnknownPartitionIsRejectedOnceWithSlurmsMessage) {
   ASSERT_EQ(ApplyJob("badpart", "#!/bin/bash\ntrue\n", "  partition: nosuch\n").exit_code, 0);
   CommandResult wait =

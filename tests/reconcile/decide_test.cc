@@ -488,6 +488,14 @@ INSTANTIATE_TEST_SUITE_P(
                        j.spec.add_environment()->set_name("A");
                      },
                      "InvalidSpec", "listed twice"},
+        BadInputCase{"ReservedKeysInExtra",
+                     [](JobFacts& j, ClusterFacts&) {
+                       auto& fields = *j.spec.mutable_extra()->mutable_fields();
+                       fields["comment"].set_string_value("slurmjob-operator:team-a/x/1");
+                       fields["user_id"].set_number_value(0);
+                       fields["nice"].set_number_value(5);
+                     },
+                     "InvalidSpec", "spec.extra sets comment, user_id, which the operator"},
         BadInputCase{"BadDeletionPolicy",
                      [](JobFacts& j, ClusterFacts&) { j.spec.set_deletion_policy("Keep"); },
                      "InvalidSpec", "deletionPolicy"},

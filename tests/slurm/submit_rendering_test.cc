@@ -130,15 +130,44 @@ TEST_P(SubmitGoldenTest, NodeRange) {
   }
 }
 
-TEST_P(SubmitGoldenTest, ExtraIsMergedLastAndWins) {
+TEST_P(SubmitGoldenTest, ExtraIsMergedLastAndWinsOverTheUsersFields) {
   JobDescriptor j = RepresentativeJob();
-  j.extra = json{{"partition", "other"}, {"hold", true}};
+  j.extra = json{{"partition", "other"}, {"nice", 10}};
   absl::StatusOr<json> body = D(GetParam()).RenderSubmit(j);
   ASSERT_TRUE(body.ok()) << body.status();
   EXPECT_EQ(body->at("job").at("partition"), "other");
-  EXPECT_EQ(body->at("job").at("hold"), true);
+  EXPECT_EQ(body->at("job").at("nice"), 10);
   j.extra = nullptr;  // null counts as "nothing extra"
   EXPECT_TRUE(D(GetParam()).RenderSubmit(j).ok());
+}
+
+// #13 E4: extra never replaces the tag, the name, the dependency, the hold,
+// the script or the identity (validation refuses such a spec first; this is
+// the renderer's own defence).
+TEST_P(SubmitGoldenTest, ExtraNeverReplacesTheOperatorsOwnKeys) {
+  JobDescriptor j = RepresentativeJob();
+  j.dependency = "afterok:7";
+  j.extra = json{{"comment", "slurmjob-operator:other/uid/1"},
+                 {"name", "spoofed"},
+                 {"job_name", "spoofed"},
+                 {"dependency", ""},
+                 {"hold", true},
+                 {"priority", 0},
+                 {"script", "#!/bin/sh\nrm -rf ~\n"},
+                 {"wrap", "rm -rf ~"},
+                 {"user_id", 0},
+                 {"group_id", 0}};
+  absl::StatusOr<json> body = D(GetParam()).RenderSubmit(j);
+  ASSERT_TRUE(body.ok()) << body.status();
+  const json& job = body->at("job");
+  EXPECT_EQ(job.at("comment"), "ns/name");
+  EXPECT_EQ(job.at("name"), "my-run");
+  EXPECT_EQ(job.at("dependency"), "afterok:7");
+  EXPECT_EQ(body->at("script"), "#!/bin/bash\necho hello\n");
+  for (const char* key :
+       {"job_name", "hold", "priority", "script", "wrap", "user_id", "group_id"}) {
+    EXPECT_FALSE(job.contains(key)) << key;
+  }
 }
 
 TEST_P(SubmitGoldenTest, EnvironmentKeepsOrderAndDuplicates) {
