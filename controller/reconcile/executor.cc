@@ -11,6 +11,7 @@
 #include "controller/common/log_context.h"
 #include "controller/http/http_transport.h"
 #include "controller/kube/resource_types.h"
+#include "controller/reconcile/accounting_search.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/reconcile/runs.h"
@@ -411,10 +412,12 @@ class Executor::Attempt {
   absl::StatusOr<slurm::JobList> ListForTag(const Slurm& s, TagSource source) {
     const slurm::Dialect& dialect = **s.dialect;
     const bool live = source == TagSource::kLiveQueue;
-    absl::StatusOr<agentplatform::SlurmResponse> r = Call(
-        s, agentplatform::HttpMethod::kGet,
-        live ? dialect.JobsPath(std::nullopt) : dialect.DbJobsPath(AccountingSearchName(facts_)),
-        nullptr);
+    absl::StatusOr<agentplatform::SlurmResponse> r =
+        Call(s, agentplatform::HttpMethod::kGet,
+             live ? dialect.JobsPath(std::nullopt)
+                  : dialect.DbJobsPath(AccountingSearchName(facts_),
+                                       AccountingSearchStart(object_, ex_.clock_.Now())),
+             nullptr);
     if (!r.ok()) return r.status();
     return live ? dialect.ParseJobs(r->status, r->body) : dialect.ParseDbJobs(r->status, r->body);
   }

@@ -48,10 +48,18 @@ class Dialect {
   virtual std::string JobPath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42
   // /slurm/v0.0.42/jobs/ or /slurm/v0.0.42/jobs/?update_time=N
   virtual std::string JobsPath(std::optional<int64_t> update_time) const = 0;
-  // Accounting records of jobs named `job_name`:
-  // /slurmdb/v0.0.42/jobs?job_name=NAME (NAME percent-encoded). Used to find
-  // a job by its tag once it has left the live queue.
-  virtual std::string DbJobsPath(std::string_view job_name) const = 0;
+  // Accounting records of jobs named `job_name` active since `start_time`
+  // (epoch seconds): /slurmdb/v0.0.42/jobs?job_name=NAME&start_time=uts<N>
+  // (NAME percent-encoded). Used to find a job by its tag once it has left
+  // the live queue. Without start_time slurmdbd looks only from midnight.
+  // "uts<epoch>" is parse_time()'s UTC form, read by every version: dbv0.0.38
+  // and dbv0.0.39 parse start_time with parse_time() only (a bare epoch is
+  // "Unable to parse time format"), data_parser v0.0.40+ TIMESTAMP hands
+  // strings to parse_time() (SchedMD/slurm src/common/parse_time.c;
+  // src/plugins/openapi/dbv0.0.38/jobs.c @ slurm-22-05-8-1,
+  // dbv0.0.39/jobs.c @ slurm-23-02-7-1, data_parser/v0.0.40..44/parsers.c
+  // _parse_timestamp @ slurm-23-11-11-1 .. slurm-25-11-7-1).
+  virtual std::string DbJobsPath(std::string_view job_name, int64_t start_time) const = 0;
   virtual std::string CancelPath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42 (DELETE)
   virtual std::string DbJobPath(int64_t job_id) const = 0;   // /slurmdb/v0.0.42/job/42
   virtual std::string PingPath() const = 0;                  // /slurm/v0.0.42/ping/

@@ -46,7 +46,7 @@ std::string RestDialect::JobsPath(std::optional<int64_t> update_time) const {
   return path;
 }
 
-std::string RestDialect::DbJobsPath(std::string_view job_name) const {
+std::string RestDialect::DbJobsPath(std::string_view job_name, int64_t start_time) const {
   // Percent-encode everything outside RFC 3986's unreserved set.
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string encoded;
@@ -59,7 +59,8 @@ std::string RestDialect::DbJobsPath(std::string_view job_name) const {
       encoded += kHex[c & 15];
     }
   }
-  return absl::StrCat("/slurmdb/", ToAbsl(format_.version), "/jobs?job_name=", encoded);
+  return absl::StrCat("/slurmdb/", ToAbsl(format_.version), "/jobs?job_name=", encoded,
+                      "&start_time=uts", start_time);
 }
 
 std::string RestDialect::CancelPath(int64_t job_id) const { return JobPath(job_id); }

@@ -24,7 +24,7 @@ class RestDialect final : public Dialect {
   std::string SubmitPath() const override;
   std::string JobPath(int64_t job_id) const override;
   std::string JobsPath(std::optional<int64_t> update_time) const override;
-  std::string DbJobsPath(std::string_view job_name) const override;
+  std::string DbJobsPath(std::string_view job_name, int64_t start_time) const override;
   std::string CancelPath(int64_t job_id) const override;
   std::string DbJobPath(int64_t job_id) const override;
   std::string PingPath() const override;

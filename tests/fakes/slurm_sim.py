@@ -327,6 +327,29 @@ def parse_script(text):
     return plan
 
 
+def parse_slurm_time(value, now, allow_epoch=False):
+    """The subset of Slurm's parse_time() (src/common/parse_time.c) the operator and tests use:
+    "uts<epoch>" (UTC), "now", "now[+-]N[seconds|minutes|hours|days|weeks]", and, when
+    allow_epoch (data_parser v0.0.42+ detects numbers first), a bare epoch. None: unparsable."""
+    if not isinstance(value, str):
+        return None
+    if allow_epoch and re.match(r"^\d+$", value):
+        return float(value)
+    m = re.match(r"^uts(\d+)$", value, re.I)
+    if m:
+        uts = int(m.group(1))
+        return float(uts) if uts >= 1000000 else None
+    m = re.match(r"^now(?:([+-])(\d+)(seconds|minutes|hours|days|weeks)?)?$", value, re.I)
+    if m:
+        if not m.group(1):
+            return now
+        unit = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400,
+                "weeks": 604800}[(m.group(3) or "seconds").lower()]
+        delta = int(m.group(2)) * unit
+        return now + delta if m.group(1) == "+" else now - delta
+    return None
+
+
 def _parse_signal(value):
     if isinstance(value, int) and not isinstance(value, bool):
         if 0 < value < 65:
@@ -1381,23 +1404,23 @@ class SlurmSimulator:
             if not query:  # recorded 22.05 behaviour: no filter -> "Nothing found"
                 return self._db_nothing(n, user)
             for key, value in query.items():
-                if key in ("start_time", "end_time"):
-                    if re.match(r"^\d+$", value):
-                        err = {"description": "Unable to parse time format", "error_number": 9000,
-                               "error": STRERROR[9000], "source": "_parse_time"}
-                        return SlurmResponse(500, self._envelope(n, {"jobs": []}, [err], db=True,
-                                                                 user=user))
-                elif key not in ("job_name", "partition", "account", "state"):
+                if key not in ("job_name", "partition", "account", "state", "start_time",
+                               "end_time"):
                     err = {"description": "Unknown Query field", "error_number": 9000,
                            "error": STRERROR[9000], "source": key}
                     return SlurmResponse(500, self._envelope(n, {"jobs": []}, [err], db=True,
                                                              user=user))
+        window = self._db_window(n, query, now)
+        if isinstance(window, SlurmResponse):
+            return window
         names = _csv(query.get("job_name"))
         users = _csv(query.get("users"))
         parts = _csv(query.get("partition"))
         found = []
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
             if not self._acct_visible(job, now):
+                continue
+            if not self._in_db_window(job, now, window):
                 continue
             if names and job.name not in names:
                 continue
@@ -1410,6 +1433,44 @@ class SlurmSimulator:
             return self._db_nothing(n, user)
         return SlurmResponse(200, self._envelope(
             n, {"jobs": [self.render_db_job(n, j, now) for j in found]}, db=True, user=user))
+
+    def _db_window(self, n, query, now):
+        """(usage_start, usage_end) of a /slurmdb/.../jobs query, as slurmdbd computes it: given
+        times are parsed with parse_time() (dbv0.0.38/39: strings only; v0.0.40+ TIMESTAMP:
+        strings via parse_time(), since 24.11 also a bare epoch); without job ids or states
+        slurmdb_job_cond_def_start_end() starts at MIDNIGHT today (local time) and ends now.
+        Returns a SlurmResponse for an unparsable time."""
+        def bad(key, value):
+            if n <= 39:
+                err = {"description": "Unable to parse time format", "error_number": 9000,
+                       "error": STRERROR[9000], "source": key}
+            else:
+                err = _err(n, "Parsing of %s for timestamp failed" % value, "_parse_timestamp",
+                           9202)
+            return SlurmResponse(500, self._envelope(n, {"jobs": []}, [err], db=True))
+        window = []
+        for key in ("start_time", "end_time"):
+            value = query.get(key)
+            if value is None:
+                window.append(None)
+                continue
+            t = parse_slurm_time(value, now, allow_epoch=n >= 42)
+            if t is None:
+                return bad(key, value)
+            window.append(t)
+        start, end = window
+        if start is None and not query.get("state") and not query.get("job_id"):
+            lt = time.localtime(now)
+            start = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
+        return (start, now if end is None else end)
+
+    def _in_db_window(self, job, now, window):
+        """as_mysql: eligible before usage_end, and not ended before usage_start."""
+        start, end = window
+        v = job.view(now - self.accounting_delay, self.completing_seconds)
+        if job.submit_time > end:
+            return False
+        return start is None or not v["finished"] or v["end"] >= start
 
     def render_db_job(self, n, job, now):
         t_acct = now - self.accounting_delay

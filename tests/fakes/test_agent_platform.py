@@ -349,6 +349,38 @@ class SimulatorTest(unittest.TestCase):
         self.assertEqual(db.body["jobs"][0]["state"]["current"], ["COMPLETED"])
         self.assertEqual(db.body["jobs"][0]["time"]["elapsed"], 1)
 
+    def test_accounting_search_starts_at_midnight_without_start_time(self):
+        # slurmdb_job_cond_def_start_end(): no job ids, no states, no start_time -> midnight
+        # (slurmdbd's local time; UTC here).
+        old_tz = os.environ.get("TZ")
+        os.environ["TZ"] = "UTC"
+        time.tzset()
+        self.addCleanup(lambda: (os.environ.pop("TZ") if old_tz is None else
+                                 os.environ.__setitem__("TZ", old_tz), time.tzset()))
+        self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n", name="yday")
+        self.clock.advance(10)  # ended at t0+1.5 (t0 = 2023-11-14 22:13:20 UTC)
+
+        def names(version, query):
+            resp = self.sim.handle("GET", "/slurmdb/%s/jobs" % version, query=query)
+            return resp.status, [j["name"] for j in resp.body["jobs"]]
+        self.assertEqual(names("v0.0.42", {"job_name": "yday"}), (200, ["yday"]))
+        self.clock.advance(2 * 3600)  # past midnight (local time)
+        for v in ("v0.0.38", "v0.0.40", "v0.0.42"):
+            self.assertEqual(names(v, {"job_name": "yday"}), (200, []), v)
+            self.assertEqual(names(v, {"job_name": "yday", "start_time": "uts1699990000"}),
+                             (200, ["yday"]), v)
+            self.assertEqual(names(v, {"job_name": "yday", "start_time": "now-3hours"}),
+                             (200, ["yday"]), v)
+            self.assertEqual(names(v, {"job_name": "yday", "start_time": "now-1hours"}),
+                             (200, []), v)
+        # A bare epoch: parse_time() refuses it; data_parser v0.0.42+ reads it as a number.
+        self.assertEqual(names("v0.0.38", {"job_name": "yday", "start_time": "1699990000"})[0],
+                         500)
+        self.assertEqual(names("v0.0.40", {"job_name": "yday", "start_time": "1699990000"})[0],
+                         500)
+        self.assertEqual(names("v0.0.42", {"job_name": "yday", "start_time": "1699990000"}),
+                         (200, ["yday"]))
+
     def test_dbv0038_exit_code_bug(self):
         jid = self.submit("v0.0.38", "#!/bin/bash\nexit 3\n")
         self.clock.advance(5)

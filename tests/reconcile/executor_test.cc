@@ -67,7 +67,9 @@ constexpr char kSubmit42[] = "/slurm/v0.0.42/job/submit";
 constexpr char kJob42[] = "/slurm/v0.0.42/job/42";
 constexpr char kDbJob42[] = "/slurmdb/v0.0.42/job/42";
 constexpr char kJobs42[] = "/slurm/v0.0.42/jobs/";
-constexpr char kDbJobsTrain42[] = "/slurmdb/v0.0.42/jobs?job_name=train";
+// start_time: the SlurmJob's creationTimestamp (the fake API server's
+// 2023-11-14T22:13:20Z = 1700000000) minus an hour.
+constexpr char kDbJobsTrain42[] = "/slurmdb/v0.0.42/jobs?job_name=train&start_time=uts1699996400";
 
 // ------------------------------------------------------------ Slurm answers
 // Slurm's JSON as slurmrestd 24.11 (v0.0.42) and 22.05 (v0.0.38) write it

@@ -15,8 +15,10 @@ using nlohmann::json;
 const Dialect& D(const char* v) { return **DialectFor(v); }
 
 TEST(DbJobs, PathEncodesTheJobName) {
-  EXPECT_EQ(D("v0.0.38").DbJobsPath("train-1"), "/slurmdb/v0.0.38/jobs?job_name=train-1");
-  EXPECT_EQ(D("v0.0.42").DbJobsPath("a b/c&d"), "/slurmdb/v0.0.42/jobs?job_name=a%20b%2Fc%26d");
+  EXPECT_EQ(D("v0.0.38").DbJobsPath("train-1", 1700000000),
+            "/slurmdb/v0.0.38/jobs?job_name=train-1&start_time=uts1700000000");
+  EXPECT_EQ(D("v0.0.42").DbJobsPath("a b/c&d", 1700000000),
+            "/slurmdb/v0.0.42/jobs?job_name=a%20b%2Fc%26d&start_time=uts1700000000");
 }
 
 TEST(DbJobs, V38RecordsKeepTheirCommentFromCommentJob) {
