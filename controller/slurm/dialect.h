@@ -67,7 +67,9 @@ class Dialect {
 
   // Renders the body of a job update: {"comment": ...} and/or {"hold": b}
   // (true holds with priority 0, false releases; the same in every version,
-  // checked against 22.05.8's v0.0.38). InvalidArgument when it sets nothing.
+  // checked against 22.05.8's v0.0.38), for v0.0.39 also wrapped as
+  // {"job": {...}} (wire_format.h UpdateFormat). InvalidArgument when it sets
+  // nothing.
   virtual absl::StatusOr<nlohmann::json> RenderUpdate(const JobUpdate& update) const = 0;
 
   // Renders the submit body {"job": {...}, "script": "..."} for this version.

@@ -82,6 +82,10 @@ absl::StatusOr<nlohmann::json> RestDialect::RenderUpdate(const JobUpdate& update
   // which refuses the INFINITE priority scontrol sends ("Priority too large").
   if (update.hold) body["hold"] = *update.hold;
   if (body.empty()) return absl::InvalidArgumentError("a job update must change something");
+  if (format_.update == UpdateFormat::kBareAndWrapped) {
+    nlohmann::json wrapped = body;
+    body["job"] = std::move(wrapped);
+  }
   return body;
 }
 

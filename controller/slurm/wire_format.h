@@ -37,10 +37,27 @@ enum class SlurmdbExitCodes {
   kReliable,
 };
 
+// How a job update (POST /slurm/vX/job/{id}) carries its fields.
+enum class UpdateFormat {
+  // The JOB_DESC_MSG fields at the top level: v0.0.38 (22.05-23.11:
+  // _parse_job_list(query, ..., update_only=true), unknown keys rejected, so
+  // nothing else may be sent) and v0.0.40+ (openapi/slurmctld
+  // _job_post_update parses the bare body, 23.11-25.11).
+  kBare,
+  // v0.0.39: 23.02.0 and 23.02.1 read only {"job": {...}} ("Specifing either
+  // \"job\" or \"jobs\" fields are required"); 23.02.2+ (commit e5316891ef
+  // "openapi/v0.0.39 - change job updates to expect DATA_PARSER_JOB_DESC_MSG"),
+  // 23.11 and 24.05 parse the bare body, and data_parser v0.0.39 ignores
+  // unknown keys silently (a wrapped-only body would be a no-op success).
+  // Both forms at once satisfy every release that serves v0.0.39.
+  kBareAndWrapped,
+};
+
 struct WireFormat {
   std::string_view version;  // "v0.0.42"
   SubmitFormat submit;
   SlurmdbExitCodes slurmdb_exit_codes;
+  UpdateFormat update = UpdateFormat::kBare;
 };
 
 }  // namespace slurmop::slurm

@@ -522,6 +522,43 @@ TEST_F(E2E, OrphanPolicyLeavesTheJobRunningAndTheSweepAlone) {
   }
 }
 
+// #13 item 12: v0.0.39's job update body. 23.02.0/1 read only {"job": {...}},
+// 23.02.2+ only the bare fields: the Orphan re-tag must work on both.
+TEST_F(E2E, OrphanRetagsOnV0039WhateverThe2302ReleaseServesIt) {
+  std::string cluster = testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.39");
+  cluster.replace(cluster.find("name: local,"), 12, "name: local39,");
+  CommandResult applied = Kubectl({"apply", "-f", "-"}, cluster);
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  for (const std::string release : {"23.02.1", "23.02.7"}) {
+    ASSERT_TRUE(AdminPost("/__admin/sim", {{"v0039_release", release}}));
+    const std::string name = "keep39-" + release.substr(6);
+    const std::string yaml =
+        "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
+        "metadata: {name: " +
+        name +
+        ", namespace: e2e}\n"
+        "spec:\n  clusterRef: {name: local39}\n  deletionPolicy: Orphan\n"
+        "  script: |\n    #!/bin/bash\n    sleep 120\n";
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, yaml).exit_code, 0);
+    CommandResult wait = Kubectl({"wait", "-n", kNs, "sj/" + name,
+                                  "--for=jsonpath={.status.jobState}=RUNNING", "--timeout=60s"});
+    ASSERT_EQ(wait.exit_code, 0) << release << ": " << wait.out << wait.err;
+    const int64_t job_id = std::stoll(Get(name, "{.status.jobId}"));
+    CommandResult del = Kubectl({"delete", "-n", kNs, "sj", name, "--timeout=60s"});
+    ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+    nlohmann::json all = Admin("/__admin/jobs");
+    const nlohmann::json& list = all.is_object() ? all["jobs"] : all;
+    bool seen = false;
+    for (const auto& j : list) {
+      if (j.value("job_id", int64_t{0}) != job_id) continue;
+      seen = true;
+      EXPECT_EQ(j.value("comment", "").rfind("slurmjob-operator-orphaned:", 0), 0u)
+          << release << ": " << j.dump();
+    }
+    EXPECT_TRUE(seen) << release;
+  }
+}
+
 TEST_F(E2E, UnknownClusterIsAConditionAndNothingIsSubmitted) {
   std::string yaml =
       "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"

@@ -152,7 +152,7 @@ ADMIN_HELP = {
     "POST /__admin/clock": '{"advance":seconds} (manual clock only)',
     "POST /__admin/partitions": '{"partitions":["debug","gpu"][,"cluster":"P/R/C"]}',
     "POST /__admin/sim": '{"pending_seconds":..,"completing_seconds":..,"min_job_age":..,'
-                         '"accounting_delay":..[,"cluster":"P/R/C"]}',
+                         '"accounting_delay":..,"v0039_release":"23.02.x"[,"cluster":"P/R/C"]}',
     "POST /__admin/quota": '{"per_minute":N,"retry_delay":seconds} (0 = off)',
     "POST /__admin/reset": '{} jobs, submits, faults, calls, quota, access; {"tokens":true} too',
 }
@@ -1496,7 +1496,7 @@ class Handler(BaseHTTPRequestHandler):
                 if method == "POST":
                     kw = {k: v for k, v in data.items() if k != "cluster"}
                     unknown = set(kw) - {"pending_seconds", "completing_seconds", "min_job_age",
-                                         "accounting_delay", "partitions"}
+                                         "accounting_delay", "partitions", "v0039_release"}
                     if unknown:
                         raise ValueError("unknown simulator parameters %s" % sorted(unknown))
                     c.backend.set_params(**kw)

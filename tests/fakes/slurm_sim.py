@@ -652,6 +652,8 @@ class SlurmSimulator:
         # render_job() results by job id: (what the row depends on, the rendered dict)
         self._render_cache = {}
         self._script_counts = {}  # script text -> jobs submitted with it (#SIM fail_first)
+        # The 23.02 release serving v0.0.39 (its job update handling changed in 23.02.2).
+        self.v0039_release = "23.02.7"
         self._marks_reset()
 
     # -- configuration -----------------------------------------------------------------------
@@ -666,6 +668,10 @@ class SlurmSimulator:
                     setattr(self, key, value)
             self._marks_reset()  # completing_seconds/min_job_age move every job's marks
             self._render_cache.clear()
+            if kw.get("v0039_release") is not None:
+                if not re.match(r"^23\.02\.\d+$", str(kw["v0039_release"])):
+                    raise SimError("v0039_release must be a 23.02.x release")
+                self.v0039_release = str(kw["v0039_release"])
             if kw.get("partitions") is not None:
                 parts = kw["partitions"]
                 if not isinstance(parts, list) or not parts or not all(
@@ -679,6 +685,7 @@ class SlurmSimulator:
                 "completing_seconds": self.completing_seconds,
                 "min_job_age": self.min_job_age, "accounting_delay": self.accounting_delay,
                 "partitions": list(self.partitions), "versions": list(self.versions),
+                "v0039_release": self.v0039_release,
                 "clock": self.clock.describe()}
 
     def reset(self):
@@ -805,7 +812,7 @@ class SlurmSimulator:
 
     # -- meta ----------------------------------------------------------------------------------
     def meta(self, n, db=False, user="nobody"):
-        major, minor, micro = RELEASES[n]
+        major, minor, micro = RELEASES[n] if n != 39 else tuple(self.v0039_release.split("."))
         if n <= 39:
             kind = "dbv" if db else "v"
             return {"plugin": {"type": "openapi/%s0.0.%d" % (kind, n),
@@ -1268,11 +1275,11 @@ class SlurmSimulator:
         if not isinstance(body, dict) or not body:
             err = _err(n, "Job update request is not a dictionary", "_update_job", 9000)
             return SlurmResponse(400, self._envelope(n, {}, [err]))
-        unknown = sorted(set(body) - self.UPDATE_KEYS)
-        if unknown:
-            err = _err(n, "Unexpected field(s) %s (not simulated)" % ",".join(unknown),
-                       "_update_job", 9000)
-            return SlurmResponse(400, self._envelope(n, {}, [err]))
+        fields = self._update_fields(n, body)
+        if isinstance(fields, SlurmResponse):
+            return fields
+        fields, warnings = fields
+        body = fields
         view = job.view(now, self.completing_seconds)
         if view["finished"]:
             err = _err(n, "job update failed", "_parse_job_list", 2084)
@@ -1304,7 +1311,47 @@ class SlurmSimulator:
         self._last_admin_change = now
         self._render_cache.pop(job.job_id, None)
         self._marks_reset()  # a release (or a dependency's change) moves future marks
-        return SlurmResponse(200, self._envelope(n, {}))
+        return SlurmResponse(200, self._envelope(n, {}, [], warnings))
+
+    def _update_fields(self, n, body):
+        """The job fields a POST /slurm/vX/job/{id} body sets, as each release reads it, and the
+        warnings; or the SlurmResponse refusing it.
+          v0.0.38 (22.05 _parse_job_list(query, ..., update_only)): the bare body; an unknown key
+            is "Unknown key" (400), like a submit.
+          v0.0.39 served by 23.02.0/23.02.1 (_job_post): only {"job": {...}} is read; without
+            "job" -> 422 "Specifing either \"job\" or \"jobs\" fields are required";
+            23.02.2+ (e5316891ef): the bare body, unknown keys (also "job") ignored silently.
+          v0.0.40+ (openapi/slurmctld _job_post_update): the bare body; unknown keys become
+            warnings "Ignoring unknown field"."""
+        known = {38: KEYS_38 | set(ALIASES_38), 39: KEYS_39, 40: KEYS_40, 41: KEYS_41,
+                 42: KEYS_42, 43: KEYS_43, 44: KEYS_44}[n]
+        if n == 38:
+            unknown = sorted(set(body) - known)
+            if unknown:
+                errs = [{"description": "Unknown key \"%s\"" % unknown[0], "source": "hsearch_r"},
+                        {"error_code": 9001, "error": STRERROR[9001]}]
+                return SlurmResponse(400, self._envelope(n, {}, errs))
+        if n == 39 and self.v0039_release in ("23.02.0", "23.02.1"):
+            job = body.get("job")
+            if not isinstance(job, dict):
+                err = _err(n, "Specifing either \"job\" or \"jobs\" fields are required to job "
+                           " update", "_job_post", 9000)
+                return SlurmResponse(422, self._envelope(n, {}, [err]))
+            body = job
+        # A real job field this simulator does not model is refused, so that no test passes on
+        # an update that does nothing here.
+        unmodelled = sorted(k for k in body if k in known and k not in self.UPDATE_KEYS)
+        if unmodelled:
+            err = _err(n, "Unexpected field(s) %s (not simulated)" % ",".join(unmodelled),
+                       "_update_job", 9000)
+            return SlurmResponse(400, self._envelope(n, {}, [err]))
+        fields = {k: v for k, v in body.items() if k in self.UPDATE_KEYS}
+        if n <= 39:
+            return fields, []
+        warnings = [_warn("Ignoring unknown field \"%s\" of type %s in JOB_DESC_MSG" % (
+            k, _json_type(v)), "_job_post_update") for k, v in sorted(body.items())
+            if k not in known]
+        return fields, warnings
 
     def _delete_job(self, n, id_text, query, user):
         now = self.clock.now()

@@ -381,6 +381,44 @@ class SimulatorTest(unittest.TestCase):
         self.assertEqual(names("v0.0.42", {"job_name": "yday", "start_time": "1699990000"}),
                          (200, ["yday"]))
 
+    def test_update_body_shape_per_release(self):
+        def comment(version, jid):
+            return self.get(version, jid).body["jobs"][0]["comment"]
+
+        def update(version, jid, body):
+            return self.sim.handle("POST", "/slurm/%s/job/%d" % (version, jid), body=body,
+                                   user="alice")
+        bare = {"comment": "bare"}
+        wrapped = {"job": {"comment": "wrapped"}}
+        both = {"comment": "both", "job": {"comment": "both"}}
+        jid = self.submit("v0.0.39", "#!/bin/bash\nsleep 60\n")
+        # 23.02.2+: the bare body; "job" is ignored silently (a wrapped-only body does nothing).
+        self.assertEqual(update("v0.0.39", jid, bare).status, 200)
+        self.assertEqual(comment("v0.0.39", jid), "bare")
+        self.assertEqual(update("v0.0.39", jid, wrapped).status, 200)
+        self.assertEqual(comment("v0.0.39", jid), "bare")
+        self.assertEqual(update("v0.0.39", jid, both).status, 200)
+        self.assertEqual(comment("v0.0.39", jid), "both")
+        # 23.02.0/1: only {"job": {...}}.
+        self.sim.set_params(v0039_release="23.02.1")
+        resp = update("v0.0.39", jid, bare)
+        self.assertEqual(resp.status, 422)
+        self.assertIn("Specifing either", resp.body["errors"][0]["description"])
+        self.assertEqual(resp.body["meta"]["Slurm"]["release"], "23.02.1")
+        self.assertEqual(update("v0.0.39", jid, wrapped).status, 200)
+        self.assertEqual(comment("v0.0.39", jid), "wrapped")
+        self.assertEqual(update("v0.0.39", jid, both).status, 200)
+        self.assertEqual(comment("v0.0.39", jid), "both")
+        # v0.0.38 rejects the unknown key; v0.0.40+ warn about it and apply the bare fields.
+        resp = update("v0.0.38", jid, both)
+        self.assertEqual(resp.status, 400)
+        self.assertEqual(resp.body["errors"][0]["description"], 'Unknown key "job"')
+        self.assertEqual(update("v0.0.38", jid, {"comment": "38"}).status, 200)
+        resp = update("v0.0.42", jid, {"comment": "42", "job": {"comment": "x"}})
+        self.assertEqual(resp.status, 200)
+        self.assertIn("Ignoring unknown field", resp.body["warnings"][0]["description"])
+        self.assertEqual(comment("v0.0.42", jid), "42")
+
     def test_dbv0038_exit_code_bug(self):
         jid = self.submit("v0.0.38", "#!/bin/bash\nexit 3\n")
         self.clock.advance(5)

@@ -53,6 +53,31 @@ TEST_P(DialectPathsTest, PathsCarryTheVersion) {
   EXPECT_EQ((*d)->PingPath(), "/slurm/" + v + "/ping/");
 }
 
+// What each version's slurmrestd reads from POST /slurm/vX/job/{id}
+// (wire_format.h UpdateFormat): v0.0.39 is read wrapped by 23.02.0-1 and bare
+// by 23.02.2+, so it gets both; every other version only the bare fields
+// (v0.0.38 rejects any unknown key, v0.0.40+ warns about them).
+TEST_P(DialectPathsTest, UpdateBodyIsWhatTheVersionReads) {
+  const std::string v = GetParam();
+  absl::StatusOr<const Dialect*> d = DialectFor(v);
+  ASSERT_TRUE(d.ok()) << d.status();
+  JobUpdate u;
+  u.comment = "slurmjob-operator-orphaned:ns/uid/1";
+  u.hold = true;
+  absl::StatusOr<nlohmann::json> body = (*d)->RenderUpdate(u);
+  ASSERT_TRUE(body.ok()) << body.status();
+  const nlohmann::json bare = {{"comment", *u.comment}, {"hold", true}};
+  if (v == "v0.0.39") {
+    nlohmann::json both = bare;
+    both["job"] = bare;
+    EXPECT_EQ(*body, both);
+  } else {
+    EXPECT_EQ(*body, bare) << v;
+  }
+  EXPECT_EQ((*d)->UpdatePath(42), "/slurm/" + v + "/job/42");
+  EXPECT_FALSE((*d)->RenderUpdate(JobUpdate{}).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(AllVersions, DialectPathsTest, ::testing::ValuesIn(SupportedVersions()),
                          [](const auto& info) { return fixtures::VersionTestName(info.param); });
 
