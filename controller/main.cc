@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -38,6 +39,7 @@
 #include "controller/reconcile/controller_metrics.h"
 #include "controller/reconcile/credentials_resolver.h"
 #include "controller/reconcile/manager.h"
+#include "controller/reconcile/submit_fence.h"
 #include "controller/server/health_server.h"
 #include "controller/server/log_format.h"
 #include "controller/server/metrics.h"
@@ -264,6 +266,8 @@ struct Lifecycle {
   std::atomic<bool> leading{false};
   std::atomic<bool> lost_leadership{false};
   std::atomic<bool> shutting_down{false};
+  // Runs on the elector thread when leadership starts, before `leading` is set.
+  std::function<void()> before_leading;
 };
 
 slurmop::kube::LeaderElectionConfig LeaderElectionFromFlags(Lifecycle& life) {
@@ -279,6 +283,7 @@ slurmop::kube::LeaderElectionConfig LeaderElectionFromFlags(Lifecycle& life) {
   le.retry_period = Seconds(absl::GetFlag(FLAGS_leader_elect_retry_period_seconds));
   le.on_started_leading = [&life] {
     LOG(INFO) << "became the leader";
+    if (life.before_leading) life.before_leading();
     life.leading = true;
     life.cv.notify_all();
   };
@@ -376,11 +381,23 @@ int Run() {
     return 2;
   }
   Lifecycle life;
+  // A submit the previous leader sent may land until takeover + submit settle.
+  life.before_leading = [&] { manager.AnchorSettleWindow(clock.Now()); };
   absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> elector =
       StartLeaderElection(**kube, clock, life);
   if (!elector.ok()) {
     LOG(ERROR) << elector.status();
     return 2;
+  }
+  // Submits only while the Lease has more than leaseDuration - renewDeadline left
+  // (set before the manager starts, which happens once leading).
+  std::unique_ptr<slurmop::reconcile::LeaseSubmitFence> submit_fence;
+  if (*elector) {
+    submit_fence = std::make_unique<slurmop::reconcile::LeaseSubmitFence>(
+        [e = elector->get()] { return e->LeaseValidUntil(); },
+        Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds)) -
+            Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds)));
+    manager.SetSubmitFence(submit_fence.get());
   }
   std::thread signal_thread([&] {
     int sig = 0;

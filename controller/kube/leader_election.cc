@@ -33,6 +33,23 @@ long long Seconds(Duration d) {
   return std::chrono::duration_cast<std::chrono::seconds>(d).count();
 }
 
+// Lease fields are int32 in the API. Anything else in leaseDurationSeconds
+// (absent, < 1, beyond int32: a hostile or broken writer) is refused: the
+// configured duration is used, never a value whose addition to a time point
+// would overflow.
+constexpr long long kMaxInt32 = 2147483647;
+
+Duration LeaseDurationOf(const nlohmann::json& spec, Duration configured) {
+  const long long s = IntField(spec, "leaseDurationSeconds", 0);
+  if (s < 1 || s > kMaxInt32) return configured;
+  return std::chrono::seconds(s);
+}
+
+long long TransitionsOf(const nlohmann::json& spec) {
+  const long long t = IntField(spec, "leaseTransitions", 0);
+  return t < 0 || t >= kMaxInt32 ? 0 : t;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LeaderElector>> LeaderElector::Create(Client& client,
@@ -88,9 +105,18 @@ std::string LeaderElector::CurrentLeader() const {
 bool LeaderElector::IsLeaderLocked() const { return Holder(observed_spec_) == config_.identity; }
 
 bool LeaderElector::IsLeaseValidLocked(Time now) const {
-  const long long seconds =
-      IntField(observed_spec_, "leaseDurationSeconds", Seconds(config_.lease_duration));
-  return observed_time_ + std::chrono::seconds(seconds) > now;
+  return observed_time_ + LeaseDurationOf(observed_spec_, config_.lease_duration) > now;
+}
+
+std::optional<Time> LeaderElector::LeaseValidUntil() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!renewed_at_ || !IsLeaderLocked()) return std::nullopt;
+  return *renewed_at_ + config_.lease_duration;
+}
+
+void LeaderElector::Renewed(Time round_start) {
+  std::lock_guard<std::mutex> lock(mu_);
+  renewed_at_ = round_start;
 }
 
 nlohmann::json LeaderElector::NewSpec(Time now, const std::optional<nlohmann::json>& old_spec,
@@ -102,7 +128,7 @@ nlohmann::json LeaderElector::NewSpec(Time now, const std::optional<nlohmann::js
                          {"renewTime", stamp},
                          {"leaseTransitions", 0}};
   if (old_spec.has_value()) {
-    const long long transitions = IntField(*old_spec, "leaseTransitions", 0);
+    const long long transitions = TransitionsOf(*old_spec);
     if (keep_acquire) {
       if (auto acquired = old_spec->find("acquireTime"); acquired != old_spec->end()) {
         spec["acquireTime"] = *acquired;
@@ -156,6 +182,7 @@ bool LeaderElector::TryAcquireOrRenew() {
         WriteLease(*known_lease, NewSpec(now, known_spec, /*keep_acquire=*/true));
     if (renewed.ok()) {
       Observe(*renewed);
+      Renewed(now);
       return true;
     }
     LOG(WARNING) << "lease " << config_.lease_name
@@ -182,6 +209,7 @@ bool LeaderElector::TryAcquireOrRenew() {
       return false;
     }
     Observe(*created);
+    Renewed(now);
     return true;
   }
 
@@ -216,6 +244,7 @@ bool LeaderElector::TryAcquireOrRenew() {
     return false;
   }
   Observe(*written);
+  Renewed(now);
   return true;
 }
 
@@ -226,7 +255,7 @@ absl::Status LeaderElector::Release() {
     std::lock_guard<std::mutex> lock(mu_);
     if (!lease_.has_value() || !IsLeaderLocked()) return absl::OkStatus();
     lease = *lease_;
-    transitions = IntField(observed_spec_, "leaseTransitions", 0);
+    transitions = TransitionsOf(observed_spec_);
   }
   const std::string stamp = FormatRfc3339Micro(clock_.Now());
   nlohmann::json spec = {{"holderIdentity", ""},

@@ -30,7 +30,11 @@
 //    Lease is released first (holderIdentity "", leaseDurationSeconds 1) so a
 //    standby takes over at once. on_stopped_leading is called if it was
 //    leading. Callbacks run on the elector thread and must not call Stop().
-//  * IsLeader()/CurrentLeader() are thread-safe.
+//  * leaseDurationSeconds outside [1, 2^31-1] (the API's int32, > 0) in a
+//    Lease read from the server is refused: the configured lease_duration is
+//    used instead (no overflow of a time point; a malformed Lease neither
+//    blocks a takeover forever nor allows one at once).
+//  * IsLeader()/CurrentLeader()/LeaseValidUntil() are thread-safe.
 //  * Waits use real time unless LeaderElectionConfig::sleep_for_testing is
 //    set, in which case it is called instead (tests advance a FakeClock).
 
@@ -88,6 +92,12 @@ class LeaderElector {
   bool TryAcquireOrRenew();
   // Gives the Lease up if this replica holds it (see Stop()).
   absl::Status Release();
+  // Until when no standby can take the Lease over: the start of this
+  // replica's last successful acquire/renew round plus lease_duration (a
+  // standby restarts its expiry timer only once it sees that write, which is
+  // later). nullopt when this replica does not hold the Lease. A renewal that
+  // blocks or fails does not move it, so it runs out on its own (#13 E2).
+  std::optional<Time> LeaseValidUntil() const;
 
  private:
   LeaderElector(Client& client, const Clock& clock, LeaderElectionConfig config);
@@ -106,6 +116,7 @@ class LeaderElector {
                          bool keep_acquire) const;
   absl::StatusOr<nlohmann::json> WriteLease(nlohmann::json lease, nlohmann::json spec);
   void Observe(const nlohmann::json& lease);  // remembers lease + spec + observed time
+  void Renewed(Time round_start);             // a round that started then succeeded
 
   Client& client_;
   const Clock& clock_;
@@ -117,6 +128,7 @@ class LeaderElector {
   std::optional<nlohmann::json> lease_;  // last Lease read or written; guarded by mu_
   nlohmann::json observed_spec_;         // guarded by mu_
   Time observed_time_{};                 // guarded by mu_
+  std::optional<Time> renewed_at_;       // guarded by mu_
   std::string reported_leader_;          // guarded by mu_
   std::atomic<bool> stopping_{false};
   std::atomic<bool> leading_{false};

@@ -372,6 +372,13 @@ class Executor::Attempt {
   }
 
   Next Submit(const Decision& d) {
+    if (ex_.submit_fence_ != nullptr) {
+      if (absl::Status fenced = ex_.submit_fence_->MaySubmit(ex_.clock_.Now()); !fenced.ok()) {
+        out_.submit = fenced;  // nothing was sent
+        LOG(WARNING) << key_ << ": submit not sent: " << fenced;
+        return kDecideAgain;
+      }
+    }
     const Slurm s = SlurmFor(d);
     // A search made before this submit says nothing about it.
     out_.tag_lookup.reset();

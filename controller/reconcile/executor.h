@@ -29,6 +29,7 @@
 #include "controller/reconcile/job_tracker.h"
 #include "controller/reconcile/metered_slurm.h"
 #include "controller/reconcile/ports.h"
+#include "controller/reconcile/submit_fence.h"
 
 namespace slurmop::reconcile {
 
@@ -66,6 +67,15 @@ class Executor {
   // even if it looked recently.
   void MarkChanged(const std::string& key);
 
+  // Fencing (#13 E2), both set before the first Reconcile:
+  // `fence` is consulted right before every submit is sent (nullptr: none,
+  // e.g. without leader election); a closed fence sends nothing.
+  void SetSubmitFence(const SubmitFence* fence) { submit_fence_ = fence; }
+  // A submit an earlier process (or the previous leader) may have sent is in
+  // flight until `t` + submit_settle: `t` is when this replica became the
+  // leader (default: when the executor was made).
+  void AnchorSettleWindow(Time t) { options_.decide.process_start = t; }
+
   // One callSlurmRestApi call, counted in the metrics.
   absl::StatusOr<agentplatform::SlurmResponse> CallSlurm(
       const agentplatform::ClusterName& where, agentplatform::TokenSource& credentials,
@@ -89,6 +99,7 @@ class Executor {
   ExecutorOptions options_;  // set before the first Reconcile, then read-only
 
   JobTracker* tracker_ = nullptr;
+  const SubmitFence* submit_fence_ = nullptr;
 
   mutable std::mutex mu_;
   std::map<std::string, Memo> memos_;

@@ -56,6 +56,10 @@ class Manager {
 
   size_t QueueLength() const { return queue_.Len(); }
 
+  // Fencing (Executor::SetSubmitFence / AnchorSettleWindow); before Start().
+  void SetSubmitFence(const SubmitFence* fence) { executor_.SetSubmitFence(fence); }
+  void AnchorSettleWindow(Time t) { executor_.AnchorSettleWindow(t); }
+
  private:
   class CacheView : public ObjectCache {
    public:

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -225,6 +226,62 @@ TEST_F(LeaderElectionTest, SomeoneElseOverwritingTheLeaseIsNoticed) {
   store_.Overwrite({{"holderIdentity", "intruder"}, {"leaseDurationSeconds", 15}});
   EXPECT_FALSE(a->TryAcquireOrRenew());
   EXPECT_EQ(a->CurrentLeader(), "intruder");
+}
+
+// #13 M4: a Lease whose leaseDurationSeconds would overflow a time point (or
+// is not a positive int32) is read with the configured duration: the standby
+// neither takes over at once nor waits forever.
+TEST_F(LeaderElectionTest, OutOfRangeLeaseDurationIsRefused) {
+  for (long long bad : {std::numeric_limits<long long>::max(), 1LL << 40, 0LL, -5LL}) {
+    LeaseStore store;
+    LeaderElectionConfig config;
+    config.lease_namespace = "slurm-system";
+    config.lease_name = "slurmjob-operator";
+    config.identity = "b";
+    auto b = LeaderElector::Create(store, clock_, config);
+    ASSERT_TRUE(b.ok());
+    ASSERT_TRUE(store
+                    .Create(Leases(), "slurm-system",
+                            {{"metadata", {{"name", "slurmjob-operator"}}},
+                             {"spec",
+                              {{"holderIdentity", "other"},
+                               {"leaseDurationSeconds", bad},
+                               {"leaseTransitions", std::numeric_limits<long long>::max()}}}})
+                    .ok());
+    EXPECT_FALSE((*b)->TryAcquireOrRenew()) << bad << ": taken over at once";
+    clock_.Advance(seconds(14));
+    EXPECT_FALSE((*b)->TryAcquireOrRenew()) << bad;
+    clock_.Advance(seconds(1));
+    EXPECT_TRUE((*b)->TryAcquireOrRenew()) << bad << ": never taken over";
+    EXPECT_EQ(store.spec()["leaseTransitions"], 1) << bad;
+  }
+}
+
+// #13 E2: the fence's clock. A renewal that fails (or blocks) does not extend
+// it; it starts from the beginning of the round that succeeded.
+TEST_F(LeaderElectionTest, LeaseValidUntilRunsOutWithoutRenewals) {
+  auto a = Elector("a");
+  EXPECT_FALSE(a->LeaseValidUntil().has_value()) << "not holding the lease";
+  const Time t0 = clock_.Now();
+  ASSERT_TRUE(a->TryAcquireOrRenew());
+  EXPECT_EQ(a->LeaseValidUntil(), t0 + seconds(15));
+  clock_.Advance(seconds(2));
+  ASSERT_TRUE(a->TryAcquireOrRenew());
+  EXPECT_EQ(a->LeaseValidUntil(), t0 + seconds(17));
+  store_.down = true;
+  clock_.Advance(seconds(2));
+  EXPECT_FALSE(a->TryAcquireOrRenew());
+  EXPECT_EQ(a->LeaseValidUntil(), t0 + seconds(17)) << "a failed renewal extends nothing";
+  // A round that blocks: it started at t1, the write landed 40 s later.
+  store_.down = false;
+  const Time t1 = clock_.Now();
+  store_.before_next_update = [&] { clock_.Advance(seconds(40)); };
+  ASSERT_TRUE(a->TryAcquireOrRenew());
+  EXPECT_EQ(a->LeaseValidUntil(), t1 + seconds(15)) << "counted from the round's start";
+  // Someone else holds it now: no validity at all.
+  store_.Overwrite({{"holderIdentity", "b"}, {"leaseDurationSeconds", 15}});
+  EXPECT_FALSE(a->TryAcquireOrRenew());
+  EXPECT_FALSE(a->LeaseValidUntil().has_value());
 }
 
 TEST_F(LeaderElectionTest, RunLeadsUntilRenewDeadlineIsMissed) {

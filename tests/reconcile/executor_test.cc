@@ -1154,5 +1154,58 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair(500, SlurmError42(2016, "Requested nodes are busy")),
         std::make_pair(200, absl::StrCat("{", kMeta42, R"(, "errors": [], "warnings": []})"))));
 
+// ------------------------------------------------- fencing (#13 E2)
+
+class FixedFence : public SubmitFence {
+ public:
+  absl::Status verdict = absl::OkStatus();
+  absl::Status MaySubmit(Time) const override { return verdict; }
+};
+
+// A replica whose Lease is not valid with time to spare sends no submit: it
+// says why and retries with backoff, and submits once the fence opens.
+TEST_F(ExecutorTest, ClosedSubmitFenceSendsNoSubmit) {
+  FixedFence fence;
+  fence.verdict = absl::UnavailableError("the leader Lease was not renewed in time");
+  exec_->SetSubmitFence(&fence);
+  AddJob();
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+  ReconcileResult r = Reconcile();
+  EXPECT_EQ(Submits(), 0);
+  EXPECT_TRUE(r.retry_with_backoff);
+  EXPECT_EQ(Cond(kReconciling).reason(), "SubmitRetrying");
+  EXPECT_THAT(Status().message(), HasSubstr("not renewed in time"));
+  fence.verdict = absl::OkStatus();
+  Reconcile();
+  EXPECT_EQ(Submits(), 1);
+  EXPECT_EQ(Status().job_id(), 42);
+}
+
+// A standby that became the leader an hour after it started: the previous
+// leader may have sent a submit just before it lost the Lease, so an empty
+// search proves nothing until submit_settle after the takeover (not after
+// this process started).
+TEST_F(ExecutorTest, NewLeadersSettleWindowStartsWhenItBecameLeader) {
+  clock_.Advance(std::chrono::hours(1));
+  exec_->AnchorSettleWindow(clock_.Now());
+  AddJob();
+  kube_.MutateBehindTheBack("slurmjobs", kNs, kName, [](nlohmann::json& o) {
+    o["metadata"]["finalizers"] = {std::string(api::kSlurmJobFinalizer)};
+  });
+  ap_.On(kGet, kJobs42, StructuredBody(200, JobAnswer42("")));
+  ap_.On(kGet, kDbJobsTrain42, StructuredBody(200, kDbNothing42));
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+  clock_.Advance(seconds(5));
+  ReconcileResult r = Reconcile();
+  EXPECT_EQ(Submits(), 0) << "the old leader's submit may still land";
+  EXPECT_EQ(Cond(kReconciling).reason(), "SubmitOutcomeUnknown");
+  ASSERT_TRUE(r.requeue_after.has_value());
+  EXPECT_EQ(*r.requeue_after, seconds(56));
+  clock_.Advance(seconds(56));
+  Reconcile();
+  EXPECT_EQ(Submits(), 1);
+  EXPECT_EQ(Status().job_id(), 42);
+}
+
 }  // namespace
 }  // namespace slurmop::reconcile
