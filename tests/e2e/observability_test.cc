@@ -98,8 +98,8 @@ class Observability : public ::testing::Test {
     keyed += "  credentialsSecretRef: {name: sa-key}\n";
     ASSERT_EQ(Kubectl({"apply", "-f", "-"}, keyed).exit_code, 0);
     // A cluster whose endpoint nothing listens on: Ready=False (Unreachable).
-    std::string down =
-        testing::LocalSlurmClusterManifest(kNs, testing::FreeLoopbackPort(), "v0.0.42");
+    down_port_ = testing::FreeLoopbackPort();
+    std::string down = testing::LocalSlurmClusterManifest(kNs, down_port_, "v0.0.42");
     down.replace(down.find("name: local"), 11, "name: down");
     ASSERT_EQ(Kubectl({"apply", "-f", "-"}, down).exit_code, 0);
   }
@@ -132,7 +132,9 @@ class Observability : public ::testing::Test {
          "--verbosity=" + std::to_string(verbosity), "--leader-elect",
          "--leader-elect-namespace=obs", "--leader-elect-identity=obs-1",
          "--leader-elect-lease-duration-seconds=3", "--leader-elect-renew-deadline-seconds=2",
-         "--leader-elect-retry-period-seconds=0.5"},
+         "--leader-elect-retry-period-seconds=0.5",
+         // The stand-in, and the down cluster's port: allowed, so it is unreachable, not refused.
+         testing::AllowStandInFlag(ap_port_) + ",127.0.0.1:" + std::to_string(down_port_)},
         *dir_ + "/" + log,
         {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
          {"GOOGLE_APPLICATION_CREDENTIALS", ""},
@@ -214,6 +216,7 @@ class Observability : public ::testing::Test {
   static Subprocess* prometheus_;
   static int ap_port_;
   static int metrics_port_;
+  static int down_port_;
 };
 
 std::string* Observability::dir_ = nullptr;
@@ -224,6 +227,7 @@ Subprocess* Observability::operator_ = nullptr;
 Subprocess* Observability::prometheus_ = nullptr;
 int Observability::ap_port_ = 0;
 int Observability::metrics_port_ = 0;
+int Observability::down_port_ = 0;
 
 // Starts Prometheus scraping the operator every second with the shipped alerts.
 int StartPrometheus(const std::string& dir, int metrics_port, Subprocess** out) {
