@@ -96,8 +96,14 @@ bool CancelFailed(const Outcomes& out) { return out.cancel && !out.cancel->ok();
 bool QueryDone(const Outcomes& out) { return out.query.has_value(); }
 bool QueryFailed(const Outcomes& out) { return out.query && !out.query->ok(); }
 
+// A look at Slurm younger than the poll interval, taken since the spec last
+// changed. A spec change (a new generation: spec.suspend flipped, say) is not
+// served by an older look: what it asks of the Slurm job is only decided
+// after a fresh one, so a waiting reconcile never sits out the tracker's
+// stretched requeue.
 bool PolledRecently(const Known& k, Duration poll) {
-  return k.memo.last_query_at && k.now - *k.memo.last_query_at < poll;
+  return k.memo.last_query_at && k.now - *k.memo.last_query_at < poll &&
+         k.job.status.observed_generation() == k.job.generation;
 }
 
 bool SlurmKnowsNoJob(const Outcomes& out) {

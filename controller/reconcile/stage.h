@@ -70,10 +70,10 @@
 //                                                  requeue 30 s                 (cluster back)
 // kSuperseded         RunIdChanged and (CancelDue  Cancel (CancelFailed:        kFollowing
 //                     or CancelFailed)             backoff)
-// kFollowing          !QueryDone                   PolledRecently: stop until   kQueryFailed,
-//                                                  the poll is due; else Query  kJobMissing,
-//                                                                               kJobEnded,
-//                                                                               kHolding, kActive
+// kFollowing          !QueryDone                   PolledRecently (since the    kQueryFailed,
+//                                                  spec's last change): stop    kJobMissing,
+//                                                  until the poll is due; else  kJobEnded,
+//                                                  Query                        kHolding, kActive
 // kQueryFailed        QueryFailed                  transient: backoff; else     kFollowing
 //                                                  WriteStatus(Retrying)
 // kJobMissing         SlurmKnowsNoJob              WriteStatus(Unknown),        kFollowing

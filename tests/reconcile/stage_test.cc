@@ -362,6 +362,22 @@ void Following() {
   EXPECT_EQ(w.stage(), Stage::kActive);
 }
 
+// A spec change after the last look (here spec.suspend on a pending job) is
+// not answered by that look: the reconcile it wakes looks again, then holds.
+// (Before, it stopped as "polled recently" and the hold waited for the
+// tracker's stretched requeue: RealSlurm.SuspendHolds... timed out in CI.)
+void FollowingAfterASpecChange() {
+  World w;
+  w.Submitted("PENDING");
+  w.memo.last_query_at = w.now;
+  ASSERT_EQ(w.decide().why, "polled recently");
+  w.job.generation += 1;
+  w.job.spec.set_suspend(true);
+  ExpectRow(w, Stage::kFollowing, Action::kQuery);
+  w.SlurmSays(slurm::BaseState::kPending);
+  EXPECT_EQ(w.stage(), Stage::kHolding);
+}
+
 void QueryFailed() {
   World w;
   w.Submitted();
@@ -453,6 +469,8 @@ TEST_P(StageRow, Walk) { GetParam().second(); }
 
 INSTANTIATE_TEST_SUITE_P(StageTable, StageRow, ::testing::ValuesIn(Rows()),
                          [](const auto& info) { return StageName(info.param.first); });
+
+TEST(StageTable, ASpecChangeIsAnsweredByAFreshLook) { FollowingAfterASpecChange(); }
 
 TEST(StageTable, EveryStageHasItsRowWalked) {
   std::set<Stage> walked;
