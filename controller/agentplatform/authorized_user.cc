@@ -8,14 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/agentplatform/token_endpoint.h"
+#include "controller/common/json_members.h"
 
 namespace slurmop::agentplatform {
 namespace {
-
-std::string StringField(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 class AuthorizedUserFetcher final : public TokenFetcher {
  public:
@@ -36,14 +32,7 @@ class AuthorizedUserFetcher final : public TokenFetcher {
         {"refresh_token", user_.refresh_token}};
     if (!opts_.scopes.empty()) form.emplace_back("scope", JoinScopes(opts_.scopes, " "));
     const http::Request request = FormPost(user_.token_uri, FormEncode(form), opts_.timeout);
-    absl::StatusOr<http::Response> response = SendTokenRequest(*opts_.transport, request, exchange);
-    if (!response.ok()) return response.status();
-    if (response->status < 200 || response->status >= 300) {
-      return TokenEndpointError(*response, exchange);
-    }
-    absl::StatusOr<AccessToken> token = ParseOAuthTokenResponse(*response, now, exchange);
-    if (!token.ok()) return RedactStatus(token.status(), exchange.secrets);
-    return token;
+    return ExchangeForToken(*opts_.transport, request, exchange, now);
   }
 
   std::string Describe() const override {
@@ -62,12 +51,12 @@ class AuthorizedUserFetcher final : public TokenFetcher {
 
 absl::StatusOr<AuthorizedUser> ParseAuthorizedUser(const nlohmann::json& file) {
   AuthorizedUser user;
-  user.client_id = StringField(file, "client_id");
-  user.client_secret = StringField(file, "client_secret");
-  user.refresh_token = StringField(file, "refresh_token");
-  user.token_uri = StringField(file, "token_uri");
-  user.quota_project_id = StringField(file, "quota_project_id");
-  user.account = StringField(file, "account");
+  user.client_id = StringMember(file, "client_id");
+  user.client_secret = StringMember(file, "client_secret");
+  user.refresh_token = StringMember(file, "refresh_token");
+  user.token_uri = StringMember(file, "token_uri");
+  user.quota_project_id = StringMember(file, "quota_project_id");
+  user.account = StringMember(file, "account");
   for (const auto& [name, value] :
        {std::pair{"client_id", &user.client_id}, std::pair{"client_secret", &user.client_secret},
         std::pair{"refresh_token", &user.refresh_token}}) {

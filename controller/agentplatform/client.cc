@@ -17,6 +17,7 @@
 #include "controller/agentplatform/google_error.h"
 #include "controller/agentplatform/rate_limiter.h"
 #include "controller/agentplatform/token_endpoint.h"
+#include "controller/http/percent_encoding.h"
 #include "glog/logging.h"
 
 namespace slurmop::agentplatform {
@@ -294,9 +295,9 @@ std::string ClusterName::CallUrl() const {
   // Each name percent-encoded as a path segment: the ':' of a domain-scoped
   // project id becomes %3A, so the only ':' left in the path is the one that
   // starts the custom method.
-  return absl::StrCat(root, "/v1beta1/projects/", UrlEncode(project_id), "/locations/",
-                      UrlEncode(region), "/modelDevelopmentClusters/", UrlEncode(cluster_id),
-                      ":callSlurmRestApi");
+  return absl::StrCat(root, "/v1beta1/projects/", http::PercentEncode(project_id), "/locations/",
+                      http::PercentEncode(region), "/modelDevelopmentClusters/",
+                      http::PercentEncode(cluster_id), ":callSlurmRestApi");
 }
 
 std::unique_ptr<SlurmApi> NewSlurmApiClient(const ClientOptions& options) {

@@ -12,14 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "controller/agentplatform/token_endpoint.h"
 #include "controller/common/bounded_json.h"
+#include "controller/common/json_members.h"
 
 namespace slurmop::agentplatform {
 namespace {
-
-std::string StringField(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 class StsFetcher final : public TokenFetcher {
  public:
@@ -51,14 +47,7 @@ class StsFetcher final : public TokenFetcher {
           nlohmann::json({{"userProject", account_.workforce_pool_user_project}}).dump());
     }
     const http::Request request = FormPost(account_.token_url, FormEncode(form), opts_.timeout);
-    absl::StatusOr<http::Response> response = SendTokenRequest(*opts_.transport, request, exchange);
-    if (!response.ok()) return response.status();
-    if (response->status < 200 || response->status >= 300) {
-      return TokenEndpointError(*response, exchange);
-    }
-    absl::StatusOr<AccessToken> token = ParseOAuthTokenResponse(*response, now, exchange);
-    if (!token.ok()) return RedactStatus(token.status(), exchange.secrets);
-    return token;
+    return ExchangeForToken(*opts_.transport, request, exchange, now);
   }
 
   std::string Describe() const override {
@@ -107,7 +96,7 @@ class StsFetcher final : public TokenFetcher {
     std::string token;
     if (account_.format_type == "json") {
       const nlohmann::json j = ParseBoundedJson(raw, kMaxRemoteJsonDepth);
-      if (j.is_object()) token = StringField(j, account_.subject_token_field_name.c_str());
+      if (j.is_object()) token = StringMember(j, account_.subject_token_field_name.c_str());
       if (token.empty()) {
         return absl::UnauthenticatedError(absl::StrCat(where, " holds no JSON field \"",
                                                        account_.subject_token_field_name, "\""));
@@ -128,12 +117,12 @@ class StsFetcher final : public TokenFetcher {
 
 absl::StatusOr<ExternalAccount> ParseExternalAccount(const nlohmann::json& file) {
   ExternalAccount a;
-  a.audience = StringField(file, "audience");
-  a.subject_token_type = StringField(file, "subject_token_type");
-  a.token_url = StringField(file, "token_url");
-  a.workforce_pool_user_project = StringField(file, "workforce_pool_user_project");
-  a.quota_project_id = StringField(file, "quota_project_id");
-  a.service_account_impersonation_url = StringField(file, "service_account_impersonation_url");
+  a.audience = StringMember(file, "audience");
+  a.subject_token_type = StringMember(file, "subject_token_type");
+  a.token_url = StringMember(file, "token_url");
+  a.workforce_pool_user_project = StringMember(file, "workforce_pool_user_project");
+  a.quota_project_id = StringMember(file, "quota_project_id");
+  a.service_account_impersonation_url = StringMember(file, "service_account_impersonation_url");
   if (a.audience.empty() || a.subject_token_type.empty()) {
     return absl::InvalidArgumentError(
         "external_account credentials: audience and subject_token_type are required");
@@ -150,8 +139,8 @@ absl::StatusOr<ExternalAccount> ParseExternalAccount(const nlohmann::json& file)
   if (source == file.end() || !source->is_object()) {
     return absl::InvalidArgumentError("external_account credentials: missing credential_source");
   }
-  a.file = StringField(*source, "file");
-  a.url = StringField(*source, "url");
+  a.file = StringMember(*source, "file");
+  a.url = StringMember(*source, "url");
   if (a.file.empty() && a.url.empty()) {
     return absl::UnimplementedError(
         "external_account credentials: only \"file\" and \"url\" credential sources are "
@@ -165,9 +154,9 @@ absl::StatusOr<ExternalAccount> ParseExternalAccount(const nlohmann::json& file)
   }
   auto format = source->find("format");
   if (format != source->end() && format->is_object()) {
-    const std::string type = StringField(*format, "type");
+    const std::string type = StringMember(*format, "type");
     if (!type.empty()) a.format_type = type;
-    a.subject_token_field_name = StringField(*format, "subject_token_field_name");
+    a.subject_token_field_name = StringMember(*format, "subject_token_field_name");
   }
   if (a.format_type != "text" && a.format_type != "json") {
     return absl::InvalidArgumentError(absl::StrCat(

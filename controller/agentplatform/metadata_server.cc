@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "controller/agentplatform/token_endpoint.h"
+#include "controller/http/percent_encoding.h"
 
 namespace slurmop::agentplatform {
 namespace {
@@ -80,7 +81,8 @@ std::string ResolveMetadataHost(const CredentialsOptions& opts) {
 std::string MetadataTokenUrl(const std::string& host, const std::vector<std::string>& scopes) {
   std::string url =
       absl::StrCat("http://", host, "/computeMetadata/v1/instance/service-accounts/default/token");
-  if (!scopes.empty()) absl::StrAppend(&url, "?scopes=", UrlEncode(JoinScopes(scopes, ",")));
+  if (!scopes.empty())
+    absl::StrAppend(&url, "?scopes=", http::PercentEncode(JoinScopes(scopes, ",")));
   return url;
 }
 

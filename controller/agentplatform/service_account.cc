@@ -8,14 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/agentplatform/token_endpoint.h"
+#include "controller/common/json_members.h"
 
 namespace slurmop::agentplatform {
 namespace {
-
-std::string StringField(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 class ServiceAccountFetcher final : public TokenFetcher {
  public:
@@ -35,14 +31,7 @@ class ServiceAccountFetcher final : public TokenFetcher {
     const http::Request request = FormPost(
         key_.token_uri, FormEncode({{"grant_type", kJwtBearerGrant}, {"assertion", *assertion}}),
         opts_.timeout);
-    absl::StatusOr<http::Response> response = SendTokenRequest(*opts_.transport, request, exchange);
-    if (!response.ok()) return response.status();
-    if (response->status < 200 || response->status >= 300) {
-      return TokenEndpointError(*response, exchange);
-    }
-    absl::StatusOr<AccessToken> token = ParseOAuthTokenResponse(*response, now, exchange);
-    if (!token.ok()) return RedactStatus(token.status(), exchange.secrets);
-    return token;
+    return ExchangeForToken(*opts_.transport, request, exchange, now);
   }
 
   std::string Describe() const override { return "service account " + key_.client_email; }
@@ -56,11 +45,11 @@ class ServiceAccountFetcher final : public TokenFetcher {
 
 absl::StatusOr<ServiceAccountKey> ParseServiceAccountKey(const nlohmann::json& file) {
   ServiceAccountKey key;
-  key.client_email = StringField(file, "client_email");
-  key.private_key_id = StringField(file, "private_key_id");
-  key.token_uri = StringField(file, "token_uri");
-  key.project_id = StringField(file, "project_id");
-  const std::string pem = StringField(file, "private_key");
+  key.client_email = StringMember(file, "client_email");
+  key.private_key_id = StringMember(file, "private_key_id");
+  key.token_uri = StringMember(file, "token_uri");
+  key.project_id = StringMember(file, "project_id");
+  const std::string pem = StringMember(file, "private_key");
   if (key.client_email.empty()) {
     return absl::InvalidArgumentError("service_account credentials: missing client_email");
   }

@@ -12,40 +12,16 @@
 #include "absl/strings/str_replace.h"
 #include "controller/agentplatform/google_error.h"
 #include "controller/common/bounded_json.h"
+#include "controller/common/json_members.h"
+#include "controller/http/percent_encoding.h"
 
 namespace slurmop::agentplatform {
-namespace {
-
-std::string StringField(const nlohmann::json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return "";
-  return it->get<std::string>();
-}
-
-}  // namespace
-
-std::string UrlEncode(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size() * 3);
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
-  }
-  return out;
-}
 
 std::string FormEncode(const std::vector<std::pair<std::string, std::string>>& fields) {
   std::string out;
   for (const auto& [key, value] : fields) {
     if (!out.empty()) out.push_back('&');
-    absl::StrAppend(&out, UrlEncode(key), "=", UrlEncode(value));
+    absl::StrAppend(&out, http::PercentEncode(key), "=", http::PercentEncode(value));
   }
   return out;
 }
@@ -64,7 +40,7 @@ std::string Redact(std::string text, const std::vector<std::string>& secrets) {
     if (secret.size() < 4) continue;  // too short to be a secret; avoid mangling text
     absl::StrReplaceAll({{secret, "[REDACTED]"}}, &text);
     // Also its form-encoded spelling, in case a server echoes the request body.
-    const std::string encoded = UrlEncode(secret);
+    const std::string encoded = http::PercentEncode(secret);
     if (encoded != secret) absl::StrReplaceAll({{encoded, "[REDACTED]"}}, &text);
   }
   return text;
@@ -76,6 +52,19 @@ absl::Status RedactStatus(const absl::Status& status, const std::vector<std::str
   status.ForEachPayload(
       [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
   return out;
+}
+
+absl::StatusOr<AccessToken> ExchangeForToken(http::Transport& transport,
+                                             const http::Request& request,
+                                             const TokenExchange& exchange, Time now) {
+  absl::StatusOr<http::Response> response = SendTokenRequest(transport, request, exchange);
+  if (!response.ok()) return response.status();
+  if (response->status < 200 || response->status >= 300) {
+    return TokenEndpointError(*response, exchange);
+  }
+  absl::StatusOr<AccessToken> token = ParseOAuthTokenResponse(*response, now, exchange);
+  if (!token.ok()) return RedactStatus(token.status(), exchange.secrets);
+  return token;
 }
 
 http::Request FormPost(std::string url, std::string body, std::chrono::milliseconds timeout) {
@@ -111,10 +100,10 @@ absl::Status TokenEndpointError(const http::Response& response, const TokenExcha
     const nlohmann::json& e = body["error"];
     if (e.is_string()) {
       error = e.get<std::string>();
-      description = StringField(body, "error_description");
+      description = StringMember(body, "error_description");
     } else if (e.is_object()) {
-      error = StringField(e, "status");
-      description = StringField(e, "message");
+      error = StringMember(e, "status");
+      description = StringMember(e, "message");
     }
   }
 
@@ -172,7 +161,7 @@ absl::StatusOr<AccessToken> ParseOAuthTokenResponse(const http::Response& respon
     return malformed(absl::StrCat("expires_in is over ", kMaxTokenLifetimeSeconds, " s"));
   }
   if (require_token_type) {
-    const std::string type = StringField(*body, "token_type");
+    const std::string type = StringMember(*body, "token_type");
     if (absl::AsciiStrToLower(type) != "bearer") return malformed("token_type is not Bearer");
   }
   const auto lifetime =

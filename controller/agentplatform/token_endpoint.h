@@ -48,8 +48,6 @@ inline constexpr size_t kMaxTokenResponseBytes = size_t{1} << 20;
 // endpoint (and a huge value would overflow the expiry's time point).
 inline constexpr double kMaxTokenLifetimeSeconds = 7 * 24 * 3600;
 
-// Percent-encodes everything except unreserved characters (RFC 3986).
-std::string UrlEncode(std::string_view s);
 // application/x-www-form-urlencoded body, fields in the given order.
 std::string FormEncode(const std::vector<std::pair<std::string, std::string>>& fields);
 // Joins scopes with `sep`.
@@ -82,6 +80,13 @@ absl::StatusOr<nlohmann::json> ParseJsonObject(const http::Response& response,
 absl::StatusOr<AccessToken> ParseOAuthTokenResponse(const http::Response& response, Time now,
                                                     const TokenExchange& exchange,
                                                     bool require_token_type = true);
+
+// The whole grant of an OAuth2 token (refresh token, JWT bearer, STS token
+// exchange): sends `request`, maps a non-2xx answer with TokenEndpointError
+// and reads a 2xx one with ParseOAuthTokenResponse; every error redacted.
+absl::StatusOr<AccessToken> ExchangeForToken(http::Transport& transport,
+                                             const http::Request& request,
+                                             const TokenExchange& exchange, Time now);
 
 // An HTTP request with a form body to `url`.
 http::Request FormPost(std::string url, std::string body, std::chrono::milliseconds timeout);

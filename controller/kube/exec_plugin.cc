@@ -20,6 +20,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "controller/common/bounded_json.h"
+#include "controller/common/json_members.h"
 #include "controller/common/time_format.h"
 
 extern char** environ;
@@ -64,13 +65,6 @@ std::vector<char*> Pointers(std::vector<std::string>& strings) {
   for (std::string& s : strings) pointers.push_back(s.data());
   pointers.push_back(nullptr);
   return pointers;
-}
-
-// The string member `key` of `object`; "" when absent or not a string
-// (json::value() would throw for a member of another type).
-std::string StringMember(const nlohmann::json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 absl::Status PluginError(const ExecConfig& config, const std::string& what) {

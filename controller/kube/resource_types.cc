@@ -4,7 +4,7 @@
 
 #include "controller/kube/resource_types.h"
 
-#include "controller/kube/rest_client.h"
+#include "controller/http/percent_encoding.h"
 
 namespace slurmop::kube {
 namespace {
@@ -17,7 +17,7 @@ std::string PathSegment(std::string_view text) {
     for (size_t i = 0; i < text.size(); ++i) out += "%2E";
     return out;
   }
-  return PercentEncode(text);
+  return http::PercentEncode(text);
 }
 
 }  // namespace

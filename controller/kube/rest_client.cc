@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/common/bounded_json.h"
 #include "controller/http/cpprest_transport.h"
+#include "controller/http/percent_encoding.h"
 #include "controller/kube/metrics_hooks.h"
 
 namespace slurmop::kube {
@@ -65,26 +66,9 @@ std::string QueryString::Render() const {
   std::string out;
   for (const auto& [name, value] : params_) {
     out += out.empty() ? "?" : "&";
-    out += PercentEncode(name);
+    out += http::PercentEncode(name);
     out += "=";
-    out += PercentEncode(value);
-  }
-  return out;
-}
-
-std::string PercentEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (unsigned char c : text) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
-    }
+    out += http::PercentEncode(value);
   }
   return out;
 }

@@ -38,9 +38,6 @@ class QueryString {
   std::vector<std::pair<std::string, std::string>> params_;
 };
 
-// RFC 3986 percent-encoding of everything but unreserved characters.
-std::string PercentEncode(std::string_view text);
-
 class RestClient final : public Client {
  public:
   // `transport` must outlive the client unless it is `owned_transport`.

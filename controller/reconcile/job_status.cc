@@ -264,12 +264,23 @@ v1alpha1::SlurmJobStatus StatusJobNotFound(const v1alpha1::SlurmJobStatus& curre
   return s;
 }
 
-v1alpha1::SlurmJobStatus StatusStalled(const v1alpha1::SlurmJobStatus& current,
-                                       std::string_view reason, std::string_view message,
-                                       int64_t generation, Time now) {
+namespace {
+
+// `current` as seen at `generation`, with `message` as its message.
+v1alpha1::SlurmJobStatus Restated(const v1alpha1::SlurmJobStatus& current, std::string_view message,
+                                  int64_t generation) {
   v1alpha1::SlurmJobStatus s = current;
   s.set_observed_generation(generation);
   s.set_message(std::string(message));
+  return s;
+}
+
+}  // namespace
+
+v1alpha1::SlurmJobStatus StatusStalled(const v1alpha1::SlurmJobStatus& current,
+                                       std::string_view reason, std::string_view message,
+                                       int64_t generation, Time now) {
+  v1alpha1::SlurmJobStatus s = Restated(current, message, generation);
   auto* conds = s.mutable_conditions();
   SetCondition(conds, kStalled, C::kTrue, reason, message, generation, now);
   SetCondition(conds, kReady, C::kFalse, reason, message, generation, now);
@@ -283,9 +294,7 @@ v1alpha1::SlurmJobStatus StatusStalled(const v1alpha1::SlurmJobStatus& current,
 v1alpha1::SlurmJobStatus StatusRetrying(const v1alpha1::SlurmJobStatus& current,
                                         std::string_view reason, std::string_view message,
                                         int64_t generation, Time now) {
-  v1alpha1::SlurmJobStatus s = current;
-  s.set_observed_generation(generation);
-  s.set_message(std::string(message));
+  v1alpha1::SlurmJobStatus s = Restated(current, message, generation);
   auto* conds = s.mutable_conditions();
   SetCondition(conds, kReconciling, C::kTrue, reason, message, generation, now);
   SetCondition(conds, kStalled, C::kFalse, reason, "", generation, now);

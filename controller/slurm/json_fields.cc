@@ -31,19 +31,6 @@ std::optional<int64_t> PlainInteger(const nlohmann::json& value) {
 
 }  // namespace
 
-const nlohmann::json* FindMember(const nlohmann::json& object, std::string_view key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(std::string(key));
-  if (it == object.end()) return nullptr;
-  return &*it;
-}
-
-std::string StringMember(const nlohmann::json& object, std::string_view key) {
-  const nlohmann::json* v = FindMember(object, key);
-  if (v == nullptr || !v->is_string()) return "";
-  return v->get<std::string>();
-}
-
 std::optional<int64_t> NoValInteger(const nlohmann::json& value) {
   if (value.is_object()) {
     const nlohmann::json* infinite = FindMember(value, "infinite");

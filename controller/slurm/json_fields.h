@@ -15,16 +15,13 @@
 #include <vector>
 
 #include "controller/common/clock.h"
+#include "controller/common/json_members.h"
 #include "nlohmann/json.hpp"
 
 namespace slurmop::slurm {
 
-// Member `key` of `object`; nullptr when `object` is not an object or has no
-// such key. A present JSON null is returned (not nullptr).
-const nlohmann::json* FindMember(const nlohmann::json& object, std::string_view key);
-
-// The string member `key`; "" when absent or not a string.
-std::string StringMember(const nlohmann::json& object, std::string_view key);
+// FindMember and StringMember (controller/common/json_members.h) serve here
+// too: slurmop::slurm sees them unqualified.
 
 // An integer from a plain JSON number (an integral float is accepted) or
 // from {"set": true, "infinite": false, "number": N} ("set" may be missing).

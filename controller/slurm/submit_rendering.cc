@@ -104,6 +104,20 @@ void PutSbatchNodes(json& object, const JobDescriptor& job) {
   }
 }
 
+// The fields both dialects spell alike: the tag (comment), accounting,
+// output paths, placement and the hold.
+void PutSharedFields(json& out, const JobDescriptor& job) {
+  out["comment"] = job.comment;
+  PutString(out, "account", job.account);
+  PutString(out, "qos", job.qos);
+  PutString(out, "standard_output", job.standard_output);
+  PutString(out, "standard_error", job.standard_error);
+  PutString(out, "constraints", job.constraints);
+  PutString(out, "reservation", job.reservation);
+  PutString(out, "dependency", job.dependency);
+  if (job.hold) out["hold"] = true;
+}
+
 json SbatchOptionsJob(const JobDescriptor& job) {
   json out = json::object();
   PutString(out, "name", job.name);
@@ -120,15 +134,7 @@ json SbatchOptionsJob(const JobDescriptor& job) {
   for (const auto& [name, value] : job.environment) env[name] = value;  // later entries win
   out["environment"] = std::move(env);
   PutInteger(out, "time_limit", job.time_limit_minutes);
-  out["comment"] = job.comment;
-  PutString(out, "account", job.account);
-  PutString(out, "qos", job.qos);
-  PutString(out, "standard_output", job.standard_output);
-  PutString(out, "standard_error", job.standard_error);
-  PutString(out, "constraints", job.constraints);
-  PutString(out, "reservation", job.reservation);
-  PutString(out, "dependency", job.dependency);
-  if (job.hold) out["hold"] = true;
+  PutSharedFields(out, job);
   return out;
 }
 
@@ -160,15 +166,7 @@ json JobDescMsgJob(const JobDescriptor& job) {
   if (job.time_limit_minutes.has_value()) {
     out["time_limit"] = SetNumber(*job.time_limit_minutes);
   }
-  out["comment"] = job.comment;
-  PutString(out, "account", job.account);
-  PutString(out, "qos", job.qos);
-  PutString(out, "standard_output", job.standard_output);
-  PutString(out, "standard_error", job.standard_error);
-  PutString(out, "constraints", job.constraints);
-  PutString(out, "reservation", job.reservation);
-  PutString(out, "dependency", job.dependency);
-  if (job.hold) out["hold"] = true;
+  PutSharedFields(out, job);
   return out;
 }
 
