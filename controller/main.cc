@@ -38,6 +38,7 @@
 #include "controller/kube/leader_election.h"
 #include "controller/reconcile/controller_metrics.h"
 #include "controller/reconcile/credentials_resolver.h"
+#include "controller/reconcile/installation_id.h"
 #include "controller/reconcile/manager.h"
 #include "controller/reconcile/submit_fence.h"
 #include "controller/server/health_server.h"
@@ -103,8 +104,17 @@ ABSL_FLAG(double, submit_settle_seconds, 60.0,
           "How long a submit may still be in flight after it was sent (or after a restart): a "
           "search for the job's tag that finds nothing sooner does not allow a second submit.");
 ABSL_FLAG(bool, orphan_sweep, true,
-          "Cancel running Slurm jobs that carry the operator's tag but whose SlurmJob no longer "
-          "exists (jobs of SlurmJobs deleted with deletionPolicy Orphan are never touched).");
+          "Cancel running Slurm jobs that carry this installation's tag but whose SlurmJob no "
+          "longer exists (jobs of SlurmJobs deleted with deletionPolicy Orphan, jobs a "
+          "SlurmJob's status names, and other installations' jobs are never touched).");
+ABSL_FLAG(double, orphan_sweep_interval_seconds, 60.0,
+          "How often a cluster's job list is swept for orphans (a job is cancelled when two "
+          "sweeps in a row find it orphaned).");
+ABSL_FLAG(std::string, installation_id, "",
+          "This installation's id, carried in every Slurm job's tag so that installations "
+          "sharing a Slurm cluster never touch each other's jobs (default: the UID of Namespace "
+          "kube-system; two installations in one Kubernetes cluster must each set one). 1-63 "
+          "of [A-Za-z0-9._-]; never change it while SlurmJobs exist.");
 
 namespace {
 
@@ -230,6 +240,7 @@ slurmop::reconcile::ManagerOptions ManagerOptionsFromFlags() {
   options.batched_tracking = absl::GetFlag(FLAGS_batched_tracking);
   options.executor.decide.submit_settle = Seconds(absl::GetFlag(FLAGS_submit_settle_seconds));
   options.tracker.sweep = absl::GetFlag(FLAGS_orphan_sweep);
+  options.tracker.sweep_interval = Seconds(absl::GetFlag(FLAGS_orphan_sweep_interval_seconds));
   return options;
 }
 
@@ -371,8 +382,17 @@ int Run() {
   slurmop::kube::EventRecorder recorder(**kube, clock, "slurmjob-operator",
                                         "slurmjob-operator-" + Hostname());
   RecorderSink events(recorder);
+  absl::StatusOr<std::string> installation =
+      slurmop::reconcile::ResolveInstallationId(**kube, absl::GetFlag(FLAGS_installation_id));
+  if (!installation.ok()) {
+    LOG(ERROR) << installation.status();
+    return 2;
+  }
+  LOG(INFO) << "installation id " << *installation;
+  slurmop::reconcile::ManagerOptions manager_options = ManagerOptionsFromFlags();
+  manager_options.executor.installation = *installation;
   slurmop::reconcile::Manager manager(**kube, *ap->slurm_api, credentials, events, clock,
-                                      ManagerOptionsFromFlags());
+                                      std::move(manager_options));
 
   slurmop::server::HealthServer health;
   slurmop::server::MetricsServer metrics(slurmop::server::GlobalMetrics());

@@ -180,6 +180,24 @@ Decision DeletingUnsubmitted(const Known& k) {
   return Do(Action::kRemoveFinalizer, "deleting; no Slurm job was submitted");
 }
 
+// Being deleted while an earlier submit may still land: wait for the settle
+// window's end, then search again (kDeletingUnsubmitted); the Event is
+// recorded when the search that found nothing too early was just made.
+Decision DeletionSettling(const Known& k) {
+  const Duration wait = *k.memo.settle_until - k.now;
+  std::string msg = absl::StrCat(
+      "Deleting: the job's last submit has an unknown outcome and may still reach Slurm; the "
+      "operator looks for it by its tag again in ",
+      std::chrono::duration_cast<std::chrono::seconds>(wait).count() + 1,
+      " s and cancels it if it landed. The finalizer stays until then; removing it by hand "
+      "may leave that job running with no SlurmJob.");
+  Decision d = StopAndRequeue(wait + std::chrono::seconds(1), msg);
+  if (guards::TagSearchFoundNothing(k.out)) {
+    d.events.push_back({kNormal, "WaitingForSubmitOutcome", "Delete", msg});
+  }
+  return d;
+}
+
 Decision Disowning(const Known& k) {
   const int64_t job_id = guards::KnownJobId(k);
   // Replace the tag first, so that the orphan sweep does not cancel the job
@@ -628,6 +646,8 @@ Decision DecideStage(const Known& k, Assessment a) {
   switch (a.stage) {
     case Stage::kReleased:
       return Stop("being deleted; our finalizer is gone");
+    case Stage::kDeletionSettling:
+      return DeletionSettling(k);
     case Stage::kDeletingUnsubmitted:
       return DeletingUnsubmitted(k);
     case Stage::kDisowning:

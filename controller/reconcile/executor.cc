@@ -65,10 +65,12 @@ std::vector<std::string> Finalizers(const nlohmann::json& obj) {
 
 // JobFacts from a SlurmJob object. A spec the codec cannot read (wrong types
 // that an older CRD let through) is reported as an error for the user.
-absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj) {
+absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj,
+                                         const std::string& installation) {
   absl::StatusOr<v1alpha1::SlurmJob> job = api::SlurmJobFromObject(obj);
   if (!job.ok()) return job.status();
   JobFacts f;
+  f.id.installation = installation;
   f.id.ns = api::MetadataString(obj, "namespace");
   f.id.name = api::MetadataString(obj, "name");
   f.id.uid = api::MetadataString(obj, "uid");
@@ -436,7 +438,7 @@ class Executor::Attempt {
       out_.tag_lookup = ready;
       return kDecideAgain;
     }
-    const std::string tag = RunTag(facts_);
+    const std::vector<std::string> tags = RunTags(facts_);
     std::optional<int64_t> found;
     for (TagSource source : kTagSearchOrder) {
       absl::StatusOr<slurm::JobList> list = ListForTag(s, source);
@@ -444,7 +446,7 @@ class Executor::Attempt {
         out_.tag_lookup = list.status();
         return kDecideAgain;
       }
-      if ((found = PickTaggedJob(list->jobs, tag))) break;
+      if ((found = PickTaggedJob(list->jobs, tags))) break;
     }
     LOG(INFO) << key_ << ": tag search "
               << (found ? absl::StrCat("found job ", *found) : "found nothing");
@@ -550,7 +552,7 @@ class Executor::Attempt {
       LOG(INFO) << key_ << ": re-read failed: " << fresh.status();
       return false;
     }
-    absl::StatusOr<JobFacts> f = FactsFromObject(*fresh);
+    absl::StatusOr<JobFacts> f = FactsFromObject(*fresh, ex_.options_.installation);
     if (!f.ok()) return false;
     object_ = std::move(*fresh);
     facts_ = std::move(*f);
@@ -560,7 +562,7 @@ class Executor::Attempt {
 
   // Our own write's response is the object from now on.
   void AdoptResponse(nlohmann::json response) {
-    absl::StatusOr<JobFacts> f = FactsFromObject(response);
+    absl::StatusOr<JobFacts> f = FactsFromObject(response, ex_.options_.installation);
     if (!f.ok()) return;
     object_ = std::move(response);
     facts_ = std::move(*f);
@@ -617,7 +619,7 @@ ReconcileResult Executor::Reconcile(const std::string& key) {
     Forget(key);
     return {};
   }
-  absl::StatusOr<JobFacts> facts = FactsFromObject(*cached);
+  absl::StatusOr<JobFacts> facts = FactsFromObject(*cached, options_.installation);
   if (!facts.ok()) {
     LOG(WARNING) << key << ": unreadable SlurmJob: " << facts.status();
     events_.Record(*cached, {kWarning, "InvalidSpec", "Validate",

@@ -36,6 +36,8 @@ namespace slurmop::reconcile {
 struct ExecutorOptions {
   // SlurmCluster used by SlurmJobs without spec.clusterRef.name ("" = none).
   std::string default_cluster;
+  // This installation's id, in every tag (JobIdentity::installation).
+  std::string installation;
   DecideOptions decide;
   // Bound on steps per reconcile (a safety net against a decision loop).
   int max_steps = 16;

@@ -65,22 +65,48 @@ constexpr char kTagPrefix[] = "slurmjob-operator:";
 constexpr size_t kTagPrefixLen = sizeof(kTagPrefix) - 1;
 }  // namespace
 
-std::string SubmissionTag(const JobIdentity& id, int32_t run) {
+std::string LegacySubmissionTag(const JobIdentity& id, int32_t run) {
   return absl::StrCat(kTagPrefix, id.ns, "/", id.uid, "/", run);
+}
+
+std::string SubmissionTag(const JobIdentity& id, int32_t run) {
+  if (id.installation.empty()) return LegacySubmissionTag(id, run);
+  return absl::StrCat(LegacySubmissionTag(id, run), "@", id.installation);
 }
 
 std::string DisownedTag(const JobIdentity& id, int32_t run) {
   return absl::StrCat("slurmjob-operator-orphaned:", id.ns, "/", id.uid, "/", run);
 }
 
+absl::Status ValidateInstallationId(std::string_view installation) {
+  if (installation.empty() || installation.size() > 63) {
+    return absl::InvalidArgumentError("an installation id has 1 to 63 characters");
+  }
+  for (char c : installation) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("installation id \"", std::string(installation),
+                       "\" may only have letters, digits, '.', '_', '-'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::optional<ParsedTag> ParseSubmissionTag(std::string_view comment) {
   if (comment.substr(0, kTagPrefixLen) != std::string_view(kTagPrefix)) return std::nullopt;
   comment.remove_prefix(kTagPrefixLen);
+  ParsedTag t;
+  if (const size_t at = comment.rfind('@'); at != std::string_view::npos) {
+    t.installation = std::string(comment.substr(at + 1));
+    if (!ValidateInstallationId(t.installation).ok()) return std::nullopt;
+    comment = comment.substr(0, at);
+  }
   const size_t a = comment.find('/');
   if (a == std::string_view::npos || a == 0) return std::nullopt;
   const size_t b = comment.find('/', a + 1);
   if (b == std::string_view::npos || b == a + 1 || b + 1 >= comment.size()) return std::nullopt;
-  ParsedTag t;
   t.ns = std::string(comment.substr(0, a));
   t.uid = std::string(comment.substr(a + 1, b - a - 1));
   int64_t run = 0;

@@ -27,23 +27,38 @@ struct JobIdentity {
   std::string ns;
   std::string name;
   std::string uid;
+  // The operator installation the SlurmJob belongs to (--installation-id;
+  // see README "Ownership"); "" only in tests of the previous tag format.
+  std::string installation;
 };
 
 // The tag every Slurm job submitted for a SlurmJob carries in its `comment`,
 // so that the job can be found again when a submit's outcome is unknown, and
 // so that jobs whose SlurmJob is gone can be found by the orphan sweep:
-// "slurmjob-operator:<namespace>/<uid>/<run>".
+// "slurmjob-operator:<namespace>/<uid>/<run>@<installation>". The
+// installation comes last so that operators before it (which read
+// "slurmjob-operator:<namespace>/<uid>/<run>", the tag without "@...", the
+// legacy tag) find no run number in it and never sweep it.
 std::string SubmissionTag(const JobIdentity& id, int32_t run);
+
+// The tag the previous version gave run `run` of the SlurmJob (no
+// installation): still recognised as this SlurmJob's own (its uid is unique).
+std::string LegacySubmissionTag(const JobIdentity& id, int32_t run);
+
+// Whether `installation` can be part of a tag: 1 to 63 of [A-Za-z0-9._-].
+absl::Status ValidateInstallationId(std::string_view installation);
 
 // The comment a Slurm job gets when its SlurmJob is deleted with
 // deletionPolicy Orphan: the sweep leaves it alone.
 std::string DisownedTag(const JobIdentity& id, int32_t run);
 
-// The parts of a SubmissionTag; nullopt for any other comment.
+// The parts of a SubmissionTag (or a legacy tag: installation ""); nullopt
+// for any other comment.
 struct ParsedTag {
   std::string ns;
   std::string uid;
   int32_t run = 0;
+  std::string installation;
 };
 std::optional<ParsedTag> ParseSubmissionTag(std::string_view comment);
 

@@ -24,6 +24,10 @@ void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
                              const nlohmann::json& obj) {
   if (auto old = summaries_.find(key); old != summaries_.end()) {
     key_by_uid_.erase(old->second.uid);
+    if (auto n = status_job_ids_.find(old->second.job_id);
+        n != status_job_ids_.end() && --n->second == 0) {
+      status_job_ids_.erase(n);
+    }
     if (type == kube::kDeleted) summaries_.erase(old);
   }
   if (type == kube::kDeleted) return;
@@ -52,6 +56,7 @@ void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
   if (!s.waiting_since)
     s.waiting_since = ParseRfc3339(api::MetadataString(obj, "creationTimestamp"));
   if (!s.uid.empty()) key_by_uid_[s.uid] = key;
+  if (s.job_id != 0) ++status_job_ids_[s.job_id];
 }
 
 std::vector<std::string> JobIndex::UpdateDependents(const std::string& type, const std::string& key,
@@ -82,6 +87,11 @@ TagOwner JobIndex::OwnerOfUid(const std::string& uid) const {
   if (it == key_by_uid_.end()) return TagOwner{};
   const Summary& s = summaries_.at(it->second);
   return TagOwner{true, s.run, s.job_id};
+}
+
+bool JobIndex::NamesJobId(int64_t job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return status_job_ids_.contains(job_id);
 }
 
 std::vector<std::string> JobIndex::Naming(const std::string& ns, const std::string& cluster,

@@ -42,6 +42,10 @@ class JobIndex {
   // The SlurmJob with `uid`: exists=false when none is cached.
   TagOwner OwnerOfUid(const std::string& uid) const;
 
+  // True when some cached SlurmJob's status.jobId is `job_id` (the orphan
+  // sweep leaves such a job alone, whatever uid its tag names).
+  bool NamesJobId(int64_t job_id) const;
+
   // The SlurmJobs of `ns` that name SlurmCluster `cluster` (those without
   // spec.clusterRef.name name `default_cluster`).
   std::vector<std::string> Naming(const std::string& ns, const std::string& cluster,
@@ -72,6 +76,7 @@ class JobIndex {
   mutable std::mutex mu_;
   std::map<std::string, Summary> summaries_;  // by "ns/name"
   std::map<std::string, std::string> key_by_uid_;
+  std::map<int64_t, int> status_job_ids_;  // status.jobId -> how many SlurmJobs name it
   // SlurmJob key -> the keys of SlurmJobs whose spec.dependsOn names it.
   std::map<std::string, std::set<std::string>> dependents_;
 };

@@ -227,7 +227,11 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
 
 void JobTracker::SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Time now) {
   (void)now;
-  SweepVerdict verdict = DecideSweep(c.jobs, c.orphan_candidates, known_uid_);
+  SweepScope scope{options_.installation, nullptr};
+  if (options_.named_by_status) {
+    scope.named_by_status = [&](int64_t id) { return options_.named_by_status(c.endpoint, id); };
+  }
+  SweepVerdict verdict = DecideSweep(c.jobs, c.orphan_candidates, known_uid_, scope);
   c.orphan_candidates = std::move(verdict.candidates);
   const std::vector<std::pair<int64_t, std::string>>& to_cancel = verdict.to_cancel;
   if (to_cancel.empty()) return;

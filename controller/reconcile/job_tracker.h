@@ -68,6 +68,11 @@ struct TrackerOptions {
   Duration full_resync = std::chrono::seconds(60);
   Duration sweep_interval = std::chrono::seconds(60);
   bool sweep = true;
+  // What the sweep leaves alone besides (SweepScope, tracking_policy.h): the
+  // tags of other installations, and the job ids a live SlurmJob's status
+  // names on the swept cluster.
+  std::string installation;
+  std::function<bool(const ClusterEndpoint& cluster, int64_t job_id)> named_by_status;
 };
 
 class JobTracker {

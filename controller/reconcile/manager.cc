@@ -89,7 +89,7 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
           queue_.Add(key);
         },
         [this](const std::string& ns, const std::string& uid) { return KnownUid(ns, uid); },
-        options_.tracker);
+        SweepOptions());
     executor_.SetTracker(tracker_.get());
     cluster_reconciler_.SetTracker(tracker_.get());
   }
@@ -118,6 +118,16 @@ std::optional<JobTracker::Owner> Manager::KnownUid(const std::string& ns, const 
   if (!jobs_ || !jobs_->HasSynced()) return std::nullopt;
   if (!options_.watch_namespace.empty() && ns != options_.watch_namespace) return std::nullopt;
   return index_.OwnerOfUid(uid);
+}
+
+TrackerOptions Manager::SweepOptions() {
+  TrackerOptions o = options_.tracker;
+  o.installation = options_.executor.installation;
+  // Any cluster: a status written before it recorded where its job runs
+  // could name the job on any of them, and leaving an orphan running is the
+  // lesser harm than cancelling a job a SlurmJob still tracks.
+  o.named_by_status = [this](const ClusterEndpoint&, int64_t id) { return index_.NamesJobId(id); };
+  return o;
 }
 
 void Manager::OnClusterEvent(const std::string& type,

@@ -74,6 +74,9 @@ class Manager {
   void OnJobEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
   // The SlurmJob with `uid`, as the cache shows it (for the orphan sweep).
   std::optional<JobTracker::Owner> KnownUid(const std::string& ns, const std::string& uid);
+  // The tracker's options with what its orphan sweep leaves alone
+  // (TrackerOptions::installation, named_by_status).
+  TrackerOptions SweepOptions();
   void OnClusterEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
   void Work();
   // Declares the operator's own families and the scrape-time gauges of this manager

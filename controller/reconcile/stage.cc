@@ -221,7 +221,14 @@ namespace {
 
 Stage DeletionStage(const Known& k) {
   if (FinalizerGone(k.job)) return Stage::kReleased;
-  if (KnownJobId(k) == 0) return Stage::kDeletingUnsubmitted;
+  if (KnownJobId(k) == 0) {
+    // A search that finds nothing proves nothing while a submit may still
+    // land (#13 L2): the finalizer stays, so the late job is found and
+    // cancelled rather than left running with nobody owning it.
+    const bool may_land =
+        EarlierSubmitPossible(k.memo) && ClusterFound(k.cluster) && SettleWindowOpen(k);
+    return may_land ? Stage::kDeletionSettling : Stage::kDeletingUnsubmitted;
+  }
   if (OrphanPolicy(k.job)) return Stage::kDisowning;
   if (JobEnded(k.job)) return Stage::kDeletingEnded;
   if (!ClusterFound(k.cluster)) return Stage::kCancelBlocked;
@@ -279,6 +286,8 @@ const char* StageName(Stage s) {
   switch (s) {
     case Stage::kReleased:
       return "Released";
+    case Stage::kDeletionSettling:
+      return "DeletionSettling";
     case Stage::kDeletingUnsubmitted:
       return "DeletingUnsubmitted";
     case Stage::kDisowning:

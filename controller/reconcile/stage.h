@@ -17,10 +17,15 @@
 // ------------------- ---------------------------- ---------------------------- ----------------
 // BEING DELETED (BeingDeleted)
 // kReleased           FinalizerGone                none                         (object is gone)
+// kDeletionSettling  KnownJobId == 0 and          none, Event SubmitMayLand    kDeletingUnsubmitted
+//                     EarlierSubmitPossible and    (once), requeue at the       (window closed)
+//                     ClusterFound and             window's end
+//                     SettleWindowOpen
 // kDeletingUnsubmitted KnownJobId == 0             EarlierSubmitPossible and    found: kDisowning
 //                                                  ClusterFound: FindByTag      or kCancelling;
-//                                                  (failed: backoff); else      else kReleased
-//                                                  RemoveFinalizer
+//                                                  (failed: backoff); else      empty too early:
+//                                                  RemoveFinalizer              kDeletionSettling;
+//                                                                               else kReleased
 // kDisowning          OrphanPolicy                 UpdateJob comment :=         kReleased
 //                                                  DisownedTag (unless Disowned,
 //                                                  JobEnded or !ClusterFound;
@@ -108,6 +113,7 @@ namespace slurmop::reconcile {
 enum class Stage {
   // Being deleted.
   kReleased,
+  kDeletionSettling,
   kDeletingUnsubmitted,
   kDisowning,
   kDeletingEnded,

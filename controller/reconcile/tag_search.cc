@@ -2,6 +2,8 @@
 
 #include "controller/reconcile/tag_search.h"
 
+#include <algorithm>
+
 #include "controller/reconcile/job_descriptor.h"
 #include "controller/reconcile/runs.h"
 
@@ -13,11 +15,19 @@ std::string AccountingSearchName(const JobFacts& job) {
   return job.spec.name().empty() ? job.id.name : job.spec.name();
 }
 
+std::vector<std::string> RunTags(const JobFacts& job) {
+  std::vector<std::string> tags = {RunTag(job)};
+  std::string legacy = LegacySubmissionTag(job.id, CurrentRun(job.status));
+  if (legacy != tags[0]) tags.push_back(std::move(legacy));
+  return tags;
+}
+
 std::optional<int64_t> PickTaggedJob(const std::vector<slurm::JobInfo>& jobs,
-                                     std::string_view tag) {
+                                     const std::vector<std::string>& tags) {
   std::optional<int64_t> found;
   for (const slurm::JobInfo& j : jobs) {
-    if (j.comment == tag && (!found || j.job_id > *found)) found = j.job_id;
+    const bool tagged = std::find(tags.begin(), tags.end(), j.comment) != tags.end();
+    if (tagged && (!found || j.job_id > *found)) found = j.job_id;
   }
   return found;
 }

@@ -12,6 +12,9 @@
 //    given AccountingStoreFlags=job_comment).
 //  * Accounting is searched by the job's name (spec.name, else the SlurmJob's
 //    name), which Slurm indexes, and filtered by tag here.
+//  * A job of the run carries its tag (SubmissionTag), or the legacy tag that
+//    the previous version gave it (a submit in flight across the upgrade):
+//    both name this SlurmJob's uid, so both are its own.
 //  * When several jobs carry the tag (a submit that landed twice), the one
 //    with the highest id, the latest, is adopted; the orphan sweep cancels
 //    the others (tracking_policy.h).
@@ -43,8 +46,13 @@ std::string RunTag(const JobFacts& job);
 // The name accounting is asked for.
 std::string AccountingSearchName(const JobFacts& job);
 
-// The job to adopt among `jobs`: the highest id carrying `tag`, if any.
-std::optional<int64_t> PickTaggedJob(const std::vector<slurm::JobInfo>& jobs, std::string_view tag);
+// The tags a job of the current run may carry: RunTag first, then the
+// legacy tag if it differs.
+std::vector<std::string> RunTags(const JobFacts& job);
+
+// The job to adopt among `jobs`: the highest id carrying one of `tags`, if any.
+std::optional<int64_t> PickTaggedJob(const std::vector<slurm::JobInfo>& jobs,
+                                     const std::vector<std::string>& tags);
 
 }  // namespace slurmop::reconcile
 

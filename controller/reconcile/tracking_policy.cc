@@ -44,12 +44,14 @@ bool Unowned(const ParsedTag& tag, const TagOwner& owner, int64_t id) {
 }  // namespace
 
 SweepVerdict DecideSweep(const std::unordered_map<int64_t, slurm::JobInfo>& jobs,
-                         const std::set<int64_t>& previous, const OwnerOf& owner_of) {
+                         const std::set<int64_t>& previous, const OwnerOf& owner_of,
+                         const SweepScope& scope) {
   SweepVerdict v;
   for (const auto& [id, job] : jobs) {
     if (job.IsFinal() || job.HasFlag("COMPLETING")) continue;
     std::optional<ParsedTag> tag = ParseSubmissionTag(job.comment);
-    if (!tag) continue;
+    if (!tag || tag->installation != scope.installation) continue;  // not this installation's
+    if (scope.named_by_status && scope.named_by_status(id)) continue;
     std::optional<TagOwner> owner = owner_of(tag->ns, tag->uid);
     if (!owner || !Unowned(*tag, *owner, id)) continue;
     v.candidates.insert(id);

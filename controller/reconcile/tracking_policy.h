@@ -20,7 +20,12 @@
 //    current run but the status records another Slurm job for it (a
 //    duplicate: a submit that landed after its outcome was given up on).
 //    Final and COMPLETING jobs, other comments (DisownedTag: deletionPolicy
-//    Orphan) and uids whose owner cannot be told are left alone.
+//    Orphan) and uids whose owner cannot be told are left alone; so are
+//    (#13 E3) tags of another installation and legacy tags without one
+//    (SweepScope::installation: a second operator sharing the Slurm cluster
+//    owns them, or one from before the upgrade may), and every job id that a
+//    live SlurmJob's status names (SweepScope::named_by_status: a SlurmJob
+//    restored from a backup has a new uid but still tracks its job).
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_TRACKING_POLICY_H_
 #define SLURMOP_CONTROLLER_RECONCILE_TRACKING_POLICY_H_
@@ -64,6 +69,16 @@ struct TagOwner {
 using OwnerOf =
     std::function<std::optional<TagOwner>(const std::string& ns, const std::string& uid)>;
 
+// What else the sweep of one cluster must know.
+struct SweepScope {
+  // This installation (--installation-id): only its tags are swept. "" (in
+  // tests) sweeps legacy tags, as the previous version did.
+  std::string installation;
+  // True when a live SlurmJob's status names Slurm job `id` of the swept
+  // cluster (or may: see the manager); empty: none does.
+  std::function<bool(int64_t id)> named_by_status;
+};
+
 struct SweepVerdict {
   std::set<int64_t> candidates;  // seen in this sweep: the next sweep's `previous`
   std::vector<std::pair<int64_t, std::string>> to_cancel;  // id, comment; by id
@@ -72,7 +87,8 @@ struct SweepVerdict {
 // One sweep of a cluster's job list. `previous`: the candidates of the last
 // sweep.
 SweepVerdict DecideSweep(const std::unordered_map<int64_t, slurm::JobInfo>& jobs,
-                         const std::set<int64_t>& previous, const OwnerOf& owner_of);
+                         const std::set<int64_t>& previous, const OwnerOf& owner_of,
+                         const SweepScope& scope = {});
 
 }  // namespace slurmop::reconcile
 

@@ -899,11 +899,12 @@ class ChaosRepro : public Chaos {
  protected:
   // The Slurm jobs carrying the tag of `j`.
   std::vector<json> TaggedJobs(const JobPlan& j) {
-    json view = AgentAdmin(
-        "GET", "/__admin/jobs?comment=" + std::string(kTagPrefix) + kNs + "/" + j.uid + "/1");
+    json view = AgentAdmin("GET", "/__admin/jobs");
     std::vector<json> out;
     if (view.is_object()) {
-      for (const auto& x : view.value("jobs", json::array())) out.push_back(x);
+      for (const auto& x : view.value("jobs", json::array())) {
+        if (testing::IsRunTag(x.value("comment", ""), kNs, j.uid, 1)) out.push_back(x);
+      }
     }
     return out;
   }

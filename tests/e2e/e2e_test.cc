@@ -150,6 +150,15 @@ class E2E : public ::testing::Test {
     health_port_ = ReadPort(*dir_ + "/health.port");
   }
 
+  // The tag of run `run` of SlurmJob `uid`: the operator's installation id is
+  // its default, the UID of Namespace kube-system.
+  static std::string Tag(const std::string& uid, int run) {
+    static const std::string installation =
+        Kubectl({"get", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}"}).out;
+    return std::string("slurmjob-operator:") + kNs + "/" + uid + "/" + std::to_string(run) + "@" +
+           installation;
+  }
+
   // The Slurm jobs carrying a SlurmJob's tag (the operator writes the UID into `comment`).
   static std::vector<nlohmann::json> SlurmJobsFor(const std::string& name) {
     std::string uid = Get(name, "{.metadata.uid}");
@@ -160,9 +169,7 @@ class E2E : public ::testing::Test {
     if (jobs.is_array()) list = &jobs;
     if (list == nullptr || uid.empty()) return out;
     for (const auto& j : *list) {
-      if (j.value("comment", "") == std::string("slurmjob-operator:") + kNs + "/" + uid + "/1") {
-        out.push_back(j);
-      }
+      if (j.value("comment", "") == Tag(uid, 1)) out.push_back(j);
     }
     return out;
   }
@@ -432,8 +439,7 @@ TEST_F(E2E, NodeFailIsRetriedAsRunTwoWithItsOwnTag) {
   EXPECT_EQ(Get("flaky", "{.status.runs[0].jobState}"), "NODE_FAIL");
   const std::string uid = Get("flaky", "{.metadata.uid}");
   for (const char* run : {"1", "2"}) {
-    nlohmann::json view = Admin(std::string("/__admin/jobs?comment=slurmjob-operator:") + kNs +
-                                "/" + uid + "/" + run);
+    nlohmann::json view = Admin("/__admin/jobs?comment=" + Tag(uid, std::atoi(run)));
     ASSERT_TRUE(view.is_object()) << view.dump();
     EXPECT_EQ(view["submit_counts"]["total"], 1) << "run " << run << ": " << view.dump();
   }
@@ -628,8 +634,7 @@ TEST_F(E2E, UnknownPartitionIsRejectedOnceWithSlurmsMessage) {
   EXPECT_THAT(Get("badpart", "{.status.message}"), HasSubstr("Invalid partition"));
   // No retry storm: one submit attempt, also after our own status writes.
   std::this_thread::sleep_for(seconds(3));
-  const std::string tag =
-      std::string("slurmjob-operator:") + kNs + "/" + Get("badpart", "{.metadata.uid}") + "/1";
+  const std::string tag = Tag(Get("badpart", "{.metadata.uid}"), 1);
   nlohmann::json view = Admin("/__admin/jobs?comment=" + tag);
   ASSERT_TRUE(view.is_object()) << view.dump();
   EXPECT_EQ(view["submit_counts"]["total"], 1) << view["submit_counts"].dump();

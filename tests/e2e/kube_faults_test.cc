@@ -387,14 +387,15 @@ class KubeFaults : public ::testing::Test {
       ASSERT_TRUE(jobs.count(name)) << "SlurmJob missing";
       const json& obj = jobs[name];
       const std::string uid = obj["metadata"].value("uid", "");
-      const std::string tag = absl::StrCat(kTagPrefix, kNs, "/", uid, "/1");  // run 1
-      std::vector<json> tagged;
+      std::vector<json> tagged;  // run 1's tag
       for (const auto& j : ap["jobs"]) {
-        if (j.value("comment", "") == tag) tagged.push_back(j);
+        if (testing::IsRunTag(j.value("comment", ""), kNs, uid, 1)) tagged.push_back(j);
       }
       int accepted = 0;
       for (const auto& s : ap["submits"]) {
-        if (s.value("comment", "") == tag && s.value("accepted", false)) ++accepted;
+        if (testing::IsRunTag(s.value("comment", ""), kNs, uid, 1) && s.value("accepted", false)) {
+          ++accepted;
+        }
       }
       EXPECT_EQ(tagged.size(), 1u) << "Slurm jobs carrying the tag";
       EXPECT_EQ(accepted, 1) << "accepted submits carrying the tag";

@@ -411,8 +411,13 @@ class RealSlurm : public ::testing::Test {
 
   static std::string Tag(const std::string& name) {
     std::string uid = Get(name, "{.metadata.uid}");
-    // Run 1's tag: slurmjob-operator:<namespace>/<uid>/<run>.
-    return uid.empty() ? "" : std::string("slurmjob-operator:") + kNs + "/" + uid + "/1";
+    // Run 1's tag: slurmjob-operator:<namespace>/<uid>/<run>@<installation>, the
+    // installation being the operator's default, kube-system's UID.
+    CommandResult installation =
+        Kubectl({"get", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}"});
+    return uid.empty() || installation.exit_code != 0
+               ? ""
+               : std::string("slurmjob-operator:") + kNs + "/" + uid + "/1@" + installation.out;
   }
 
   static CommandResult WaitFor(const std::string& name, const std::string& condition,

@@ -137,8 +137,9 @@ ADMIN_HELP = {
                             ' fields: target (slurm|token|metadata), method, path (regexes), '
                             'count, probability, seed, skip, error, message, retry_delay, '
                             'retry_after, delay, action (error|delay|drop|perform_then_drop|'
-                            'perform_then_error|perform_then_slurm_error|slurm_unreachable), reset, '
-                            'slurm_status, slurm_errors (perform_then_slurm_error)',
+                            'perform_then_error|perform_then_slurm_error|slurm_unreachable|'
+                            'drop_then_perform_later), reset, slurm_status, slurm_errors '
+                            '(perform_then_slurm_error), later (drop_then_perform_later: seconds)',
     "GET /__admin/faults": "active faults with remaining counts and hits",
     "POST /__admin/response_form": '{"form":"structuredBody"|"body"}',
     "POST /__admin/token_lifetime": '{"seconds":N}',
@@ -152,7 +153,8 @@ ADMIN_HELP = {
     "POST /__admin/clock": '{"advance":seconds} (manual clock only)',
     "POST /__admin/partitions": '{"partitions":["debug","gpu"][,"cluster":"P/R/C"]}',
     "POST /__admin/sim": '{"pending_seconds":..,"completing_seconds":..,"min_job_age":..,'
-                         '"accounting_delay":..,"v0039_release":"23.02.x"[,"cluster":"P/R/C"]}',
+                         '"accounting_delay":..,"v0039_release":"23.02.x","next_job_id":N'
+                         '[,"cluster":"P/R/C"]}',
     "POST /__admin/quota": '{"per_minute":N,"retry_delay":seconds} (0 = off)',
     "POST /__admin/reset": '{} jobs, submits, faults, calls, quota, access; {"tokens":true} too',
 }
@@ -463,7 +465,7 @@ class Fault:
             raise ValueError("a fault is a JSON object")
         known = {"target", "method", "path", "count", "probability", "seed", "skip", "error",
                  "message", "retry_delay", "retry_after", "delay", "action", "reset", "status",
-                 "slurm_status", "slurm_errors"}
+                 "slurm_status", "slurm_errors", "later"}
         unknown = set(spec) - known
         if unknown:
             raise ValueError("unknown fault fields: %s" % sorted(unknown))
@@ -492,7 +494,8 @@ class Fault:
         if action is None:
             action = "error" if self.error else ("delay" if self.delay else "error")
         if action not in ("error", "delay", "drop", "perform_then_drop", "perform_then_error",
-                          "perform_then_slurm_error", "slurm_unreachable"):
+                          "perform_then_slurm_error", "slurm_unreachable",
+                          "drop_then_perform_later"):
             raise ValueError("unknown action %r" % action)
         if action == "error" and not self.error:
             self.error = "UNAVAILABLE"
@@ -513,6 +516,13 @@ class Fault:
             self.retry_delay = float(self.retry_delay)
         self.retry_after = spec.get("retry_after")
         self.reset = bool(spec.get("reset", False))
+        # drop_then_perform_later: the connection is dropped with no answer, and the request
+        # is performed `later` seconds afterwards, as when Agent Platform's frontend gave up
+        # on a call its backend was still working on (a submit that lands after its caller
+        # timed out).
+        self.later = float(spec.get("later", 0) or 0)
+        if self.later < 0:
+            raise ValueError("later must be >= 0")
         self.hits = 0
         self.spec = spec
 
@@ -1044,6 +1054,15 @@ class Handler(BaseHTTPRequestHandler):
                     self._log("%s %s %s -> connection dropped (not performed)" % (
                         principal, envelope["method"], slurm_path))
                     raise DropConnection(fault.reset)
+                if action == "drop_then_perform_later":
+                    st.calls.record(template, "dropped(performed_later)", ctx)
+                    self._log("%s %s %s -> connection dropped; performed in %.1f s" % (
+                        principal, envelope["method"], slurm_path, fault.later))
+                    timer = threading.Timer(fault.later, self._perform, args=(
+                        cluster, method, slurm_path, query_text, body, principal))
+                    timer.daemon = True
+                    timer.start()
+                    raise DropConnection(fault.reset)
             if action == "slurm_unreachable":
                 resp = self._unreachable(cluster, slurm_path)
             else:
@@ -1496,7 +1515,8 @@ class Handler(BaseHTTPRequestHandler):
                 if method == "POST":
                     kw = {k: v for k, v in data.items() if k != "cluster"}
                     unknown = set(kw) - {"pending_seconds", "completing_seconds", "min_job_age",
-                                         "accounting_delay", "partitions", "v0039_release"}
+                                         "accounting_delay", "partitions", "v0039_release",
+                                         "next_job_id"}
                     if unknown:
                         raise ValueError("unknown simulator parameters %s" % sorted(unknown))
                     c.backend.set_params(**kw)

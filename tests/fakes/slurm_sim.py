@@ -666,6 +666,13 @@ class SlurmSimulator:
                     if value < 0 or math.isnan(value):
                         raise SimError("%s must be >= 0" % key)
                     setattr(self, key, value)
+            if kw.get("next_job_id") is not None:
+                # A cluster recreated (or its slurmctld state lost) numbers jobs from the
+                # start again: ids an older job had are handed out again.
+                value = int(kw["next_job_id"])
+                if value < 1:
+                    raise SimError("next_job_id must be >= 1")
+                self.next_job_id = value
             self._marks_reset()  # completing_seconds/min_job_age move every job's marks
             self._render_cache.clear()
             if kw.get("v0039_release") is not None:
@@ -685,7 +692,7 @@ class SlurmSimulator:
                 "completing_seconds": self.completing_seconds,
                 "min_job_age": self.min_job_age, "accounting_delay": self.accounting_delay,
                 "partitions": list(self.partitions), "versions": list(self.versions),
-                "v0039_release": self.v0039_release,
+                "v0039_release": self.v0039_release, "next_job_id": self.next_job_id,
                 "clock": self.clock.describe()}
 
     def reset(self):
@@ -859,6 +866,8 @@ class SlurmSimulator:
             self._record_submit(version, body, status, None, errors, user, principal)
             return SlurmResponse(status, self._envelope(n, payload, errors, warnings, user=user))
         now = self.clock.now()
+        while self.next_job_id in self.jobs:  # as slurmctld: an id in use is skipped
+            self.next_job_id += 1
         job_id = self.next_job_id
         self.next_job_id += 1
         script = desc.pop("script")

@@ -1256,6 +1256,22 @@ class FaultTest(ServerTest):
                    submit_body("v0.0.42", "#!/bin/bash\nsleep 600\n", "uid-5678"))
         self.assertEqual(c.admin("jobs?comment=uid-5678")["jobs"], [])
 
+    def test_drop_then_perform_later(self):
+        # The caller gets no answer; the job lands `later` seconds afterwards.
+        c = self.c
+        c.admin("faults", {"action": "drop_then_perform_later", "later": 0.6,
+                           "method": "POST", "path": "/job/submit$"})
+        with self.assertRaises((http.client.RemoteDisconnected, ConnectionResetError,
+                                http.client.BadStatusLine, ConnectionAbortedError)):
+            c.call("POST", "/slurm/v0.0.42/job/submit",
+                   submit_body("v0.0.42", "#!/bin/bash\nsleep 600\n", "uid-late"))
+        self.assertEqual(c.admin("jobs?comment=uid-late")["jobs"], [], "not landed yet")
+        deadline = time.monotonic() + 10
+        while not c.admin("jobs?comment=uid-late")["jobs"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(len(c.admin("jobs?comment=uid-late")["jobs"]), 1)
+        self.assertEqual(c.admin("calls")["by_result"].get("dropped(performed_later)"), 1)
+
     def test_perform_then_error(self):
         c = self.c
         c.admin("faults", {"action": "perform_then_error", "path": "/job/submit$"})

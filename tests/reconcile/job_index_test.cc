@@ -48,6 +48,20 @@ TEST(JobIndex, ADeletedOrRecreatedSlurmJobForgetsItsOldUid) {
   EXPECT_TRUE(index.OwnerOfUid("u2").exists);
 }
 
+// The orphan sweep leaves alone every job a cached status names (#13 E3).
+TEST(JobIndex, KnowsTheJobIdsThatStatusesName) {
+  JobIndex index;
+  EXPECT_FALSE(index.NamesJobId(42));
+  index.Apply("ADDED", Job("a", "u1", {}, {{"jobId", 42}}));
+  index.Apply("ADDED", Job("b", "u2", {}, {{"jobId", 42}}));  // e.g. restored from a backup
+  EXPECT_TRUE(index.NamesJobId(42));
+  index.Apply("DELETED", Job("a", "u1", {}, {{"jobId", 42}}));
+  EXPECT_TRUE(index.NamesJobId(42)) << "b still names it";
+  index.Apply("MODIFIED", Job("b", "u2", {}, {{"jobId", 43}}));  // its next run
+  EXPECT_FALSE(index.NamesJobId(42));
+  EXPECT_TRUE(index.NamesJobId(43));
+}
+
 TEST(JobIndex, WakesTheSlurmJobsThatDependOnOne) {
   JobIndex index;
   const json deps = {{"dependsOn", json::array({{{"name", "prep"}}, {{"name", "data"}}})}};

@@ -93,6 +93,29 @@ TEST(SubmissionTagTest, CarriesNamespaceUidAndRunAndParsesBack) {
   EXPECT_FALSE(ParseSubmissionTag(DisownedTag(id, 1)).has_value());
 }
 
+TEST(SubmissionTagTest, NamesTheInstallationLastAndTheLegacyTagStillParses) {
+  JobIdentity id{"team-a", "train", "0b7c-uid", "prod-1"};
+  EXPECT_EQ(SubmissionTag(id, 3), "slurmjob-operator:team-a/0b7c-uid/3@prod-1");
+  EXPECT_EQ(LegacySubmissionTag(id, 3), "slurmjob-operator:team-a/0b7c-uid/3");
+  std::optional<ParsedTag> t = ParseSubmissionTag(SubmissionTag(id, 3));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->ns, "team-a");
+  EXPECT_EQ(t->uid, "0b7c-uid");
+  EXPECT_EQ(t->run, 3);
+  EXPECT_EQ(t->installation, "prod-1");
+  std::optional<ParsedTag> legacy = ParseSubmissionTag(LegacySubmissionTag(id, 3));
+  ASSERT_TRUE(legacy.has_value());
+  EXPECT_EQ(legacy->installation, "");
+  for (const char* other : {"slurmjob-operator:ns/u/1@", "slurmjob-operator:ns/u/1@a b",
+                            "slurmjob-operator:ns/u/1@a/b", "slurmjob-operator:ns/u/@x"}) {
+    EXPECT_FALSE(ParseSubmissionTag(other).has_value()) << other;
+  }
+  EXPECT_TRUE(ValidateInstallationId("3f2a9c1e-0b7d-4e55-9a63-1c2d3e4f5a6b").ok());
+  EXPECT_FALSE(ValidateInstallationId("").ok());
+  EXPECT_FALSE(ValidateInstallationId(std::string(64, 'a')).ok());
+  EXPECT_FALSE(ValidateInstallationId("prod@eu").ok());
+}
+
 TEST(LifecycleTest, SubmitCarriesTheRunInItsTagAndStatusRecordsTheRun) {
   JobFacts job = NewJob();
   job.has_finalizer = true;

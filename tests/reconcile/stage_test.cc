@@ -100,6 +100,49 @@ void DeletingUnsubmitted() {
   EXPECT_EQ(w.stage(), Stage::kReleased);
 }
 
+// #13 L2: deleting a SlurmJob whose submit outcome is unknown. A search that
+// finds nothing while the submit may still land keeps the finalizer; once the
+// window closed the search is made again and the late job is cancelled.
+void DeletionSettling() {
+  World w;
+  w.job.deleting = true;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;              // this process added the finalizer ...
+  w.memo.submit_outcome_unknown = true;         // ... and its submit's answer was lost
+  w.memo.submit_attempt_at = kT0 - seconds(5);  // in flight until kT0 + 55 s
+  ExpectRow(w, Stage::kDeletingUnsubmitted, Action::kFindByTag);
+  w.out.tag_lookup = std::optional<int64_t>();
+  w.out.tag_lookup_at = w.now;
+  const Decision d = w.step();
+  ASSERT_EQ(StageName(w.stage()), std::string("DeletionSettling"));
+  EXPECT_EQ(d.action, Action::kNone) << "the finalizer stays: " << d.why;
+  EXPECT_EQ(d.requeue_after, std::optional<Duration>(seconds(56)));
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "WaitingForSubmitOutcome");
+  // Requeued before the window's end: still waiting, no second Event.
+  w.NextReconcile(seconds(30));
+  ExpectRow(w, Stage::kDeletionSettling, Action::kNone);
+  EXPECT_TRUE(w.decide().events.empty());
+  // The window closed: search again; the submit landed as job 42.
+  w.NextReconcile(seconds(26));
+  ExpectRow(w, Stage::kDeletingUnsubmitted, Action::kFindByTag);
+  w.out.tag_lookup = std::optional<int64_t>(42);
+  w.out.tag_lookup_at = w.now;
+  EXPECT_EQ(w.step().action, Action::kQuery);
+  EXPECT_EQ(w.stage(), Stage::kCancelling) << "the late job is cancelled";
+}
+
+TEST(StageTable, DeletionAfterTheSettleWindowFindingNothingReleases) {
+  World w;
+  w.job.deleting = true;
+  w.job.has_finalizer = true;
+  w.memo.submit_outcome_unknown = true;
+  w.memo.submit_attempt_at = kT0 - seconds(61);
+  w.out.tag_lookup = std::optional<int64_t>();
+  w.out.tag_lookup_at = w.now;
+  EXPECT_EQ(w.step().action, Action::kRemoveFinalizer);
+}
+
 void Disowning() {
   World w;
   w.Submitted();
@@ -433,6 +476,7 @@ void Active() {
 const std::vector<std::pair<Stage, void (*)()>>& Rows() {
   static const auto* rows = new std::vector<std::pair<Stage, void (*)()>>{
       {Stage::kReleased, Released},
+      {Stage::kDeletionSettling, DeletionSettling},
       {Stage::kDeletingUnsubmitted, DeletingUnsubmitted},
       {Stage::kDisowning, Disowning},
       {Stage::kDeletingEnded, DeletingEnded},

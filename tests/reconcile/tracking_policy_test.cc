@@ -103,6 +103,30 @@ TEST(DecideSweep, FinalCompletingDisownedForeignAndUnknownJobsAreLeftAlone) {
   EXPECT_THAT(DecideSweep(Jobs({Job(7, Tag(1))}), {7}, unknown).candidates, IsEmpty());
 }
 
+// #13 E3: two installations (staging and prod, blue/green, DR) share a Slurm
+// cluster; each sweeps only its own tags. Legacy tags (the previous version's,
+// without installation) may belong to either: left alone.
+TEST(DecideSweep, AnotherInstallationsAndLegacyTagsAreLeftAlone) {
+  JobIdentity prod = kA, staging = kA;
+  prod.installation = "prod";
+  staging.installation = "staging";
+  auto jobs = Jobs({Job(1, SubmissionTag(prod, 1)), Job(2, SubmissionTag(staging, 1)),
+                    Job(3, LegacySubmissionTag(kA, 1))});
+  SweepVerdict v = DecideSweep(jobs, {1, 2, 3}, OwnerIs(false, 0, 0), {"prod", {}});
+  EXPECT_THAT(v.to_cancel, ElementsAre(Pair(1, SubmissionTag(prod, 1))));
+  EXPECT_EQ(v.candidates, std::set<int64_t>({1}));
+}
+
+// #13 E3: a SlurmJob restored from a backup has a new uid, so the tag of its
+// job names no SlurmJob; its status still names the job, which is kept.
+TEST(DecideSweep, AJobIdThatALiveStatusNamesIsLeftAlone) {
+  auto jobs = Jobs({Job(7, Tag(1)), Job(8, Tag(1))});
+  SweepScope scope{"", [](int64_t id) { return id == 7; }};
+  SweepVerdict v = DecideSweep(jobs, {7, 8}, OwnerIs(false, 0, 0), scope);
+  EXPECT_THAT(v.to_cancel, ElementsAre(Pair(8, Tag(1))));
+  EXPECT_FALSE(v.candidates.contains(7));
+}
+
 TEST(DecideSweep, CancelsInIdOrder) {
   auto jobs = Jobs({Job(9, Tag(1)), Job(3, Tag(1)), Job(6, Tag(1))});
   SweepVerdict v = DecideSweep(jobs, {3, 6, 9}, OwnerIs(false, 0, 0));
@@ -173,8 +197,8 @@ TEST(TagSearch, LiveQueueFirstThenAccounting) {
 TEST(TagSearch, AdoptsTheHighestIdCarryingTheTag) {
   std::vector<slurm::JobInfo> jobs = {Job(5, Tag(1)), Job(9, Tag(1)), Job(12, Tag(2)),
                                       Job(3, Tag(1))};
-  EXPECT_EQ(PickTaggedJob(jobs, Tag(1)), 9);
-  EXPECT_EQ(PickTaggedJob(jobs, Tag(3)), std::nullopt);
+  EXPECT_EQ(PickTaggedJob(jobs, {Tag(1)}), 9);
+  EXPECT_EQ(PickTaggedJob(jobs, {Tag(3)}), std::nullopt);
 }
 
 TEST(TagSearch, AccountingIsSearchedByTheJobsName) {

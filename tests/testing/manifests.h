@@ -39,13 +39,21 @@ inline std::string AllowStandInFlag(int agent_platform_port) {
 }
 
 // The uid in the operator's tag "slurmjob-operator:<namespace>/<uid>/<run>"
-// (the Slurm job's comment); "" for any other comment.
+// (the Slurm job's comment; "@<installation>" may follow); "" for any other comment.
 inline std::string TagUid(const std::string& comment) {
   const std::string prefix = "slurmjob-operator:";
   if (comment.rfind(prefix, 0) != 0) return "";
   const std::string rest = comment.substr(prefix.size());
   const size_t a = rest.find('/'), b = rest.rfind('/');
   return a != std::string::npos && b > a ? rest.substr(a + 1, b - a - 1) : "";
+}
+
+// True when `comment` is the tag of run `run` of SlurmJob `uid` in `ns`, with
+// any installation (or none, as the previous version wrote it).
+inline bool IsRunTag(const std::string& comment, const std::string& ns, const std::string& uid,
+                     int run) {
+  const std::string legacy = "slurmjob-operator:" + ns + "/" + uid + "/" + std::to_string(run);
+  return comment == legacy || comment.rfind(legacy + "@", 0) == 0;
 }
 
 }  // namespace slurmop::testing
