@@ -103,6 +103,16 @@ ABSL_FLAG(bool, batched_tracking, true,
 ABSL_FLAG(double, submit_settle_seconds, 60.0,
           "How long a submit may still be in flight after it was sent (or after a restart): a "
           "search for the job's tag that finds nothing sooner does not allow a second submit.");
+ABSL_FLAG(bool, allow_operator_identity_for_namespaced_clusters, false,
+          "Call namespaced SlurmClusters without credentialsSecretRef with the operator's own "
+          "Google identity. Off (the default): such a SlurmCluster is not Ready and nothing is "
+          "sent to it, so no namespace tenant can borrow the operator's identity; tenants bring "
+          "credentials, or use ClusterSlurmClusters the installer set up. Turn it on for "
+          "single-team installs where every namespace is trusted.");
+ABSL_FLAG(std::string, operator_namespace, "",
+          "The operator's own namespace, where the Secrets named by ClusterSlurmClusters' "
+          "credentialsSecretRef live (default: $POD_NAMESPACE, else the in-cluster namespace, "
+          "else slurmjob-operator-system).");
 ABSL_FLAG(bool, orphan_sweep, true,
           "Cancel running Slurm jobs that carry this installation's tag but whose SlurmJob no "
           "longer exists (jobs of SlurmJobs deleted with deletionPolicy Orphan, jobs a "
@@ -141,8 +151,9 @@ std::string EnvOr(const char* name, std::string fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-std::string LeaseNamespace() {
-  std::string ns = absl::GetFlag(FLAGS_leader_elect_namespace);
+// --operator-namespace, else where the pod runs, else the deploy/ default.
+std::string OperatorNamespace() {
+  std::string ns = absl::GetFlag(FLAGS_operator_namespace);
   if (!ns.empty()) return ns;
   ns = EnvOr("POD_NAMESPACE", "");
   if (!ns.empty()) return ns;
@@ -154,6 +165,11 @@ std::string LeaseNamespace() {
     if (n > 0) return std::string(buf, n);
   }
   return "slurmjob-operator-system";
+}
+
+std::string LeaseNamespace() {
+  const std::string ns = absl::GetFlag(FLAGS_leader_elect_namespace);
+  return ns.empty() ? OperatorNamespace() : ns;
 }
 
 std::string Hostname() {
@@ -241,6 +257,9 @@ slurmop::reconcile::ManagerOptions ManagerOptionsFromFlags() {
   options.executor.decide.submit_settle = Seconds(absl::GetFlag(FLAGS_submit_settle_seconds));
   options.tracker.sweep = absl::GetFlag(FLAGS_orphan_sweep);
   options.tracker.sweep_interval = Seconds(absl::GetFlag(FLAGS_orphan_sweep_interval_seconds));
+  options.executor.access.allow_operator_identity_for_namespaced_clusters =
+      absl::GetFlag(FLAGS_allow_operator_identity_for_namespaced_clusters);
+  options.executor.access.operator_namespace = OperatorNamespace();
   return options;
 }
 

@@ -48,7 +48,8 @@ export LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppres
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$ROOT/tests/sanitizers/ubsan.supp"
 GCE_METADATA_HOST=127.0.0.1:$AP_PORT GOOGLE_APPLICATION_CREDENTIALS="" HOME="$WORK" \
   "$BIN" --kubeconfig="$KUBECONFIG" --health-port=0 --health-port-file="$WORK/health.port" \
-  --allowed-endpoint-hosts="127.0.0.1:$AP_PORT" >"$WORK/operator.log" 2>&1 &
+  --allowed-endpoint-hosts="127.0.0.1:$AP_PORT" --allow-operator-identity-for-namespaced-clusters \
+  >"$WORK/operator.log" 2>&1 &
 OP=$!
 wait_file "$WORK/health.port"
 

@@ -44,10 +44,12 @@ wait_file "$WORK/kube.port"; wait_file "$WORK/kubeconfig"; wait_file "$WORK/ap.p
 export KUBECONFIG="$WORK/kubeconfig"
 
 kubectl apply -k crds/ >/dev/null
+# A single-team demo: the operator lends its identity to the namespaced SlurmCluster of examples/.
 echo "== starting the operator (credentials from the stand-in metadata server)"
 GCE_METADATA_HOST=127.0.0.1:18443 GOOGLE_APPLICATION_CREDENTIALS= HOME="$WORK" \
   "$BIN" --kubeconfig="$KUBECONFIG" --health-port=0 --health-port-file="$WORK/health.port" \
-  --allowed-endpoint-hosts=127.0.0.1:18443 >"$WORK/operator.log" 2>&1 &
+  --allowed-endpoint-hosts=127.0.0.1:18443 --allow-operator-identity-for-namespaced-clusters \
+  >"$WORK/operator.log" 2>&1 &
 PIDS+=($!)
 wait_file "$WORK/health.port"
 

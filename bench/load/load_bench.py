@@ -650,7 +650,9 @@ def start_operator(args, env, work, tag):
             "--health-port-file=" + hp, "--agent-platform-qps=0",
             # The stand-in is on loopback, which is allowed only when listed.
             "--allowed-endpoint-hosts=127.0.0.1:%d" % env.ap_port,
-            "--workers=%d" % args.workers] + args.operator_arg
+            "--workers=%d" % args.workers,
+            # the stand-in SlurmCluster has no credentialsSecretRef: lend the operator's ADC
+            "--allow-operator-identity-for-namespaced-clusters"] + args.operator_arg
     penv = {"GCE_METADATA_HOST": "127.0.0.1:%d" % env.ap_port,
             "GOOGLE_APPLICATION_CREDENTIALS": "", "HOME": work}
     penv.update(kv.split("=", 1) for kv in args.operator_env)

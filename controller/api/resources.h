@@ -24,6 +24,10 @@ inline constexpr std::string_view kSlurmClusterKind = "SlurmCluster";
 inline constexpr std::string_view kSlurmClusterPlural = "slurmclusters";
 inline constexpr std::string_view kSlurmClusterSingular = "slurmcluster";
 
+inline constexpr std::string_view kClusterSlurmClusterKind = "ClusterSlurmCluster";
+inline constexpr std::string_view kClusterSlurmClusterPlural = "clusterslurmclusters";
+inline constexpr std::string_view kClusterSlurmClusterSingular = "clusterslurmcluster";
+
 // Put on every SlurmJob the operator has submitted; removed once the Slurm job was cancelled (or
 // orphaned, per `deletionPolicy`) so the SlurmJob can go away.
 inline constexpr std::string_view kSlurmJobFinalizer = "hpc.slurmoperator.dev/slurm-job";

@@ -51,6 +51,29 @@ absl::StatusOr<v1alpha1::SlurmCluster> SlurmClusterFromObject(const nlohmann::js
   return FromObject<v1alpha1::SlurmCluster>(object, std::string(kSlurmClusterKind));
 }
 
+v1alpha1::SlurmClusterSpec SlurmClusterSpecOf(const v1alpha1::ClusterSlurmClusterSpec& spec) {
+  // Same field numbers and types (tests/api/types_test.cc keeps them so): the wire form of one is
+  // the other's, once namespaceSelector is left out.
+  v1alpha1::ClusterSlurmClusterSpec copy = spec;
+  copy.clear_namespace_selector();
+  v1alpha1::SlurmClusterSpec out;
+  if (!out.ParseFromString(copy.SerializeAsString())) out.Clear();
+  return out;
+}
+
+absl::StatusOr<ClusterScopedCluster> ClusterSlurmClusterFromObject(const nlohmann::json& object) {
+  absl::StatusOr<v1alpha1::ClusterSlurmCluster> read =
+      FromObject<v1alpha1::ClusterSlurmCluster>(object, std::string(kClusterSlurmClusterKind));
+  if (!read.ok()) return read.status();
+  ClusterScopedCluster out;
+  *out.cluster.mutable_spec() = SlurmClusterSpecOf(read->spec());
+  *out.cluster.mutable_status() = read->status();
+  if (read->spec().has_namespace_selector()) {
+    out.namespace_selector = read->spec().namespace_selector();
+  }
+  return out;
+}
+
 nlohmann::json StatusToJson(const v1alpha1::SlurmJobStatus& status) { return ToJson(status); }
 
 nlohmann::json StatusToJson(const v1alpha1::SlurmClusterStatus& status) { return ToJson(status); }

@@ -1,13 +1,14 @@
 // File: controller/api/types.h
 //
-// Typed access to SlurmJob and SlurmCluster objects as the API server returns them. Only `.spec`
-// and `.status` are decoded into the proto; `metadata` (name, resourceVersion, finalizers, ...)
-// stays in the JSON object, which callers keep for writes.
+// Typed access to SlurmJob, SlurmCluster and ClusterSlurmCluster objects as the API server returns
+// them. Only `.spec` and `.status` are decoded into the proto; `metadata` (name, resourceVersion,
+// finalizers, ...) stays in the JSON object, which callers keep for writes.
 
 #ifndef SLURMOP_CONTROLLER_API_TYPES_H_
 #define SLURMOP_CONTROLLER_API_TYPES_H_
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,20 @@ absl::StatusOr<v1alpha1::SlurmJob> SlurmJobFromObject(const nlohmann::json& obje
 
 // Same for a SlurmCluster object.
 absl::StatusOr<v1alpha1::SlurmCluster> SlurmClusterFromObject(const nlohmann::json& object);
+
+// A ClusterSlurmCluster object, read as the SlurmCluster it describes (its spec without
+// namespaceSelector, which has the same fields as SlurmClusterSpec, and its status) plus the
+// namespaces allowed to use it.
+struct ClusterScopedCluster {
+  v1alpha1::SlurmCluster cluster;
+  // Unset: no namespace may use the cluster.
+  std::optional<v1alpha1::LabelSelector> namespace_selector;
+};
+absl::StatusOr<ClusterScopedCluster> ClusterSlurmClusterFromObject(const nlohmann::json& object);
+
+// The SlurmClusterSpec that a ClusterSlurmClusterSpec describes (every field but
+// namespaceSelector).
+v1alpha1::SlurmClusterSpec SlurmClusterSpecOf(const v1alpha1::ClusterSlurmClusterSpec& spec);
 
 // The JSON of a status, as the value of `.status` in a write to the status subresource.
 nlohmann::json StatusToJson(const v1alpha1::SlurmJobStatus& status);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/api/json_codec.h"
 #include "controller/api/types.h"
+#include "controller/reconcile/cluster_resolver.h"
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_descriptor.h"
@@ -15,14 +16,30 @@
 
 namespace slurmop::reconcile {
 
-ProbeOutcome ClusterReconciler::Probe(const std::string& key, const std::string& ns,
+namespace {
+
+const char* KindOf(bool cluster_scoped) {
+  return cluster_scoped ? "ClusterSlurmCluster" : "SlurmCluster";
+}
+
+// A SlurmCluster, or a ClusterSlurmCluster read as one (its namespaceSelector aside).
+absl::StatusOr<v1alpha1::SlurmCluster> ReadCluster(const nlohmann::json& obj, bool cluster_scoped) {
+  if (!cluster_scoped) return api::SlurmClusterFromObject(obj);
+  absl::StatusOr<api::ClusterScopedCluster> c = api::ClusterSlurmClusterFromObject(obj);
+  if (!c.ok()) return c.status();
+  return c->cluster;
+}
+
+}  // namespace
+
+ProbeOutcome ClusterReconciler::Probe(const std::string& key, const ClusterIdentity& identity,
                                       const v1alpha1::SlurmClusterSpec& spec) {
   ProbeOutcome p;
   p.spec = ValidateClusterSpec(spec);
   if (!p.spec.ok()) return p;
   const std::string version = slurm::VersionOrDefault(spec.slurm_api_version());
   absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(version);
-  absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds = credentials_.For(ns, spec);
+  absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds = credentials_.For(identity);
   if (!creds.ok()) {
     p.call = creds.status();
     return p;
@@ -51,17 +68,19 @@ ProbeOutcome ClusterReconciler::Probe(const std::string& key, const std::string&
   return p;
 }
 
-ReconcileResult ClusterReconciler::WriteStatus(const std::string& key, const nlohmann::json& cached,
+ReconcileResult ClusterReconciler::WriteStatus(const std::string& key, bool cluster_scoped,
+                                               const nlohmann::json& cached,
                                                const v1alpha1::SlurmCluster& cluster,
                                                const v1alpha1::SlurmClusterStatus& desired) {
   const bool was_ready = IsConditionTrue(cluster.status().conditions(), kReady);
   const bool ready = IsConditionTrue(desired.conditions(), kReady);
   nlohmann::json updated = cached;
   updated["status"] = api::StatusToJson(desired);
-  absl::StatusOr<nlohmann::json> w = kube_.UpdateStatus(SlurmClustersResource(), updated);
+  absl::StatusOr<nlohmann::json> w = kube_.UpdateStatus(
+      cluster_scoped ? ClusterSlurmClustersResource() : SlurmClustersResource(), updated);
   if (!w.ok()) {
     if (kube::IsNotFound(w.status())) return {};
-    LOG(WARNING) << "SlurmCluster " << key << ": status write failed: " << w.status();
+    LOG(WARNING) << KindOf(cluster_scoped) << " " << key << ": status write failed: " << w.status();
     return {std::nullopt, true};
   }
   if (ready != was_ready || !ready) {
@@ -69,7 +88,7 @@ ReconcileResult ClusterReconciler::WriteStatus(const std::string& key, const nlo
     events_.Record(*w, {ready ? kNormal : kWarning, c ? c->reason() : "Probe", "Probe",
                         c ? c->message() : ""});
   }
-  LOG(INFO) << "SlurmCluster " << key << ": " << (ready ? "ready" : "not ready");
+  LOG(INFO) << KindOf(cluster_scoped) << " " << key << ": " << (ready ? "ready" : "not ready");
   return {NextProbe(desired), false};
 }
 
@@ -78,27 +97,38 @@ ReconcileResult ClusterReconciler::Reconcile(const std::string& key) {
   if (slash == std::string::npos) return {};
   const std::string ns = key.substr(0, slash);
   const std::string name = key.substr(slash + 1);
-  std::shared_ptr<const nlohmann::json> cached = clusters_.Get(ns, name);
+  const bool cluster_scoped = ns.empty();  // "/name": a ClusterSlurmCluster
+  const ObjectCache* cache = cluster_scoped ? cluster_clusters_ : &clusters_;
+  std::shared_ptr<const nlohmann::json> cached = cache ? cache->Get(ns, name) : nullptr;
   if (!cached) {
     if (tracker_) tracker_->ForgetCluster(key);
     return {};
   }
-  absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*cached);
+  absl::StatusOr<v1alpha1::SlurmCluster> cluster = ReadCluster(*cached, cluster_scoped);
   if (!cluster.ok()) {
-    events_.Record(*cached,
-                   {kWarning, "InvalidSpec", "Validate",
-                    absl::StrCat("The SlurmCluster cannot be read: ", cluster.status().message())});
+    events_.Record(*cached, {kWarning, "InvalidSpec", "Validate",
+                             absl::StrCat("The ", KindOf(cluster_scoped),
+                                          " cannot be read: ", cluster.status().message())});
     return {};
   }
   const int64_t generation =
       cached->value("metadata", nlohmann::json::object()).value("generation", int64_t{0});
-  ProbeOutcome p = Probe(key, ns, cluster->spec());
+  const ClusterAccess access = ProbeAccess(*cached, cluster_scoped, cluster->spec(), access_);
+  ProbeOutcome p;
+  if (access.allowed) {
+    p = Probe(key, access.identity, cluster->spec());
+  } else {
+    // Nothing is sent, and the orphan sweep forgets the cluster.
+    p.refusal_reason = access.reason;
+    p.refusal_message = absl::StrCat(access.message, ".");
+    if (tracker_) tracker_->ForgetCluster(key);
+  }
   v1alpha1::SlurmClusterStatus desired =
       ClusterStatusFromProbe(cluster->status(), cluster->spec(), p, generation, clock_.Now());
   if (google::protobuf::util::MessageDifferencer::Equals(desired, cluster->status())) {
     return {NextProbe(desired), false};
   }
-  return WriteStatus(key, *cached, *cluster, desired);
+  return WriteStatus(key, cluster_scoped, *cached, *cluster, desired);
 }
 
 }  // namespace slurmop::reconcile

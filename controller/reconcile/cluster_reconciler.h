@@ -4,7 +4,10 @@
 // through callSlurmRestApi), writes its Ready condition (cluster_status.h
 // decides it), records an Event when readiness changes or stays bad, and
 // registers the cluster with the tracker so that it is swept for orphaned
-// jobs. The manager hands it the keys "scl:namespace/name".
+// jobs. The manager hands it the keys "scl:namespace/name" of SlurmClusters
+// and "scl:/name" of ClusterSlurmClusters. Before any call it asks
+// DecideClusterAccess (cluster_access.h) whose identity it may use: a refused
+// cluster gets Ready=False with the reason, an Event, and no request at all.
 //
 // Thread-safety: Reconcile() may run concurrently for different keys.
 
@@ -15,6 +18,7 @@
 
 #include "controller/common/clock.h"
 #include "controller/kube/client.h"
+#include "controller/reconcile/cluster_access.h"
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/job_tracker.h"
 #include "controller/reconcile/metered_slurm.h"
@@ -36,15 +40,21 @@ class ClusterReconciler {
 
   // Set before the first Reconcile (nullptr: no batched tracking).
   void SetTracker(JobTracker* tracker) { tracker_ = tracker; }
+  // Set before the first Reconcile: the ClusterSlurmClusters (nullptr: none) and who may use
+  // which identity.
+  void SetClusterAccess(const ObjectCache* cluster_clusters, ClusterAccessOptions options) {
+    cluster_clusters_ = cluster_clusters;
+    access_ = std::move(options);
+  }
 
   // Probes the SlurmCluster "namespace/name" and writes its Ready condition.
   ReconcileResult Reconcile(const std::string& key);
 
  private:
-  ProbeOutcome Probe(const std::string& key, const std::string& ns,
+  ProbeOutcome Probe(const std::string& key, const ClusterIdentity& identity,
                      const v1alpha1::SlurmClusterSpec& spec);
-  ReconcileResult WriteStatus(const std::string& key, const nlohmann::json& cached,
-                              const v1alpha1::SlurmCluster& cluster,
+  ReconcileResult WriteStatus(const std::string& key, bool cluster_scoped,
+                              const nlohmann::json& cached, const v1alpha1::SlurmCluster& cluster,
                               const v1alpha1::SlurmClusterStatus& desired);
 
   kube::Client& kube_;
@@ -54,6 +64,8 @@ class ClusterReconciler {
   EventSink& events_;
   const Clock& clock_;
   JobTracker* tracker_ = nullptr;
+  const ObjectCache* cluster_clusters_ = nullptr;
+  ClusterAccessOptions access_;
 };
 
 }  // namespace slurmop::reconcile

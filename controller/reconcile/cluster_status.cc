@@ -31,7 +31,10 @@ v1alpha1::SlurmClusterStatus ClusterStatusFromProbe(const v1alpha1::SlurmCluster
   std::string message;
   bool ready = false;
   const std::string name = ClusterResourceName(spec);
-  if (!probe.spec.ok()) {
+  if (!probe.refusal_reason.empty()) {
+    reason = probe.refusal_reason;
+    message = probe.refusal_message;
+  } else if (!probe.spec.ok()) {
     reason = "InvalidSpec";
     message = std::string(probe.spec.message());
   } else if (std::optional<std::string> named = ConditionReason(probe.call)) {

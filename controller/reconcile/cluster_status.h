@@ -25,6 +25,10 @@ namespace v1alpha1 = ::slurmoperator::v1alpha1;
 struct ProbeOutcome {
   // The spec's own problems (ValidateClusterSpec); when not OK nothing was sent.
   absl::Status spec = absl::OkStatus();
+  // Set when the operator may not call the cluster at all (cluster_access.h): nothing was sent,
+  // and Ready is False with this reason and message.
+  std::string refusal_reason;
+  std::string refusal_message;
   // The call: transport/Google errors, or OK with Slurm's HTTP status.
   absl::Status call = absl::OkStatus();
   int slurm_http_status = 0;

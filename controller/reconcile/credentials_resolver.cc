@@ -11,64 +11,100 @@
 namespace slurmop::reconcile {
 
 SecretCredentialsResolver::SecretCredentialsResolver(kube::Client& kube,
-                                                     agentplatform::CredentialsOptions options)
-    : kube_(kube), options_(std::move(options)) {}
+                                                     agentplatform::CredentialsOptions options,
+                                                     Duration secret_ttl)
+    : kube_(kube), options_(std::move(options)), secret_ttl_(secret_ttl) {}
 
 absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> SecretCredentialsResolver::For(
-    std::string_view ns, const v1alpha1::SlurmClusterSpec& cluster) {
-  if (!cluster.has_credentials_secret_ref() || cluster.credentials_secret_ref().name().empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (default_) return default_;
-    absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> adc =
-        agentplatform::DefaultCredentials(options_);
-    if (!adc.ok()) {
-      return absl::UnauthenticatedError(absl::StrCat(
-          "the operator has no usable Application Default Credentials (", adc.status().message(),
-          "); set GOOGLE_APPLICATION_CREDENTIALS, run on GKE with Workload Identity, or give the "
-          "SlurmCluster a credentialsSecretRef"));
-    }
-    default_ = *adc;
-    return default_;
+    const ClusterIdentity& identity) {
+  switch (identity.source) {
+    case ClusterIdentity::Source::kOperator:
+      return OperatorCredentials();
+    case ClusterIdentity::Source::kSecret:
+      return FromSecret(identity);
+    case ClusterIdentity::Source::kNone:
+      break;
   }
+  return absl::PermissionDeniedError("no identity may be used for this cluster");
+}
 
-  const auto& ref = cluster.credentials_secret_ref();
-  const std::string key_name = ref.key().empty() ? "credentials.json" : ref.key();
-  absl::StatusOr<nlohmann::json> secret = kube_.Get(kube::Secrets(), ns, ref.name());
+absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>>
+SecretCredentialsResolver::OperatorCredentials() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (default_) return default_;
+  absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> adc =
+      agentplatform::DefaultCredentials(options_);
+  if (!adc.ok()) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "the operator has no usable Application Default Credentials (", adc.status().message(),
+        "); set GOOGLE_APPLICATION_CREDENTIALS, run on GKE with Workload Identity, or give the "
+        "SlurmCluster a credentialsSecretRef"));
+  }
+  default_ = *adc;
+  return default_;
+}
+
+absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> SecretCredentialsResolver::FromSecret(
+    const ClusterIdentity& id) {
+  const std::string cache_key =
+      absl::StrCat(id.secret_namespace, "/", id.secret_name, "/", id.secret_key,
+                   id.installer_secret ? "/installer" : "");
+  const Clock& clock = options_.clock ? *options_.clock : RealClock::Get();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto found = by_secret_.find(cache_key);
+    if (found != by_secret_.end() && clock.Now() - found->second.read_at < secret_ttl_) {
+      return found->second.source;
+    }
+  }
+  absl::StatusOr<nlohmann::json> secret =
+      kube_.Get(kube::Secrets(), id.secret_namespace, id.secret_name);
   if (!secret.ok()) {
     if (kube::IsNotFound(secret.status())) {
-      return absl::UnauthenticatedError(absl::StrCat("Secret \"", ref.name(),
+      return absl::UnauthenticatedError(absl::StrCat("Secret \"", id.secret_name,
                                                      "\" (credentialsSecretRef) does not exist in "
                                                      "namespace \"",
-                                                     std::string(ns), "\""));
+                                                     id.secret_namespace, "\""));
+    }
+    if (secret.status().code() == absl::StatusCode::kPermissionDenied) {
+      return absl::UnauthenticatedError(
+          absl::StrCat("the operator may not read Secret \"", id.secret_name, "\" in namespace \"",
+                       id.secret_namespace,
+                       "\"; bind the ClusterRole slurmjob-operator-namespace-reader there "
+                       "(deploy/tenant-namespace-rolebinding.yaml)"));
     }
     return absl::UnavailableError(
-        absl::StrCat("reading Secret \"", ref.name(), "\": ", secret.status().message()));
+        absl::StrCat("reading Secret \"", id.secret_name, "\": ", secret.status().message()));
   }
   const nlohmann::json data = secret->value("data", nlohmann::json::object());
-  auto it = data.find(key_name);
+  auto it = data.find(id.secret_key);
   std::string content;
   if (it == data.end() || !it->is_string() ||
       !absl::Base64Unescape(it->get<std::string>(), &content)) {
-    return absl::UnauthenticatedError(absl::StrCat("Secret \"", ref.name(), "\" has no key \"",
-                                                   key_name, "\" holding a credentials JSON file"));
+    return absl::UnauthenticatedError(absl::StrCat("Secret \"", id.secret_name, "\" has no key \"",
+                                                   id.secret_key,
+                                                   "\" holding a credentials JSON file"));
   }
-  const std::string cache_key = absl::StrCat(std::string(ns), "/", ref.name(), "/", key_name);
   const std::string digest = std::to_string(std::hash<std::string>{}(content));
   std::lock_guard<std::mutex> lock(mu_);
   if (auto found = by_secret_.find(cache_key);
       found != by_secret_.end() && found->second.content_digest == digest) {
+    found->second.read_at = clock.Now();
     return found->second.source;
   }
-  // A Secret is a tenant's: restricted types and URLs (CredentialsFromJson).
-  agentplatform::CredentialsOptions tenant = options_;
-  tenant.trust = agentplatform::CredentialsTrust::kTenant;
+  // A namespace's Secret is a tenant's: restricted types and URLs (CredentialsFromJson). A
+  // ClusterSlurmCluster's, in the operator's namespace, is the installer's, like its own ADC.
+  agentplatform::CredentialsOptions trusted_as = options_;
+  trusted_as.trust = id.installer_secret ? agentplatform::CredentialsTrust::kInstaller
+                                         : agentplatform::CredentialsTrust::kTenant;
   absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> source =
-      agentplatform::CredentialsFromJson(content, tenant);
+      agentplatform::CredentialsFromJson(content, trusted_as);
   if (!source.ok()) {
-    return absl::UnauthenticatedError(absl::StrCat("Secret \"", ref.name(), "\" key \"", key_name,
+    return absl::UnauthenticatedError(absl::StrCat("Secret \"", id.secret_name, "\" key \"",
+                                                   id.secret_key,
                                                    "\": ", source.status().message()));
   }
-  by_secret_[cache_key] = {digest, *source};
+  by_secret_[cache_key] = {digest, clock.Now(), *source};
   return *source;
 }
 

@@ -1,11 +1,19 @@
 // File: controller/reconcile/credentials_resolver.h
 //
-// CredentialsResolver backed by Kubernetes Secrets: a SlurmCluster with
-// credentialsSecretRef gets a token source built from that Secret's key (an
-// ADC JSON file: service_account, authorized_user, external_account,
-// impersonated_service_account); one without it shares the operator's own
-// Application Default Credentials. Token sources are cached and rebuilt only
-// when the Secret's content changes, so their cached tokens survive.
+// CredentialsResolver backed by Kubernetes Secrets: an identity of
+// Source::kSecret gets a token source built from that Secret's key (a Google
+// credentials JSON file: service_account, authorized_user, external_account,
+// impersonated_service_account; restricted as a tenant's unless
+// identity.installer_secret); Source::kOperator shares the operator's own
+// Application Default Credentials; Source::kNone is refused. Which identity a
+// cluster gets is DecideClusterAccess's decision (cluster_access.h), not this
+// class's.
+//
+// Cost (review M6): a Secret is read at most once per `secret_ttl` per
+// (namespace, name, key), however often its clusters' jobs are reconciled;
+// after that it is read again, and the token source is rebuilt only when the
+// key's content changed, so cached tokens survive the re-read.
+// A rotated or deleted Secret is noticed within `secret_ttl`.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_CREDENTIALS_RESOLVER_H_
 #define SLURMOP_CONTROLLER_RECONCILE_CREDENTIALS_RESOLVER_H_
@@ -16,6 +24,7 @@
 #include <string>
 
 #include "controller/agentplatform/credentials.h"
+#include "controller/common/clock.h"
 #include "controller/kube/client.h"
 #include "controller/reconcile/ports.h"
 
@@ -23,24 +32,32 @@ namespace slurmop::reconcile {
 
 class SecretCredentialsResolver final : public CredentialsResolver {
  public:
-  // `options` are used to build every token source (transport, clock, metadata host).
-  SecretCredentialsResolver(kube::Client& kube, agentplatform::CredentialsOptions options);
+  // `options` are used to build every token source (transport, clock, metadata host); its clock
+  // (or the real one) also times `secret_ttl`.
+  SecretCredentialsResolver(kube::Client& kube, agentplatform::CredentialsOptions options,
+                            Duration secret_ttl = std::chrono::seconds(30));
 
   // Errors are kUnauthenticated with a message naming the Secret or the ADC
-  // problem (never the secret's content).
+  // problem (never the secret's content); kPermissionDenied for Source::kNone.
   absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> For(
-      std::string_view ns, const v1alpha1::SlurmClusterSpec& cluster) override;
+      const ClusterIdentity& identity) override;
 
  private:
   struct Entry {
     std::string content_digest;
+    Time read_at{};
     std::shared_ptr<agentplatform::TokenSource> source;
   };
+  absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> OperatorCredentials();
+  absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> FromSecret(
+      const ClusterIdentity& identity);
+
   kube::Client& kube_;
   const agentplatform::CredentialsOptions options_;
+  const Duration secret_ttl_;
   std::mutex mu_;
   std::shared_ptr<agentplatform::TokenSource> default_;
-  std::map<std::string, Entry> by_secret_;  // "ns/name/key"
+  std::map<std::string, Entry> by_secret_;  // "ns/name/key[/installer]"
 };
 
 }  // namespace slurmop::reconcile

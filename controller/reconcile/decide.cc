@@ -100,6 +100,16 @@ std::string ApiVersionOf(const ClusterFacts& cluster) {
   return slurm::VersionOrDefault(cluster.spec.slurm_api_version());
 }
 
+const char* KindName(const ClusterFacts& c) {
+  return c.cluster_scoped ? "ClusterSlurmCluster" : "SlurmCluster";
+}
+
+// Why nothing can be sent to the job's cluster (kNotFound, kRefused), for messages.
+std::string ClusterUnusable(const ClusterFacts& c) {
+  if (c.kind == ClusterFacts::Kind::kRefused) return c.access.message;
+  return absl::StrCat(KindName(c), " \"", c.name, "\" does not exist");
+}
+
 bool IsTransient(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kUnavailable:
@@ -246,15 +256,15 @@ Decision CancelBlocked(const Known& k) {
   const int64_t job_id = guards::KnownJobId(k);
   // Without the cluster the job cannot be cancelled: keep the finalizer so
   // nothing is lost, and say how to proceed.
-  Decision d = StopAndRequeue(std::chrono::seconds(30),
-                              absl::StrCat("cannot cancel Slurm job ", job_id, ": SlurmCluster \"",
-                                           k.cluster.name, "\" not found"));
+  Decision d = StopAndRequeue(
+      std::chrono::seconds(30),
+      absl::StrCat("cannot cancel Slurm job ", job_id, ": ", ClusterUnusable(k.cluster)));
   d.events.push_back(
       {kWarning, "CancelBlocked", "Cancel",
-       absl::StrCat("Cannot cancel Slurm job ", job_id, ": SlurmCluster \"", k.cluster.name,
-                    "\" does not exist. Recreate it, or remove the finalizer "
-                    "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob without "
-                    "cancelling the job.")});
+       absl::StrCat("Cannot cancel Slurm job ", job_id, ": ", ClusterUnusable(k.cluster),
+                    ". Recreate (or allow) it, or remove the finalizer "
+                    "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob "
+                    "without cancelling the job.")});
   return d;
 }
 
@@ -477,13 +487,18 @@ Decision Ended(const Known& k) {
                         Stop("the Slurm job has ended"));
 }
 
+// The cluster is gone, or this job may not use it any more (cluster_access.h).
 Decision ClusterGone(const Known& k) {
+  const bool refused = k.cluster.kind == ClusterFacts::Kind::kRefused;
+  if (refused && k.cluster.access.transient) return StopAndBackoff(k.cluster.access.message);
   std::string msg =
-      absl::StrCat("SlurmCluster \"", k.cluster.name, "\" is gone; cannot follow Slurm job ",
-                   k.job.status.job_id(), ". Recreate the SlurmCluster to resume tracking.");
+      absl::StrCat(ClusterUnusable(k.cluster), "; cannot follow Slurm job ", k.job.status.job_id(),
+                   ". Recreate (or allow) the ", KindName(k.cluster), " to resume tracking.");
   return WriteIfChanged(
-      k.job, StatusRetrying(k.job.status, "ClusterNotFound", msg, k.job.generation, k.now), {},
-      StopAndRequeue(std::chrono::seconds(30), msg));
+      k.job,
+      StatusRetrying(k.job.status, refused ? k.cluster.access.reason : "ClusterNotFound", msg,
+                     k.job.generation, k.now),
+      {}, StopAndRequeue(std::chrono::seconds(30), msg));
 }
 
 // spec.runId changed while this run is active: cancel it, then start the new
@@ -664,6 +679,9 @@ Decision DecideStage(const Known& k, Assessment a) {
       return Stalled(k, a.plan->blocker->reason, a.plan->blocker->message,
                      a.plan->blocker->requeue);
     case Stage::kLoadingScript:
+      if (!a.plan->needs_script) {
+        return Do(Action::kLoadSecrets, "read spec.environment's Secret values");
+      }
       return Do(Action::kLoadScript, "read the script from its ConfigMap");
     case Stage::kUnprotected:
       return Do(Action::kAddFinalizer, "protect the job before submitting it");

@@ -33,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "controller/common/clock.h"
+#include "controller/reconcile/cluster_access.h"
 #include "controller/reconcile/job_descriptor.h"
 #include "controller/reconcile/job_status.h"
 #include "controller/slurm/job_model.h"
@@ -63,13 +64,20 @@ struct JobFacts {
   std::vector<DependencyFacts> dependencies;  // one per spec.dependsOn entry, in order
 };
 
-// The SlurmCluster the job names (or the operator's default cluster).
+// The SlurmCluster or ClusterSlurmCluster the job names (or the operator's default cluster).
 struct ClusterFacts {
-  enum class Kind { kUnspecified, kNotFound, kFound };
+  // kRefused: the cluster exists but this job may not use it (cluster_access.h); nothing may be
+  // sent to it for this job.
+  enum class Kind { kUnspecified, kNotFound, kFound, kRefused };
   Kind kind = Kind::kUnspecified;
   std::string name;
-  int64_t generation = 0;  // the SlurmCluster's metadata.generation
+  bool cluster_scoped = false;  // a ClusterSlurmCluster
+  // "namespace/name" of a SlurmCluster, "/name" of a ClusterSlurmCluster (tracker and probe key).
+  std::string key;
+  int64_t generation = 0;  // the cluster's metadata.generation
   v1alpha1::SlurmClusterSpec spec;
+  ClusterIdentity identity;  // kFound: whose credentials the calls carry
+  ClusterAccess access;      // kRefused: why (reason, message, transient)
 };
 
 // The script text, when it comes from a ConfigMap.
@@ -95,6 +103,9 @@ struct Outcomes {
   std::optional<absl::StatusOr<SlurmView>> query;
   std::optional<absl::StatusOr<slurm::CancelResponse>> cancel;
   std::optional<absl::StatusOr<slurm::UpdateResponse>> update;
+  // The values of spec.environment[].valueFrom.secretKeyRef, by variable name (kLoadSecrets).
+  // Only ever copied into the submit's descriptor: never into status, Events or logs.
+  std::optional<absl::StatusOr<SecretEnv>> secret_env;
   bool added_finalizer = false;  // this reconcile added our finalizer
   bool started_run = false;      // this reconcile wrote the status that started the current run
 };
@@ -171,6 +182,7 @@ enum class Action {
   kAddFinalizer,
   kRemoveFinalizer,
   kLoadScript,   // read spec.scriptFrom's ConfigMap key into ScriptFacts
+  kLoadSecrets,  // read spec.environment[].valueFrom.secretKeyRef into Outcomes::secret_env
   kSubmit,       // descriptor + dialect version
   kFindByTag,    // look for a live job carrying SubmissionTag(id)
   kQuery,        // job_id: live queue, then accounting

@@ -15,6 +15,7 @@
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/reconcile/runs.h"
+#include "controller/reconcile/secret_env.h"
 #include "controller/reconcile/tag_search.h"
 #include "controller/reconcile/tracking_policy.h"
 #include "controller/server/metric_names.h"
@@ -36,6 +37,8 @@ const char* ActionName(Action a) {
       return "remove-finalizer";
     case Action::kLoadScript:
       return "load-script";
+    case Action::kLoadSecrets:
+      return "load-secrets";
     case Action::kSubmit:
       return "submit";
     case Action::kFindByTag:
@@ -103,35 +106,6 @@ void ResolveDependencies(const ObjectCache& jobs, JobFacts* facts) {
   }
 }
 
-ClusterFacts ResolveCluster(const ObjectCache& clusters, const std::string& ns,
-                            const v1alpha1::SlurmJobSpec& spec,
-                            const std::string& default_cluster) {
-  ClusterFacts c;
-  c.name = spec.cluster_ref().name().empty() ? default_cluster : spec.cluster_ref().name();
-  if (c.name.empty()) {
-    c.kind = ClusterFacts::Kind::kUnspecified;
-    return c;
-  }
-  std::shared_ptr<const nlohmann::json> obj = clusters.Get(ns, c.name);
-  if (!obj) {
-    c.kind = ClusterFacts::Kind::kNotFound;
-    return c;
-  }
-  absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*obj);
-  if (!cluster.ok()) {
-    // Unreadable: treat as found with an empty spec so that validation
-    // explains what is missing.
-    LOG(WARNING) << "SlurmCluster " << ns << "/" << c.name
-                 << " cannot be read: " << cluster.status();
-    c.kind = ClusterFacts::Kind::kFound;
-    return c;
-  }
-  c.kind = ClusterFacts::Kind::kFound;
-  c.generation = obj->value("metadata", nlohmann::json::object()).value("generation", int64_t{0});
-  c.spec = cluster->spec();
-  return c;
-}
-
 // Queue wait (start - submit) and run time (end - start) of a job that just ended.
 void RecordFinishedJob(const v1alpha1::SlurmJobStatus& s) {
   if (s.has_submit_time() && s.has_start_time() &&
@@ -154,6 +128,7 @@ Executor::Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCach
     : kube_(kube),
       jobs_(jobs),
       clusters_(clusters),
+      caches_{&clusters, nullptr, nullptr},
       slurm_(slurm_api),
       credentials_(credentials),
       events_(events),
@@ -248,6 +223,8 @@ class Executor::Attempt {
         return PatchFinalizer(d);
       case Action::kLoadScript:
         return LoadScript();
+      case Action::kLoadSecrets:
+        return LoadSecrets();
       case Action::kSubmit:
         return Submit(d);
       case Action::kFindByTag:
@@ -342,6 +319,14 @@ class Executor::Attempt {
     return Finish({std::nullopt, true});
   }
 
+  // The values of spec.environment[].valueFrom.secretKeyRef: they go into the submit's
+  // descriptor only; errors name Secrets and keys, never values.
+  Next LoadSecrets() {
+    out_.secret_env = LoadSecretEnv(ex_.kube_, ns_, facts_.spec);
+    if (!out_.secret_env->ok()) LOG(INFO) << key_ << ": " << out_.secret_env->status().message();
+    return kDecideAgain;
+  }
+
   // ---- Slurm ---------------------------------------------------------------
 
   // The dialect and credentials of the decision's cluster, resolved once
@@ -357,7 +342,7 @@ class Executor::Attempt {
     Slurm s{slurm::DialectFor(d.api_version), absl::UnknownError("unset"),
             ClusterNameOf(cluster_.spec)};
     s.creds = s.dialect.ok()
-                  ? ex_.credentials_.For(ns_, cluster_.spec)
+                  ? ex_.credentials_.For(cluster_.identity)
                   : absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>>(s.dialect.status());
     return s;
   }
@@ -476,8 +461,7 @@ class Executor::Attempt {
   absl::StatusOr<std::optional<slurm::JobInfo>> LookLive(const Slurm& s, const Decision& d,
                                                          Time now) {
     if (ex_.tracker_ && s.creds.ok()) {
-      ClusterEndpoint endpoint{absl::StrCat(ns_, "/", cluster_.name), d.api_version, s.where,
-                               *s.creds};
+      ClusterEndpoint endpoint{cluster_.key, d.api_version, s.where, *s.creds};
       ex_.tracker_->Track(endpoint, d.job_id, key_, QueryPoll(d, ex_.options_.decide));
       absl::StatusOr<JobTracker::Answer> a = ex_.tracker_->Get(endpoint, d.job_id, now - d.max_age);
       if (!a.ok()) return a.status();
@@ -530,7 +514,8 @@ class Executor::Attempt {
   // ---- Facts ---------------------------------------------------------------
 
   void Resolve() {
-    cluster_ = ResolveCluster(ex_.clusters_, ns_, facts_.spec, ex_.options_.default_cluster);
+    cluster_ = ResolveJobCluster(ex_.caches_, ns_, facts_.spec.cluster_ref(),
+                                 ex_.options_.default_cluster, ex_.options_.access);
     ResolveDependencies(ex_.jobs_, &facts_);
   }
 
@@ -579,17 +564,22 @@ class Executor::Attempt {
     if (!ex_.tracker_) return r;
     TrackingVerdict v = TrackingAfterReconcile(facts_, cluster_, r.requeue_after,
                                                r.retry_with_backoff, ex_.options_.tracked_requeue);
-    if (v.kind == TrackingVerdict::Kind::kUntrack) ex_.tracker_->Untrack(key_);
+    // Refused: no more lists with that identity for this job.
+    if (v.kind == TrackingVerdict::Kind::kUntrack ||
+        cluster_.kind == ClusterFacts::Kind::kRefused) {
+      ex_.tracker_->Untrack(key_);
+      return r;
+    }
     if (v.kind != TrackingVerdict::Kind::kTrack) return r;
     // Follow the job through the cluster's list: the tracker wakes this key
     // when the list shows a change; the timer is only a safety net.
     absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> creds =
-        ex_.credentials_.For(ns_, cluster_.spec);
+        ex_.credentials_.For(cluster_.identity);
     if (!creds.ok()) return r;
-    ex_.tracker_->Track(ClusterEndpoint{absl::StrCat(ns_, "/", cluster_.name),
-                                        slurm::VersionOrDefault(cluster_.spec.slurm_api_version()),
-                                        ClusterNameOf(cluster_.spec), *creds},
-                        facts_.status.job_id(), key_, v.poll);
+    ex_.tracker_->Track(
+        ClusterEndpoint{cluster_.key, slurm::VersionOrDefault(cluster_.spec.slurm_api_version()),
+                        ClusterNameOf(cluster_.spec), *creds},
+        facts_.status.job_id(), key_, v.poll);
     r.requeue_after = v.requeue;
     return r;
   }

@@ -25,6 +25,7 @@
 #include "controller/agentplatform/client.h"
 #include "controller/common/clock.h"
 #include "controller/kube/client.h"
+#include "controller/reconcile/cluster_resolver.h"
 #include "controller/reconcile/decide.h"
 #include "controller/reconcile/job_tracker.h"
 #include "controller/reconcile/metered_slurm.h"
@@ -38,6 +39,8 @@ struct ExecutorOptions {
   std::string default_cluster;
   // This installation's id, in every tag (JobIdentity::installation).
   std::string installation;
+  // Whose identity a cluster may be called with (cluster_access.h).
+  ClusterAccessOptions access;
   DecideOptions decide;
   // Bound on steps per reconcile (a safety net against a decision loop).
   int max_steps = 16;
@@ -63,6 +66,13 @@ class Executor {
   void SetTracker(JobTracker* tracker) {
     tracker_ = tracker;
     options_.decide.batched = tracker != nullptr;
+  }
+
+  // The ClusterSlurmCluster and Namespace caches (without them, a SlurmJob naming a
+  // ClusterSlurmCluster finds none).
+  void SetClusterScopedCaches(const ObjectCache* cluster_clusters, const ObjectCache* namespaces) {
+    caches_.cluster_scoped = cluster_clusters;
+    caches_.namespaces = namespaces;
   }
 
   // The tracker saw the job of `key` change: the next reconcile looks at it
@@ -94,6 +104,7 @@ class Executor {
   kube::Client& kube_;
   const ObjectCache& jobs_;
   const ObjectCache& clusters_;
+  ClusterCaches caches_;  // set before the first Reconcile, then read-only
   MeteredSlurm slurm_;
   CredentialsResolver& credentials_;
   EventSink& events_;

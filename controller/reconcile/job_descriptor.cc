@@ -25,7 +25,9 @@ bool IsValidEnvName(const std::string& name) {
   return true;
 }
 
-absl::Status CheckEnvironment(const google::protobuf::RepeatedPtrField<v1alpha1::EnvVar>& env,
+// Works for the cluster's EnvVar list and the job's JobEnvVar list.
+template <typename Var>
+absl::Status CheckEnvironment(const google::protobuf::RepeatedPtrField<Var>& env,
                               const std::string& field) {
   std::set<std::string> seen;
   for (int i = 0; i < env.size(); ++i) {
@@ -56,6 +58,25 @@ absl::Status CheckExtra(const v1alpha1::SlurmJobSpec& spec) {
       "identity); remove ",
       reserved.size() == 1 ? "it" : "them",
       " from spec.extra (use spec.name, spec.dependsOn, spec.suspend instead)"));
+}
+
+// Every job variable has exactly one source: a literal value or a Secret key.
+absl::Status CheckEnvValueSources(const v1alpha1::SlurmJobSpec& spec) {
+  for (int i = 0; i < spec.environment_size(); ++i) {
+    const v1alpha1::JobEnvVar& e = spec.environment(i);
+    if (e.has_value() == e.has_value_from()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.environment[", i, "] (", e.name(),
+          "): set exactly one of value and valueFrom (an empty value is value: \"\")"));
+    }
+    const auto& ref = e.value_from().secret_key_ref();
+    if (e.has_value_from() && (ref.name().empty() || ref.key().empty())) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.environment[", i, "] (", e.name(),
+                                                     "): valueFrom.secretKeyRef needs both name "
+                                                     "and key"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -159,7 +180,17 @@ absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec) {
                                                    "\" is not one of Cancel, Orphan"));
   }
   if (absl::Status s = CheckExtra(spec); !s.ok()) return s;
-  return CheckEnvironment(spec.environment(), "spec.environment");
+  if (absl::Status s = CheckEnvironment(spec.environment(), "spec.environment"); !s.ok()) {
+    return s;
+  }
+  return CheckEnvValueSources(spec);
+}
+
+bool NeedsSecretEnv(const v1alpha1::SlurmJobSpec& spec) {
+  for (const auto& e : spec.environment()) {
+    if (e.has_value_from()) return true;
+  }
+  return false;
 }
 
 absl::Status ValidateClusterSpec(const v1alpha1::SlurmClusterSpec& spec) {
@@ -181,7 +212,8 @@ absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
                                                         const v1alpha1::SlurmJobSpec& spec,
                                                         const v1alpha1::SlurmClusterSpec& cluster,
                                                         const std::string& script, int32_t run,
-                                                        const std::string& dependency) {
+                                                        const std::string& dependency,
+                                                        const SecretEnv* secret_env) {
   if (absl::Status s = ValidateJobSpec(spec); !s.ok()) return s;
   absl::string_view trimmed = absl::StripLeadingAsciiWhitespace(script);
   if (trimmed.empty()) {
@@ -236,7 +268,19 @@ absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
     env.emplace_back(name, value);
   };
   for (const auto& e : cluster.default_environment()) upsert(e.name(), e.value());
-  for (const auto& e : spec.environment()) upsert(e.name(), e.value());
+  for (const auto& e : spec.environment()) {
+    if (!e.has_value_from()) {
+      upsert(e.name(), e.value());
+      continue;
+    }
+    auto it = secret_env == nullptr ? SecretEnv::const_iterator() : secret_env->find(e.name());
+    if (secret_env == nullptr || it == secret_env->end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the value of spec.environment variable ", e.name(), " (Secret \"",
+          e.value_from().secret_key_ref().name(), "\") was not read before the submit"));
+    }
+    upsert(e.name(), it->second);
+  }
   bool has_path = false;
   for (const auto& [n, v] : env) has_path |= (n == "PATH");
   if (!has_path) env.insert(env.begin(), {"PATH", kDefaultPath});

@@ -8,6 +8,7 @@
 #ifndef SLURMOP_CONTROLLER_RECONCILE_JOB_DESCRIPTOR_H_
 #define SLURMOP_CONTROLLER_RECONCILE_JOB_DESCRIPTOR_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -68,6 +69,13 @@ inline constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
 // The working directory of jobs that do not set one (Slurm 23.11+ requires one).
 inline constexpr char kDefaultWorkingDirectory[] = "/tmp";
 
+// The values of a SlurmJob's spec.environment[].valueFrom.secretKeyRef, by variable name, read from
+// Secrets at submit time. Secret: never logged, never written to status or Events.
+using SecretEnv = std::map<std::string, std::string>;
+
+// True when some spec.environment entry takes its value from a Secret.
+bool NeedsSecretEnv(const v1alpha1::SlurmJobSpec& spec);
+
 // Checks a spec for mistakes the user must fix. InvalidArgument with a
 // message that names the field and says what to do.
 absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec);
@@ -77,12 +85,14 @@ absl::Status ValidateClusterSpec(const v1alpha1::SlurmClusterSpec& spec);
 
 // Builds the descriptor of run `run`; `script` is the resolved script text
 // (from spec.script or the ConfigMap named by spec.scriptFrom); `dependency`
-// is Slurm's dependency expression ("" = none).
+// is Slurm's dependency expression ("" = none); `secret_env` holds the values of the variables
+// whose value comes from a Secret (required when NeedsSecretEnv(spec)).
 absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
                                                         const v1alpha1::SlurmJobSpec& spec,
                                                         const v1alpha1::SlurmClusterSpec& cluster,
                                                         const std::string& script, int32_t run = 1,
-                                                        const std::string& dependency = "");
+                                                        const std::string& dependency = "",
+                                                        const SecretEnv* secret_env = nullptr);
 
 }  // namespace slurmop::reconcile
 

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "controller/api/resources.h"
 #include "controller/api/types.h"
 #include "controller/common/time_format.h"
 #include "controller/kube/watch_event.h"
@@ -39,6 +40,7 @@ void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
   if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
     if (auto cr = spec->find("clusterRef"); cr != spec->end() && cr->is_object()) {
       if (auto n = cr->find("name"); n != cr->end() && n->is_string()) s.cluster_ref = *n;
+      s.cluster_scoped_ref = cr->value("kind", "") == api::kClusterSlurmClusterKind;
     }
   }
   if (auto st = obj.find("status"); st != obj.end() && st->is_object()) {
@@ -99,8 +101,26 @@ std::vector<std::string> JobIndex::Naming(const std::string& ns, const std::stri
   std::vector<std::string> naming;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, s] : summaries_) {
-    if (s.ns != ns) continue;
+    if (s.ns != ns || s.cluster_scoped_ref) continue;
     if ((s.cluster_ref.empty() ? default_cluster : s.cluster_ref) == cluster) naming.push_back(key);
+  }
+  return naming;
+}
+
+std::vector<std::string> JobIndex::NamingClusterScoped(const std::string& cluster) const {
+  std::vector<std::string> naming;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, s] : summaries_) {
+    if (s.cluster_scoped_ref && s.cluster_ref == cluster) naming.push_back(key);
+  }
+  return naming;
+}
+
+std::vector<std::string> JobIndex::InNamespaceNamingClusterScoped(const std::string& ns) const {
+  std::vector<std::string> naming;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, s] : summaries_) {
+    if (s.ns == ns && s.cluster_scoped_ref) naming.push_back(key);
   }
   return naming;
 }

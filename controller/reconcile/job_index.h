@@ -50,6 +50,11 @@ class JobIndex {
   // spec.clusterRef.name name `default_cluster`).
   std::vector<std::string> Naming(const std::string& ns, const std::string& cluster,
                                   const std::string& default_cluster) const;
+  // The SlurmJobs (of any namespace) that name ClusterSlurmCluster `cluster`.
+  std::vector<std::string> NamingClusterScoped(const std::string& cluster) const;
+  // The SlurmJobs of `ns` that name any ClusterSlurmCluster (whether they may use it depends on
+  // the namespace's labels).
+  std::vector<std::string> InNamespaceNamingClusterScoped(const std::string& ns) const;
 
   // SlurmJobs by status.phase ("" before the first status); the phases a
   // SlurmJob can have are always present, with 0.
@@ -65,6 +70,7 @@ class JobIndex {
  private:
   struct Summary {
     std::string ns, name, uid, cluster_ref /* "" = the default */, phase;
+    bool cluster_scoped_ref = false;  // spec.clusterRef.kind is ClusterSlurmCluster
     int32_t run = 0;
     int64_t job_id = 0;
     std::optional<Time> waiting_since;

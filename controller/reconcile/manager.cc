@@ -68,9 +68,13 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
       queue_(clock, {}, "slurmjob"),
       jobs_view_(jobs_),
       clusters_view_(clusters_),
+      cluster_clusters_view_(cluster_clusters_),
+      namespaces_view_(namespaces_),
       executor_(kube, jobs_view_, clusters_view_, slurm_api, credentials, events, clock,
                 options_.executor),
       cluster_reconciler_(kube, clusters_view_, slurm_api, credentials, events, clock) {
+  executor_.SetClusterScopedCaches(&cluster_clusters_view_, &namespaces_view_);
+  cluster_reconciler_.SetClusterAccess(&cluster_clusters_view_, options_.executor.access);
   jobs_ = std::make_unique<kube::Informer>(
       kube, SlurmJobsResource(), options_.watch_namespace,
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
@@ -97,6 +101,19 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
       kube, SlurmClustersResource(), options_.watch_namespace,
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
         OnClusterEvent(type, obj);
+      },
+      clock);
+  // Cluster-scoped: watched across the cluster even with --namespace.
+  cluster_clusters_ = std::make_unique<kube::Informer>(
+      kube, ClusterSlurmClustersResource(), "",
+      [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+        OnClusterEvent(type, obj, /*cluster_scoped=*/true);
+      },
+      clock);
+  namespaces_ = std::make_unique<kube::Informer>(
+      kube, kube::Namespaces(), "",
+      [this](const std::string&, const std::shared_ptr<const nlohmann::json>& obj) {
+        OnNamespaceEvent(obj);
       },
       clock);
 }
@@ -131,9 +148,10 @@ TrackerOptions Manager::SweepOptions() {
 }
 
 void Manager::OnClusterEvent(const std::string& type,
-                             const std::shared_ptr<const nlohmann::json>& obj) {
+                             const std::shared_ptr<const nlohmann::json>& obj,
+                             bool cluster_scoped) {
   if (!obj || !jobs_) return;
-  const std::string ns = api::MetadataString(*obj, "namespace");
+  const std::string ns = cluster_scoped ? "" : api::MetadataString(*obj, "namespace");
   const std::string name = api::MetadataString(*obj, "name");
   const std::string key = absl::StrCat(ns, "/", name);
   {
@@ -151,13 +169,25 @@ void Manager::OnClusterEvent(const std::string& type,
       queue_.Add(kClusterKeyPrefix + key);
     }
   }
-  std::vector<std::string> naming = index_.Naming(ns, name, options_.executor.default_cluster);
+  std::vector<std::string> naming =
+      cluster_scoped ? index_.NamingClusterScoped(name)
+                     : index_.Naming(ns, name, options_.executor.default_cluster);
   for (const std::string& k : naming) queue_.Add(k);
+}
+
+void Manager::OnNamespaceEvent(const std::shared_ptr<const nlohmann::json>& obj) {
+  if (!obj || !jobs_) return;
+  for (const std::string& k :
+       index_.InNamespaceNamingClusterScoped(api::MetadataString(*obj, "name"))) {
+    queue_.Add(k);
+  }
 }
 
 void Manager::Start() {
   if (started_.exchange(true)) return;
   RegisterMetrics();
+  namespaces_->Start();
+  cluster_clusters_->Start();
   clusters_->Start();
   jobs_->Start();
   if (tracker_) tracker_->Start();
@@ -169,13 +199,18 @@ void Manager::Start() {
                                                  : "namespace " + options_.watch_namespace);
 }
 
-bool Manager::Synced() const { return jobs_->HasSynced() && clusters_->HasSynced(); }
+bool Manager::Synced() const {
+  return jobs_->HasSynced() && clusters_->HasSynced() && cluster_clusters_->HasSynced() &&
+         namespaces_->HasSynced();
+}
 
 void Manager::Stop() {
   if (!started_.exchange(false)) return;
   if (tracker_) tracker_->Stop();
   jobs_->Stop();
   clusters_->Stop();
+  cluster_clusters_->Stop();
+  namespaces_->Stop();
   queue_.ShutDown();
   for (auto& t : workers_) t.join();
   workers_.clear();

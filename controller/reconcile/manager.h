@@ -1,14 +1,15 @@
 // File: controller/reconcile/manager.h
 //
 // Wires the SlurmJob controller together: an informer per watched kind
-// (SlurmJob, SlurmCluster), the rate-limited work queue they feed, N worker
-// threads that hand keys to the Executor, and the controller-runtime result
-// contract:
+// (SlurmJob, SlurmCluster, ClusterSlurmCluster, Namespace), the rate-limited work queue they feed,
+// N worker threads that hand keys to the Executor, and the controller-runtime result contract:
 //   retry_with_backoff  -> AddRateLimited (per-key exponential backoff)
 //   requeue_after = d   -> Forget, then AddAfter(d)
 //   otherwise           -> Forget
 // A SlurmCluster spec change enqueues every SlurmJob that names it, and the
-// cluster itself under the key "scl:namespace/name" (its probe).
+// cluster itself under the key "scl:namespace/name" (its probe); likewise a
+// ClusterSlurmCluster ("scl:/name"). A Namespace change enqueues its SlurmJobs
+// that name a ClusterSlurmCluster (their access depends on its labels).
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_MANAGER_H_
 #define SLURMOP_CONTROLLER_RECONCILE_MANAGER_H_
@@ -77,7 +78,11 @@ class Manager {
   // The tracker's options with what its orphan sweep leaves alone
   // (TrackerOptions::installation, named_by_status).
   TrackerOptions SweepOptions();
-  void OnClusterEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj);
+  // SlurmClusters and ClusterSlurmClusters (cluster_scoped) alike.
+  void OnClusterEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj,
+                      bool cluster_scoped = false);
+  // A Namespace's labels decide which ClusterSlurmClusters its SlurmJobs may use.
+  void OnNamespaceEvent(const std::shared_ptr<const nlohmann::json>& obj);
   void Work();
   // Declares the operator's own families and the scrape-time gauges of this manager
   // (manager_metrics.cc).
@@ -96,8 +101,12 @@ class Manager {
   std::map<std::string, bool> cluster_ready_;  // guarded by generations_mu_
   std::unique_ptr<kube::Informer> jobs_;
   std::unique_ptr<kube::Informer> clusters_;
+  std::unique_ptr<kube::Informer> cluster_clusters_;  // ClusterSlurmClusters
+  std::unique_ptr<kube::Informer> namespaces_;
   CacheView jobs_view_;
   CacheView clusters_view_;
+  CacheView cluster_clusters_view_;
+  CacheView namespaces_view_;
   Executor executor_;
   ClusterReconciler cluster_reconciler_;
   std::unique_ptr<JobTracker> tracker_;

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "controller/agentplatform/credentials.h"
 #include "controller/common/clock.h"
+#include "controller/reconcile/cluster_access.h"
 #include "controller/reconcile/job_status.h"
 #include "nlohmann/json.hpp"
 #include "slurmoperator/v1alpha1/slurmcluster.pb.h"
@@ -46,13 +47,15 @@ class EventSink {
   virtual void Record(const nlohmann::json& regarding, const EventSpec& event) = 0;
 };
 
-// The credentials to call a SlurmCluster with: its credentialsSecretRef's
-// Secret, or the operator's own Application Default Credentials.
+// The credentials for an identity that DecideClusterAccess (cluster_access.h)
+// chose: a Secret's credentials file, or the operator's own Application
+// Default Credentials. Source::kNone is refused (PermissionDenied), so a call
+// site that skipped the access decision never gets the operator's token.
 class CredentialsResolver {
  public:
   virtual ~CredentialsResolver() = default;
   virtual absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> For(
-      std::string_view ns, const v1alpha1::SlurmClusterSpec& cluster) = 0;
+      const ClusterIdentity& identity) = 0;
 };
 
 }  // namespace slurmop::reconcile

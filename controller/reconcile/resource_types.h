@@ -26,6 +26,13 @@ inline const kube::ResourceType& SlurmClustersResource() {
   return rt;
 }
 
+inline const kube::ResourceType& ClusterSlurmClustersResource() {
+  static const kube::ResourceType rt{std::string(api::kGroup), std::string(api::kVersion),
+                                     std::string(api::kClusterSlurmClusterPlural),
+                                     std::string(api::kClusterSlurmClusterKind), false};
+  return rt;
+}
+
 }  // namespace slurmop::reconcile
 
 #endif  // SLURMOP_CONTROLLER_RECONCILE_RESOURCE_TYPES_H_

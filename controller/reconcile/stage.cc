@@ -139,11 +139,20 @@ std::optional<Blocker> ClusterBlocker(const Known& k) {
                      std::nullopt};
     case ClusterFacts::Kind::kNotFound:
       return Blocker{"ClusterNotFound",
-                     absl::StrCat("SlurmCluster \"", k.cluster.name,
-                                  "\" does not exist in namespace \"", k.job.id.ns,
-                                  "\"; create it or fix spec.clusterRef.name. Nothing was "
-                                  "submitted."),
+                     k.cluster.cluster_scoped
+                         ? absl::StrCat("ClusterSlurmCluster \"", k.cluster.name,
+                                        "\" does not exist; create it or fix spec.clusterRef. "
+                                        "Nothing was submitted.")
+                         : absl::StrCat("SlurmCluster \"", k.cluster.name,
+                                        "\" does not exist in namespace \"", k.job.id.ns,
+                                        "\"; create it or fix spec.clusterRef.name. Nothing was "
+                                        "submitted."),
                      std::nullopt};
+    case ClusterFacts::Kind::kRefused:
+      // Transient (the Namespace is not in the cache yet): look again soon.
+      return Blocker{k.cluster.access.reason, absl::StrCat(k.cluster.access.message, "."),
+                     k.cluster.access.transient ? std::optional<Duration>(std::chrono::seconds(5))
+                                                : std::nullopt};
     case ClusterFacts::Kind::kFound:
       break;
   }
@@ -156,6 +165,18 @@ std::optional<Blocker> ClusterBlocker(const Known& k) {
                    std::nullopt};
   }
   return std::nullopt;
+}
+
+// A Secret of spec.environment[].valueFrom that could not be read (its message names the Secret
+// and the key, never a value): retried like a missing script.
+Blocker SecretMissing(const Known& k) {
+  return Blocker{
+      "SecretNotFound",
+      absl::StrCat(
+          k.out.secret_env->status().message(), ". Nothing was submitted; retrying every ",
+          std::chrono::duration_cast<std::chrono::seconds>(k.opt.missing_script_retry).count(),
+          " s."),
+      k.opt.missing_script_retry};
 }
 
 Blocker ScriptMissing(const Known& k) {
@@ -185,8 +206,20 @@ SubmitPlan PlanSubmit(const Known& k) {
     }
     script_text = k.script.text;  // kLoaded
   }
+  const SecretEnv* secret_env = nullptr;
+  if (NeedsSecretEnv(k.job.spec)) {
+    if (!k.out.secret_env) {
+      plan.needs_secrets = true;
+      return plan;
+    }
+    if (!k.out.secret_env->ok()) {
+      plan.blocker = SecretMissing(k);
+      return plan;
+    }
+    secret_env = &k.out.secret_env->value();
+  }
   absl::StatusOr<slurm::JobDescriptor> descriptor = BuildJobDescriptor(
-      k.job.id, k.job.spec, k.cluster.spec, script_text, CurrentRun(k.job.status));
+      k.job.id, k.job.spec, k.cluster.spec, script_text, CurrentRun(k.job.status), "", secret_env);
   if (!descriptor.ok()) {
     plan.blocker = Blocker{"InvalidSpec",
                            absl::StrCat(descriptor.status().message(), ". Nothing was submitted."),
@@ -275,9 +308,9 @@ Assessment Assess(const Known& k) {
     a.stage = Stage::kRecordingSubmit;
   } else {
     a.plan = PlanSubmit(k);
-    a.stage = a.plan->blocker        ? Stage::kBlocked
-              : a.plan->needs_script ? Stage::kLoadingScript
-                                     : ReadySubmissionStage(k, *a.plan);
+    a.stage = a.plan->blocker                                 ? Stage::kBlocked
+              : a.plan->needs_script || a.plan->needs_secrets ? Stage::kLoadingScript
+                                                              : ReadySubmissionStage(k, *a.plan);
   }
   return a;
 }

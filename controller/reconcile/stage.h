@@ -46,8 +46,9 @@
 //                     missing or invalid; spec     (script missing: requeue)    the spec, cluster
 //                     invalid; script missing; not                              or ConfigMap is
 //                     expressible in the version                                fixed
-// kLoadingScript      ScriptNotLoaded              LoadScript                   kBlocked or
-//                                                                               kUnprotected
+// kLoadingScript      ScriptNotLoaded, or the      LoadScript, or LoadSecrets   kBlocked or
+//                     environment's Secrets        (spec.environment[].         kUnprotected
+//                     not read yet                 valueFrom.secretKeyRef)
 // kUnprotected        !has_finalizer               AddFinalizer (this process   kReadyToSubmit
 //                                                  now knows no earlier submit)
 // kRefused            !SubmitTried and (Rejected-  stop (RefusedRecently:       kReadyToSubmit
@@ -170,6 +171,7 @@ struct Blocker {
 // What the submission stages need: the job as Slurm would get it, or why not.
 struct SubmitPlan {
   bool needs_script = false;        // kLoadingScript
+  bool needs_secrets = false;       // kLoadingScript (after the script)
   std::optional<Blocker> blocker;   // kBlocked
   slurm::JobDescriptor descriptor;  // otherwise: with the dependency expression
   nlohmann::json body;              // ... and rendered in the cluster's REST version

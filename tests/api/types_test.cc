@@ -101,6 +101,60 @@ TEST(SlurmClusterFromObjectTest, ReadsSpec) {
   EXPECT_FALSE(SlurmClusterFromObject(kHelloObject).ok());  // a SlurmJob
 }
 
+// SlurmClusterSpecOf converts through the wire format: every SlurmClusterSpec field must exist in
+// ClusterSlurmClusterSpec with the same number, name, type and cardinality, and the only extra
+// field is namespaceSelector.
+TEST(ClusterSlurmClusterTest, SpecHasExactlySlurmClusterSpecsFieldsPlusTheSelector) {
+  const google::protobuf::Descriptor* plain = v1alpha1::SlurmClusterSpec::descriptor();
+  const google::protobuf::Descriptor* scoped = v1alpha1::ClusterSlurmClusterSpec::descriptor();
+  ASSERT_EQ(scoped->field_count(), plain->field_count() + 1);
+  for (int i = 0; i < plain->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = plain->field(i);
+    const google::protobuf::FieldDescriptor* g = scoped->FindFieldByNumber(f->number());
+    ASSERT_NE(g, nullptr) << f->name();
+    EXPECT_EQ(g->name(), f->name());
+    EXPECT_EQ(g->type(), f->type()) << f->name();
+    EXPECT_EQ(g->is_repeated(), f->is_repeated()) << f->name();
+    EXPECT_EQ(g->message_type(), f->message_type()) << f->name();
+  }
+  const google::protobuf::FieldDescriptor* selector = scoped->FindFieldByName("namespace_selector");
+  ASSERT_NE(selector, nullptr);
+  EXPECT_EQ(plain->FindFieldByNumber(selector->number()), nullptr);
+}
+
+TEST(ClusterSlurmClusterTest, ReadsAsTheSlurmClusterItDescribesPlusItsSelector) {
+  absl::StatusOr<ClusterScopedCluster> c = ClusterSlurmClusterFromObject(R"({
+    "apiVersion": "hpc.slurmoperator.dev/v1alpha1", "kind": "ClusterSlurmCluster",
+    "metadata": {"name": "shared"},
+    "spec": {"projectId": "p", "region": "us-central1", "clusterId": "c", "defaultPartition": "a3",
+             "credentialsSecretRef": {"name": "installer"},
+             "defaultEnvironment": [{"name": "A", "value": "1"}],
+             "namespaceSelector": {"matchLabels": {"team": "a"}}},
+    "status": {"observedGeneration": 3}
+  })"_json);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->cluster.spec().project_id(), "p");
+  EXPECT_EQ(c->cluster.spec().default_partition(), "a3");
+  EXPECT_EQ(c->cluster.spec().credentials_secret_ref().name(), "installer");
+  ASSERT_EQ(c->cluster.spec().default_environment_size(), 1);
+  EXPECT_EQ(c->cluster.status().observed_generation(), 3);
+  ASSERT_TRUE(c->namespace_selector.has_value());
+  EXPECT_EQ(c->namespace_selector->match_labels().at("team"), "a");
+  EXPECT_TRUE(c->cluster.spec().GetReflection()->GetUnknownFields(c->cluster.spec()).empty());
+
+  absl::StatusOr<ClusterScopedCluster> open = ClusterSlurmClusterFromObject(
+      R"({"kind": "ClusterSlurmCluster", "spec": {"namespaceSelector": {}}})"_json);
+  ASSERT_TRUE(open.ok());
+  EXPECT_TRUE(open->namespace_selector.has_value()) << "{} is a selector (every namespace)";
+  absl::StatusOr<ClusterScopedCluster> closed =
+      ClusterSlurmClusterFromObject(R"({"kind": "ClusterSlurmCluster", "spec": {}})"_json);
+  ASSERT_TRUE(closed.ok());
+  EXPECT_FALSE(closed->namespace_selector.has_value());
+  EXPECT_FALSE(
+      ClusterSlurmClusterFromObject(R"({"kind": "SlurmCluster", "spec": {"projectId": "p"}})"_json)
+          .ok());
+}
+
 TEST(StatusToJsonTest, WritesOnlyTheStatus) {
   v1alpha1::SlurmJobStatus status;
   status.set_job_id(42);
@@ -129,6 +183,14 @@ TEST(ResourcesTest, ConstantsMatchTheProtoResourceOptions) {
   EXPECT_EQ(cluster.kind(), kSlurmClusterKind);
   EXPECT_EQ(cluster.plural(), kSlurmClusterPlural);
   EXPECT_EQ(cluster.singular(), kSlurmClusterSingular);
+  const auto& scoped = v1alpha1::ClusterSlurmCluster::descriptor()->options().GetExtension(
+      ::slurmoperator::crd::resource);
+  EXPECT_EQ(scoped.group(), kGroup);
+  EXPECT_EQ(scoped.version(), kVersion);
+  EXPECT_EQ(scoped.kind(), kClusterSlurmClusterKind);
+  EXPECT_EQ(scoped.plural(), kClusterSlurmClusterPlural);
+  EXPECT_EQ(scoped.singular(), kClusterSlurmClusterSingular);
+  EXPECT_EQ(scoped.scope(), "Cluster");
   EXPECT_EQ(kApiVersion, std::string(kGroup) + "/" + std::string(kVersion));
   EXPECT_EQ(kSlurmJobFinalizer, std::string(kGroup) + "/slurm-job");
 }

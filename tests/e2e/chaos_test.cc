@@ -379,11 +379,12 @@ class Chaos : public ::testing::Test {
   void StartOperator() {
     const std::string id = std::to_string(++operator_runs_);
     operator_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + dir_ + "/kubeconfig",
-                                 "--health-port=0", "--min-poll-seconds=0.5",
-                                 "--max-poll-seconds=5", "--agent-platform-qps=50",
-                                 // Held submits last 32 s: past the client's 30 s timeout.
-                                 "--submit-settle-seconds=40", testing::AllowStandInFlag(ap_port_)},
+        std::vector<std::string>{
+            SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + dir_ + "/kubeconfig", "--health-port=0",
+            "--min-poll-seconds=0.5", "--max-poll-seconds=5", "--agent-platform-qps=50",
+            // Held submits last 32 s: past the client's 30 s timeout.
+            "--submit-settle-seconds=40", "--allow-operator-identity-for-namespaced-clusters",
+            testing::AllowStandInFlag(ap_port_)},
         dir_ + "/operator-" + id + ".log",
         std::map<std::string, std::string>{
             {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},

@@ -142,7 +142,7 @@ class E2E : public ::testing::Test {
         {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
          "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
          "--submit-settle-seconds=10", "--metrics-port=" + std::to_string(metrics_port_),
-         testing::AllowStandInFlag(ap_port_)},
+         "--allow-operator-identity-for-namespaced-clusters", testing::AllowStandInFlag(ap_port_)},
         *dir_ + "/operator.log",
         {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
          {"GOOGLE_APPLICATION_CREDENTIALS", ""},
@@ -728,6 +728,7 @@ TEST_F(E2E, StandbyTakesOverAfterTheLeaderIsKilled) {
             "--submit-settle-seconds=10", "--leader-elect", "--leader-elect-namespace=e2e",
             "--leader-elect-identity=" + id, "--leader-elect-lease-duration-seconds=3",
             "--leader-elect-renew-deadline-seconds=2", "--leader-elect-retry-period-seconds=0.5",
+            "--allow-operator-identity-for-namespaced-clusters",
             testing::AllowStandInFlag(ap_port_)},
         *dir_ + "/operator-" + id + ".log",
         std::map<std::string, std::string>{

@@ -214,6 +214,7 @@ class KubeFaults : public ::testing::Test {
             "--min-poll-seconds=0.5",
             "--agent-platform-qps=50",
             "--submit-settle-seconds=10",
+            "--allow-operator-identity-for-namespaced-clusters",
             testing::AllowStandInFlag(ap_port_)};
   }
 

@@ -134,6 +134,7 @@ class Observability : public ::testing::Test {
          "--leader-elect-lease-duration-seconds=3", "--leader-elect-renew-deadline-seconds=2",
          "--leader-elect-retry-period-seconds=0.5",
          // The stand-in, and the down cluster's port: allowed, so it is unreachable, not refused.
+         "--allow-operator-identity-for-namespaced-clusters",
          testing::AllowStandInFlag(ap_port_) + ",127.0.0.1:" + std::to_string(down_port_)},
         *dir_ + "/" + log,
         {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},

@@ -80,12 +80,13 @@ class Installation {
   }
 
   void StartOperator(std::vector<std::string> flags) {
-    std::vector<std::string> argv = {OperatorBinary(),
-                                     "--kubeconfig=" + dir_ + "/kubeconfig",
-                                     "--health-port=0",
-                                     "--min-poll-seconds=0.5",
+    std::vector<std::string> argv = {OperatorBinary(), "--kubeconfig=" + dir_ + "/kubeconfig",
+                                     "--health-port=0", "--min-poll-seconds=0.5",
                                      "--orphan-sweep-interval-seconds=1",
-                                     "--undefok=orphan_sweep_interval_seconds",
+                                     // Its SlurmClusters have no credentialsSecretRef.
+                                     "--allow-operator-identity-for-namespaced-clusters",
+                                     "--undefok=orphan_sweep_interval_seconds,"
+                                     "allow_operator_identity_for_namespaced_clusters",
                                      testing::AllowStandInFlag(ap_port_)};
     argv.insert(argv.end(), flags.begin(), flags.end());
     flags_ = flags;

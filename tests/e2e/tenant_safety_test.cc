@@ -130,6 +130,9 @@ class TenantSafety : public ::testing::Test {
       // The stand-ins are listed; the `unlisted_` listener is not.
       argv.push_back(testing::AllowStandInFlag(ap_port_) + "," + Hostport(*token_) + "," +
                      Hostport(*subject_url_) + "," + Hostport(*hostile_));
+      // Some SlurmClusters here have no credentialsSecretRef: the endpoint policy is tested on
+      // its own, with the operator's identity lent (tenant_identity_test covers the default).
+      argv.push_back("--allow-operator-identity-for-namespaced-clusters");
     }
     operator_ = new Subprocess(argv, *dir_ + "/operator.log",
                                {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},

@@ -149,7 +149,8 @@ ADMIN_HELP = {
                                   "tests that check no log carries one)",
     "POST /__admin/access": '{"principal":"x@y","allowed":false[,"cluster":"P/R/C"]}',
     "GET /__admin/jobs": "?cluster=P/R/C&comment=...&name=... job tables and submit counts",
-    "GET /__admin/calls": "counters; POST /__admin/calls resets them",
+    "GET /__admin/calls": "counters (by_cluster_token: \"P/R/C kind principal\" of every bearer "
+                          "token that reached a cluster); POST /__admin/calls resets them",
     "POST /__admin/clock": '{"advance":seconds} (manual clock only)',
     "POST /__admin/partitions": '{"partitions":["debug","gpu"][,"cluster":"P/R/C"]}',
     "POST /__admin/sim": '{"pending_seconds":..,"completing_seconds":..,"min_job_age":..,'
@@ -422,6 +423,13 @@ class TokenStore:
                 return entry, "expired"
             return entry, "ok"
 
+    def kind_of(self, token):
+        """Who minted `token`: "metadata" (the metadata server, i.e. the ADC of whoever asks it),
+        "jwt-bearer", "refresh_token", ... or "unknown" (never minted here)."""
+        with self.lock:
+            entry = self.tokens.get(token)
+            return entry["kind"] if entry else "unknown"
+
     def expire_all(self):
         with self.lock:
             count = 0
@@ -597,6 +605,9 @@ class CallStats:
             self.by_call = collections.Counter()
             self.by_result = collections.Counter()
             self.by_call_result = collections.defaultdict(collections.Counter)
+            # "P/R/C <token kind> <principal>" -> calls: every bearer token that reached a cluster
+            # (unbounded, unlike `recent`), so that a test can prove whose token never arrived.
+            self.by_cluster_token = collections.Counter()
             self.recent = collections.deque(maxlen=500)
 
     def record(self, template, result, detail):
@@ -605,6 +616,9 @@ class CallStats:
             self.by_call[template] += 1
             self.by_result[result] += 1
             self.by_call_result[template][result] += 1
+            if detail.get("token_kind"):
+                self.by_cluster_token["%s %s %s" % (detail.get("cluster"), detail["token_kind"],
+                                                    detail.get("principal") or "-")] += 1
             self.recent.append(dict(detail, call=template, result=result))
 
     def describe(self):
@@ -612,6 +626,7 @@ class CallStats:
             return {"total": self.total, "by_call": dict(self.by_call),
                     "by_result": dict(self.by_result),
                     "by_call_result": {k: dict(v) for k, v in self.by_call_result.items()},
+                    "by_cluster_token": dict(self.by_cluster_token),
                     "recent": list(self.recent)}
 
 
@@ -1025,6 +1040,11 @@ class Handler(BaseHTTPRequestHandler):
                     raise GoogleError("INVALID_ARGUMENT", msg,
                                       field_violations=[{"description": msg}],
                                       result="INVALID_ARGUMENT(query)")
+            auth = (self.headers.get("Authorization") or "").strip()
+            if auth.lower().startswith("bearer "):
+                bearer = auth[7:].strip()
+                ctx["token_kind"] = st.tokens.kind_of(bearer)
+                ctx["token_sha256"] = hashlib.sha256(bearer.encode()).hexdigest()[:16]
             principal, scopes = self._authenticate()
             ctx["principal"] = principal
             if CLOUD_PLATFORM not in scopes:

@@ -2728,6 +2728,22 @@ class APIServer:
                                  "namespace": req.ns, "name": req.name, "code": code,
                                  "ms": round(elapsed * 1000, 1), "userAgent": req.user_agent})
 
+    def record_access(self, req):
+        """--access-log: one JSON line per authenticated resource request, written when it is
+        routed (a watch is recorded when it starts), as RBAC sees it: the attributes an authorizer
+        is asked about (verb, API group, resource, subresource, namespaced or not), with the
+        User-Agent so that a test can pick one client's requests."""
+        path = self.args.access_log
+        if not path or req.res is None:
+            return
+        line = json.dumps({"verb": req.verb, "group": req.res.group, "resource": req.res.plural,
+                           "subresource": req.sub or "", "namespaced": req.ns is not None,
+                           "namespace": req.ns or "", "name": req.name or "",
+                           "userAgent": req.user_agent}, sort_keys=True)
+        with self.stats_lock:
+            with open(path, "a") as f:
+                f.write(line + "\n")
+
     def field_validation(self, req):
         fv = req.q("fieldValidation", "Warn") or "Warn"
         if fv not in ("Ignore", "Warn", "Strict"):
@@ -3847,6 +3863,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise err_unauthorized()
         self.route(req)
         req.counted = True
+        api.record_access(req)
         self.inject(req)
         if req.res is None:
             return self.nonresource(req)
@@ -4564,6 +4581,11 @@ def main(argv=None):
                         "exists, saved every --state-save-interval seconds and on SIGTERM/SIGINT")
     p.add_argument("--state-save-interval", type=float, default=1.0,
                    help="seconds between periodic saves of --state-file (0 = only at shutdown)")
+    p.add_argument("--access-log", metavar="FILE",
+                   default=os.environ.get("KUBE_APISERVER_ACCESS_LOG") or None,
+                   help="append one JSON line per resource request (verb, group, resource, "
+                        "subresource, namespaced, userAgent) to FILE, e.g. to check RBAC against "
+                        "what a client really asks (default: $KUBE_APISERVER_ACCESS_LOG)")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
 

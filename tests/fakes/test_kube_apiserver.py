@@ -1528,5 +1528,84 @@ class StateFileTest(unittest.TestCase):
             self.start()
 
 
+class AccessLogAndClusterScopedTest(unittest.TestCase):
+    """--access-log records each request as RBAC sees it; the repository's cluster-scoped
+    ClusterSlurmCluster CRD is served like kube-apiserver serves cluster-scoped resources, and
+    Namespaces carry their labels (with kubernetes.io/metadata.name)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="fake-kas-access-")
+        cls.log = os.path.join(cls.dir, "access.log")
+        crds = sorted(glob.glob(os.path.join(REPO, "crds", "hpc.slurmoperator.dev_*.yaml")))
+        extra = ["--access-log", cls.log]
+        for c in crds:
+            extra += ["--crd", c]
+        cls.s = ServerProc(*extra)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def entries(self, agent):
+        with open(self.log) as f:
+            return [e for e in map(json.loads, f) if e["userAgent"] == agent]
+
+    def test_requests_are_recorded_with_their_rbac_attributes(self):
+        s = self.s
+        h = {"User-Agent": "access-test/1"}
+        s.request("GET", "/api/v1/namespaces/default/secrets/nope", headers=h)
+        s.request("GET", "/apis/%s/v1alpha1/slurmjobs" % GROUP, headers=h)
+        s.request("PUT", "/apis/%s/v1alpha1/clusterslurmclusters/x/status" % GROUP, body={}, headers=h)
+        s.request("GET", "/api/v1/namespaces?watch=1&timeoutSeconds=1", headers=h)
+        s.request("GET", "/api/v1/secrets", token="wrong", headers=h)  # unauthenticated: not recorded
+        got = [(e["verb"], e["group"], e["resource"], e["subresource"], e["namespaced"])
+               for e in self.entries("access-test/1")]
+        self.assertEqual(got, [("get", "", "secrets", "", True),
+                               ("list", GROUP, "slurmjobs", "", False),
+                               ("update", GROUP, "clusterslurmclusters", "status", False),
+                               ("watch", "", "namespaces", "", False)])
+
+    def test_cluster_slurm_clusters_are_cluster_scoped_with_status(self):
+        s = self.s
+        base = "/apis/%s/v1alpha1" % GROUP
+        obj = {"apiVersion": GROUP + "/v1alpha1", "kind": "ClusterSlurmCluster",
+               "metadata": {"name": "shared"},
+               "spec": {"projectId": "proj", "region": "r", "clusterId": "c",
+                        "namespaceSelector": {"matchLabels": {"team": "a"},
+                                              "matchExpressions": [{"key": "k", "operator": "Exists"}]}}}
+        st, created = s.request("POST", base + "/clusterslurmclusters", obj)
+        self.assertEqual(st, 201, created)
+        self.assertNotIn("namespace", created["metadata"])
+        self.assertEqual(created["spec"]["slurmApiVersion"], "v0.0.42")  # CRD default
+        st, _ = s.request("POST", base + "/namespaces/default/clusterslurmclusters", obj)
+        self.assertEqual(st, 404)
+        bad = json.loads(json.dumps(obj))
+        bad["metadata"]["name"] = "bad"
+        bad["spec"]["namespaceSelector"]["matchExpressions"][0]["operator"] = "Gt"
+        st, err = s.request("POST", base + "/clusterslurmclusters", bad)
+        self.assertEqual(st, 422, err)
+        created["status"] = {"observedGeneration": 1}
+        st, upd = s.request("PUT", base + "/clusterslurmclusters/shared/status", created)
+        self.assertEqual(st, 200, upd)
+        self.assertEqual(upd["status"]["observedGeneration"], 1)
+
+    def test_namespaces_carry_labels_and_their_name_label(self):
+        s = self.s
+        st, ns = s.request("POST", "/api/v1/namespaces",
+                           {"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": {"name": "team-x", "labels": {"team": "x"}}})
+        self.assertEqual(st, 201, ns)
+        self.assertEqual(ns["metadata"]["labels"],
+                         {"team": "x", "kubernetes.io/metadata.name": "team-x"})
+        st, lst = s.request("GET", "/api/v1/namespaces?labelSelector=team%3Dx")
+        self.assertEqual([n["metadata"]["name"] for n in lst["items"]], ["team-x"])
+        st, err = s.request("POST", "/api/v1/namespaces",
+                            {"apiVersion": "v1", "kind": "Namespace",
+                             "metadata": {"name": "team-y", "labels": {"team": "not valid!"}}})
+        self.assertEqual(st, 422, err)
+
+
 if __name__ == "__main__":
     unittest.main()

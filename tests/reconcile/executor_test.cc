@@ -19,11 +19,13 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "controller/agentplatform/client.h"
 #include "controller/api/resources.h"
 #include "controller/api/types.h"
 #include "controller/common/clock.h"
+#include "controller/reconcile/cluster_reconciler.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
 #include "gmock/gmock.h"
@@ -44,6 +46,7 @@ using testing::GoogleErrorReply;
 using ::testing::HasSubstr;
 using testing::InMemoryKube;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using testing::RecordingEventSink;
 using testing::ScriptedAgentPlatform;
 using testing::StringBody;
@@ -251,9 +254,15 @@ class ExecutorTest : public ::testing::Test {
   }
 
   // A new executor = a restarted operator process (empty memos).
-  void NewExecutor() {
+  // The fixture's SlurmCluster has no credentialsSecretRef: these tests run as a single-team
+  // install that lends the operator's identity to namespaced SlurmClusters.
+  void NewExecutor(bool allow_operator_identity = true) {
+    ExecutorOptions options;
+    options.access.allow_operator_identity_for_namespaced_clusters = allow_operator_identity;
+    options.access.operator_namespace = "slurmjob-operator-system";
     exec_ = std::make_unique<Executor>(kube_, jobs_, clusters_, *api_, creds_, events_, clock_,
-                                       ExecutorOptions{});
+                                       options);
+    exec_->SetClusterScopedCaches(&cluster_clusters_, &namespaces_);
   }
 
   void AddCluster(const std::string& version) {
@@ -340,6 +349,8 @@ class ExecutorTest : public ::testing::Test {
   InMemoryKube kube_;
   CacheView jobs_{kube_, "slurmjobs"};
   CacheView clusters_{kube_, "slurmclusters"};
+  CacheView cluster_clusters_{kube_, "clusterslurmclusters"};
+  CacheView namespaces_{kube_, "namespaces"};
   ScriptedAgentPlatform ap_;
   std::shared_ptr<FixedTokenSource> token_ = std::make_shared<FixedTokenSource>(kToken);
   FakeCredentialsResolver creds_{token_};
@@ -1205,6 +1216,301 @@ TEST_F(ExecutorTest, NewLeadersSettleWindowStartsWhenItBecameLeader) {
   Reconcile();
   EXPECT_EQ(Submits(), 1);
   EXPECT_EQ(Status().job_id(), 42);
+}
+
+// ------------------------------------------ tenants: whose identity (issue 11)
+
+constexpr char kPing42[] = "/slurm/v0.0.42/ping/";
+constexpr char kOperatorNs[] = "slurmjob-operator-system";
+
+ClusterIdentity OperatorId() {
+  ClusterIdentity id;
+  id.source = ClusterIdentity::Source::kOperator;
+  return id;
+}
+
+ClusterIdentity SecretId(const std::string& ns, const std::string& name,
+                         bool installer_secret = false) {
+  ClusterIdentity id;
+  id.source = ClusterIdentity::Source::kSecret;
+  id.secret_namespace = ns;
+  id.secret_name = name;
+  id.secret_key = "credentials.json";
+  id.installer_secret = installer_secret;
+  return id;
+}
+
+class TenantAccessTest : public ExecutorTest {
+ protected:
+  void AddNamespace(const std::string& name, const nlohmann::json& labels) {
+    nlohmann::json ns = {{"apiVersion", "v1"},
+                         {"kind", "Namespace"},
+                         {"metadata", {{"name", name}, {"labels", labels}}}};
+    ASSERT_TRUE(kube_.Create(kube::Namespaces(), "", ns).ok());
+  }
+  // The ClusterSlurmCluster "shared"; `spec_extra` is merged into its spec.
+  void AddClusterScoped(const nlohmann::json& spec_extra) {
+    nlohmann::json spec = {{"projectId", "proj"},
+                           {"region", "us-central1"},
+                           {"clusterId", "c1"},
+                           {"slurmApiVersion", "v0.0.42"}};
+    spec.merge_patch(spec_extra);
+    nlohmann::json c = {{"apiVersion", std::string(api::kApiVersion)},
+                        {"kind", "ClusterSlurmCluster"},
+                        {"metadata", {{"name", "shared"}}},
+                        {"spec", spec}};
+    ASSERT_TRUE(kube_.Create(ClusterSlurmClustersResource(), "", c).ok());
+    kube_.ClearCalls();
+  }
+  // The cluster reconciler ("scl:" keys) with the same access options as NewExecutor's.
+  ReconcileResult Probe(const std::string& key, bool allow_operator_identity) {
+    ClusterReconciler reconciler(kube_, clusters_, *api_, creds_, events_, clock_);
+    ClusterAccessOptions access;
+    access.allow_operator_identity_for_namespaced_clusters = allow_operator_identity;
+    access.operator_namespace = kOperatorNs;
+    reconciler.SetClusterAccess(&cluster_clusters_, access);
+    return reconciler.Reconcile(key);
+  }
+  void AddSharedJob() {
+    AddJob({{"clusterRef", {{"kind", "ClusterSlurmCluster"}, {"name", "shared"}}}});
+  }
+  bool OperatorIdentityAsked() {
+    for (const auto& id : creds_.identities) {
+      if (id.source == ClusterIdentity::Source::kOperator) return true;
+    }
+    return false;
+  }
+};
+
+TEST_F(TenantAccessTest, NamespacedClusterWithoutCredentialsIsRefusedUnlessTheInstallerAllows) {
+  NewExecutor(/*allow_operator_identity=*/false);
+  AddJob();
+
+  Reconcile();
+
+  EXPECT_TRUE(ap_.calls().empty()) << "nothing may be sent with the operator's identity";
+  EXPECT_FALSE(OperatorIdentityAsked());
+  v1alpha1::Condition stalled = Cond(kStalled);
+  EXPECT_EQ(stalled.status(), "True");
+  EXPECT_EQ(stalled.reason(), "CredentialsRequired");
+  EXPECT_THAT(stalled.message(), HasSubstr("credentialsSecretRef"));
+  EXPECT_THAT(stalled.message(), HasSubstr("ClusterSlurmCluster"));
+  EXPECT_THAT(events_.WithReason("CredentialsRequired"),
+              ElementsAre(EventIs("Warning", "CredentialsRequired")));
+  EXPECT_EQ(Submits(), 0);
+}
+
+TEST_F(TenantAccessTest, ProbeOfANamespacedClusterWithoutCredentialsSendsNothing) {
+  NewExecutor(/*allow_operator_identity=*/false);
+
+  Probe("team-a/a3", /*allow_operator_identity=*/false);
+
+  EXPECT_TRUE(ap_.calls().empty());
+  EXPECT_FALSE(OperatorIdentityAsked());
+  absl::StatusOr<v1alpha1::SlurmCluster> c =
+      api::SlurmClusterFromObject(*kube_.Object("slurmclusters", kNs, "a3"));
+  ASSERT_TRUE(c.ok());
+  const v1alpha1::Condition* ready = FindCondition(c->status().conditions(), kReady);
+  ASSERT_NE(ready, nullptr);
+  EXPECT_EQ(ready->status(), "False");
+  EXPECT_EQ(ready->reason(), "CredentialsRequired");
+  EXPECT_THAT(events_.WithReason("CredentialsRequired"),
+              ElementsAre(EventIs("Warning", "CredentialsRequired")));
+}
+
+TEST_F(TenantAccessTest, NamespacedClusterWithCredentialsUsesItsOwnNamespacesSecret) {
+  NewExecutor(/*allow_operator_identity=*/false);
+  kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", [](nlohmann::json& o) {
+    o["spec"]["credentialsSecretRef"] = {{"name", "tenant-creds"}};
+  });
+  AddJob();
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+
+  Reconcile();
+
+  EXPECT_EQ(Status().job_id(), 42);
+  ASSERT_FALSE(creds_.identities.empty());
+  EXPECT_EQ(creds_.identities.back(), SecretId(kNs, "tenant-creds"));
+  EXPECT_FALSE(OperatorIdentityAsked());
+}
+
+TEST_F(TenantAccessTest, ClusterSlurmClusterServesAMatchingNamespaceWithTheOperatorsIdentity) {
+  NewExecutor(/*allow_operator_identity=*/false);
+  AddNamespace(kNs, {{"team", "a"}, {"kubernetes.io/metadata.name", kNs}});
+  AddClusterScoped({{"namespaceSelector", {{"matchLabels", {{"team", "a"}}}}}});
+  AddSharedJob();
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+
+  Reconcile();
+
+  EXPECT_EQ(Status().job_id(), 42) << Object()->dump();
+  EXPECT_EQ(Status().cluster(), "shared");
+  ASSERT_FALSE(creds_.identities.empty());
+  EXPECT_EQ(creds_.identities.back(), OperatorId());
+}
+
+TEST_F(TenantAccessTest, ClusterSlurmClusterRefusesANamespaceItsSelectorDoesNotMatch) {
+  NewExecutor(/*allow_operator_identity=*/true);  // the flag is about namespaced clusters only
+  AddNamespace(kNs, {{"team", "a"}});
+  AddClusterScoped(
+      {{"namespaceSelector",
+        {{"matchExpressions", {{{"key", "team"}, {"operator", "In"}, {"values", {"b", "c"}}}}}}}});
+  AddSharedJob();
+
+  Reconcile();
+
+  EXPECT_TRUE(ap_.calls().empty());
+  EXPECT_FALSE(OperatorIdentityAsked());
+  v1alpha1::Condition stalled = Cond(kStalled);
+  EXPECT_EQ(stalled.reason(), "NamespaceNotAllowed");
+  EXPECT_THAT(stalled.message(), HasSubstr("ClusterSlurmCluster \"shared\""));
+  EXPECT_THAT(stalled.message(), HasSubstr("namespace \"team-a\""));
+  EXPECT_THAT(events_.WithReason("NamespaceNotAllowed"),
+              ElementsAre(EventIs("Warning", "NamespaceNotAllowed")));
+}
+
+TEST_F(TenantAccessTest, ClusterSlurmClusterWithoutSelectorServesNobody) {
+  AddNamespace(kNs, {{"team", "a"}});
+  AddClusterScoped(nlohmann::json::object());
+  AddSharedJob();
+
+  Reconcile();
+
+  EXPECT_TRUE(ap_.calls().empty());
+  EXPECT_EQ(Cond(kStalled).reason(), "NamespaceNotAllowed");
+}
+
+TEST_F(TenantAccessTest, ClusterSlurmClustersSecretIsReadFromTheOperatorsNamespace) {
+  AddNamespace(kNs, {{"team", "a"}});
+  AddClusterScoped({{"namespaceSelector", nlohmann::json::object()},
+                    {"credentialsSecretRef", {{"name", "installer-creds"}}}});
+  AddSharedJob();
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+
+  Reconcile();
+
+  EXPECT_EQ(Status().job_id(), 42);
+  ASSERT_FALSE(creds_.identities.empty());
+  EXPECT_EQ(creds_.identities.back(),
+            SecretId(kOperatorNs, "installer-creds", /*installer_secret=*/true));
+}
+
+TEST_F(TenantAccessTest, ClusterSlurmClusterIsProbedAndItsStatusWritten) {
+  AddClusterScoped({{"namespaceSelector", nlohmann::json::object()}});
+  ap_.On(kGet, kPing42, StructuredBody(200, R"({"pings": []})"));
+
+  Probe("/shared", /*allow_operator_identity=*/false);
+
+  EXPECT_EQ(ap_.Count(kGet, kPing42), 1);
+  EXPECT_EQ(creds_.identities.back(), OperatorId());
+  absl::StatusOr<api::ClusterScopedCluster> c =
+      api::ClusterSlurmClusterFromObject(*kube_.Object("clusterslurmclusters", "", "shared"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(IsConditionTrue(c->cluster.status().conditions(), kReady));
+}
+
+TEST_F(TenantAccessTest, UnknownClusterSlurmClusterIsNamedInTheCondition) {
+  AddNamespace(kNs, {});
+  AddSharedJob();
+
+  Reconcile();
+
+  EXPECT_TRUE(ap_.calls().empty());
+  v1alpha1::Condition stalled = Cond(kStalled);
+  EXPECT_EQ(stalled.reason(), "ClusterNotFound");
+  EXPECT_THAT(stalled.message(), HasSubstr("ClusterSlurmCluster \"shared\" does not exist"));
+}
+
+// ---------------------------------- spec.environment[].valueFrom.secretKeyRef
+
+constexpr char kApiKey[] = "sk-very-secret-value-0123456789";
+
+class SecretEnvTest : public ExecutorTest {
+ protected:
+  void AddSecret(const std::string& name, const nlohmann::json& string_data) {
+    nlohmann::json data = nlohmann::json::object();
+    for (const auto& [k, v] : string_data.items()) {
+      data[k] = absl::Base64Escape(v.get<std::string>());
+    }
+    nlohmann::json secret = {{"apiVersion", "v1"},
+                             {"kind", "Secret"},
+                             {"metadata", {{"name", name}, {"namespace", kNs}}},
+                             {"data", data}};
+    ASSERT_TRUE(kube_.Create(kube::Secrets(), kNs, secret).ok());
+    kube_.ClearCalls();
+  }
+  void AddJobWithSecretEnv() {
+    AddJob({{"environment",
+             {{{"name", "MODE"}, {"value", "offline"}},
+              {{"name", "API_KEY"},
+               {"valueFrom", {{"secretKeyRef", {{"name", "wandb"}, {"key", "api-key"}}}}}}}}});
+  }
+  // Everything the operator wrote where users and logs can see it.
+  std::string Visible() {
+    std::string out = Object()->dump();
+    for (const auto& e : events_.events()) out += e.event.note + "\n";
+    return out;
+  }
+};
+
+TEST_F(SecretEnvTest, TheSecretsValueReachesTheSubmitButNotStatusOrEvents) {
+  AddSecret("wandb", {{"api-key", kApiKey}});
+  AddJobWithSecretEnv();
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+
+  Reconcile();
+
+  ASSERT_EQ(Status().job_id(), 42) << Object()->dump();
+  ASSERT_EQ(Submits(), 1);
+  const nlohmann::json job = ap_.calls(kPost, kSubmit42)[0].body["job"];
+  const nlohmann::json env = job["environment"];
+  EXPECT_THAT(env.dump(), HasSubstr(std::string("API_KEY=") + kApiKey));
+  EXPECT_THAT(env.dump(), HasSubstr("MODE=offline"));
+  EXPECT_THAT(Visible(), Not(HasSubstr(kApiKey)));
+  EXPECT_EQ(kube_.Count("get"), 1) << "the Secret is read once, at submit";
+}
+
+TEST_F(SecretEnvTest, AMissingSecretIsAConditionNamingItAndNothingIsSubmitted) {
+  AddJobWithSecretEnv();
+
+  ReconcileResult r = Reconcile();
+
+  EXPECT_EQ(Submits(), 0);
+  v1alpha1::Condition stalled = Cond(kStalled);
+  EXPECT_EQ(stalled.reason(), "SecretNotFound");
+  EXPECT_THAT(stalled.message(), HasSubstr("Secret \"wandb\""));
+  EXPECT_THAT(stalled.message(), HasSubstr("API_KEY"));
+  EXPECT_THAT(stalled.message(), HasSubstr("does not exist in namespace \"team-a\""));
+  EXPECT_THAT(events_.WithReason("SecretNotFound"),
+              ElementsAre(EventIs("Warning", "SecretNotFound")));
+  EXPECT_EQ(r.requeue_after, std::optional<Duration>(seconds(30)));
+}
+
+TEST_F(SecretEnvTest, AMissingKeyIsNamedAndTheOtherKeysValuesAreNot) {
+  AddSecret("wandb", {{"other", kApiKey}});
+  AddJobWithSecretEnv();
+
+  Reconcile();
+
+  EXPECT_EQ(Submits(), 0);
+  v1alpha1::Condition stalled = Cond(kStalled);
+  EXPECT_EQ(stalled.reason(), "SecretNotFound");
+  EXPECT_THAT(stalled.message(), HasSubstr("has no key \"api-key\""));
+  EXPECT_THAT(Visible(), Not(HasSubstr(kApiKey)));
+}
+
+TEST_F(SecretEnvTest, ValueAndValueFromTogetherIsInvalid) {
+  AddSecret("wandb", {{"api-key", kApiKey}});
+  AddJob({{"environment",
+           {{{"name", "API_KEY"},
+             {"value", "x"},
+             {"valueFrom", {{"secretKeyRef", {{"name", "wandb"}, {"key", "api-key"}}}}}}}}});
+
+  Reconcile();
+
+  EXPECT_EQ(Submits(), 0);
+  EXPECT_EQ(Cond(kStalled).reason(), "InvalidSpec");
+  EXPECT_THAT(Cond(kStalled).message(), HasSubstr("exactly one of value and valueFrom"));
 }
 
 }  // namespace

@@ -141,13 +141,36 @@ std::vector<std::string> Keys(const YAML::Node& map) {
 TEST(RealCrdsTest, WritesOneCrdPerResourceAndAKustomization) {
   std::vector<std::string> names;
   for (const GeneratedFile& file : RealFiles()) names.push_back(file.name);
-  EXPECT_THAT(names, ElementsAre("hpc.slurmoperator.dev_slurmclusters.yaml",
+  EXPECT_THAT(names, ElementsAre("hpc.slurmoperator.dev_clusterslurmclusters.yaml",
+                                 "hpc.slurmoperator.dev_slurmclusters.yaml",
                                  "hpc.slurmoperator.dev_slurmjobs.yaml", "kustomization.yaml"));
   const YAML::Node kustomization = LoadReal("kustomization.yaml");
   EXPECT_EQ(kustomization["kind"].as<std::string>(), "Kustomization");
   EXPECT_THAT(Strings(kustomization["resources"]),
-              ElementsAre("hpc.slurmoperator.dev_slurmclusters.yaml",
+              ElementsAre("hpc.slurmoperator.dev_clusterslurmclusters.yaml",
+                          "hpc.slurmoperator.dev_slurmclusters.yaml",
                           "hpc.slurmoperator.dev_slurmjobs.yaml"));
+}
+
+TEST(RealCrdsTest, ClusterSlurmClusterIsClusterScopedWithTheSlurmClusterStatus) {
+  const YAML::Node crd = LoadReal("hpc.slurmoperator.dev_clusterslurmclusters.yaml");
+  EXPECT_EQ(crd["spec"]["scope"].as<std::string>(), "Cluster");
+  EXPECT_EQ(crd["spec"]["names"]["kind"].as<std::string>(), "ClusterSlurmCluster");
+  EXPECT_THAT(Strings(crd["spec"]["names"]["shortNames"]), ElementsAre("cscl"));
+  const YAML::Node version = crd["spec"]["versions"][0];
+  ASSERT_TRUE(version["subresources"]["status"].IsMap());
+  EXPECT_EQ(version["additionalPrinterColumns"].size(),
+            SlurmClusterCrd()["spec"]["versions"][0]["additionalPrinterColumns"].size());
+  const YAML::Node selector = At(Root(crd), {"spec", "namespaceSelector"});
+  EXPECT_EQ(selector["properties"]["matchLabels"]["type"].as<std::string>(), "object");
+  EXPECT_THAT(Strings(At(selector, {"matchExpressions", "[]", "operator"})["enum"]),
+              ElementsAre("In", "NotIn", "Exists", "DoesNotExist"));
+  // Same spec fields as a SlurmCluster, plus the selector.
+  std::vector<std::string> plain = Keys(At(Root(SlurmClusterCrd()), {"spec"})["properties"]);
+  plain.push_back("namespaceSelector");
+  EXPECT_EQ(Keys(At(Root(crd), {"spec"})["properties"]), plain);
+  EXPECT_EQ(Keys(At(Root(crd), {"status"})["properties"]),
+            Keys(At(Root(SlurmClusterCrd()), {"status"})["properties"]));
 }
 
 TEST(RealCrdsTest, StartsWithGeneratedHeader) {
@@ -201,7 +224,9 @@ TEST(RealCrdsTest, PrinterColumnsComeFromTheResourceOption) {
             ".status.conditions[?(@.type==\"Ready\")].status");
   EXPECT_EQ(by_name["Run"]["jsonPath"].as<std::string>(), ".status.run");
   EXPECT_EQ(by_name["Run"]["priority"].as<int>(), 1);
-  EXPECT_EQ(columns.size(), 8u);
+  EXPECT_EQ(by_name["ClusterKind"]["jsonPath"].as<std::string>(), ".spec.clusterRef.kind");
+  EXPECT_EQ(by_name["ClusterKind"]["priority"].as<int>(), 1);
+  EXPECT_EQ(columns.size(), 9u);
 }
 
 TEST(RealCrdsTest, EnvelopeThenFieldsInDeclarationOrder) {
@@ -296,10 +321,13 @@ TEST(RealCrdsTest, DescriptionsComeFromComments) {
             "short script.");
   // A message field takes its field comment, not its message's comment...
   EXPECT_THAT(At(root, {"spec", "clusterRef"})["description"].as<std::string>(),
-              StartsWith("The SlurmCluster (same namespace) to submit to."));
+              StartsWith("The cluster to submit to: a SlurmCluster of this namespace, or a "
+                         "ClusterSlurmCluster"));
   // ...while list items, which have no field of their own, take the message comment.
   EXPECT_EQ(At(root, {"spec", "environment", "[]"})["description"].as<std::string>(),
-            "One environment variable for the Slurm job.");
+            "One environment variable of a SlurmJob: a literal `value`, or `valueFrom` a Secret of "
+            "the SlurmJob's namespace (read when the job is submitted; the value is never written "
+            "to the SlurmJob's status, to Events or to the operator's log).");
   EXPECT_EQ(At(root, {"spec", "deletionPolicy"})["description"].as<std::string>(),
             "What deleting the SlurmJob does to a Slurm job that is still queued or running: "
             "`Cancel` (default) cancels it, `Orphan` leaves it running.");

@@ -185,15 +185,23 @@ class FakeCredentialsResolver : public CredentialsResolver {
  public:
   explicit FakeCredentialsResolver(std::shared_ptr<agentplatform::TokenSource> source)
       : source_(std::move(source)) {}
+  // Like the real resolver, no identity means no credentials.
   absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> For(
-      std::string_view, const v1alpha1::SlurmClusterSpec&) override {
+      const ClusterIdentity& identity) override {
     ++calls;
+    std::lock_guard<std::mutex> lock(mu_);
+    identities.push_back(identity);
+    if (identity.source == ClusterIdentity::Source::kNone) {
+      return absl::PermissionDeniedError("no identity");
+    }
     return source_;
   }
   std::atomic<int> calls{0};
+  std::vector<ClusterIdentity> identities;  // every identity asked for, in order
 
  private:
   std::shared_ptr<agentplatform::TokenSource> source_;
+  std::mutex mu_;
 };
 
 struct RecordedEvent {
