@@ -562,8 +562,10 @@ class Executor::Attempt {
   ReconcileResult Finish(ReconcileResult r) {
     ex_.PutMemo(key_, memo_);
     if (!ex_.tracker_) return r;
-    TrackingVerdict v = TrackingAfterReconcile(facts_, cluster_, r.requeue_after,
-                                               r.retry_with_backoff, ex_.options_.tracked_requeue);
+    TrackingVerdict v =
+        TrackingAfterReconcile(facts_, cluster_, r.requeue_after, r.retry_with_backoff,
+                               PollInterval(facts_.status, ex_.clock_.Now(), ex_.options_.decide),
+                               ex_.options_.tracked_requeue);
     // Refused: no more lists with that identity for this job.
     if (v.kind == TrackingVerdict::Kind::kUntrack ||
         cluster_.kind == ClusterFacts::Kind::kRefused) {

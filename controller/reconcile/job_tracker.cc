@@ -21,7 +21,36 @@ bool SameRecord(const slurm::JobInfo& a, const slurm::JobInfo& b) {
          a.end_time == b.end_time && a.submit_time == b.submit_time && a.comment == b.comment;
 }
 
+bool SameEndpoint(const ClusterEndpoint& a, const ClusterEndpoint& b) {
+  return a.api_version == b.api_version && a.where.endpoint == b.where.endpoint &&
+         a.where.project_id == b.where.project_id && a.where.region == b.where.region &&
+         a.where.cluster_id == b.where.cluster_id && a.credentials == b.credentials;
+}
+
 }  // namespace
+
+void JobTracker::SetEndpoint(Cluster& c, const ClusterEndpoint& e) {
+  if (!SameEndpoint(c.endpoint, e)) {
+    c.failures = 0;
+    c.retry_at.reset();
+    c.last_error.reset();
+  }
+  c.endpoint = e;
+}
+
+std::optional<Duration> JobTracker::IntervalLocked(const Cluster& c, Time now) const {
+  ClusterPaceFacts facts;
+  facts.registered = c.registered;
+  facts.unchanged_lists = c.unchanged_lists;
+  for (const auto& [id, job_key] : c.tracked) {
+    (void)id;
+    auto t = by_key_.find(job_key);
+    if (t == by_key_.end()) continue;
+    facts.eagerest_poll = std::min(facts.eagerest_poll.value_or(t->second.poll), t->second.poll);
+    if (now - t->second.since < options_.pace.eager_window) facts.any_young = true;
+  }
+  return ListInterval(facts, options_.sweep_interval, options_.pace);
+}
 
 JobTracker::JobTracker(Caller caller, const Clock& clock, Notify notify, KnownUid known_uid,
                        TrackerOptions options)
@@ -48,7 +77,7 @@ void JobTracker::Track(const ClusterEndpoint& cluster, int64_t job_id, const std
   t.job_id = job_id;
   t.poll = poll;
   Cluster& c = clusters_[cluster.key];
-  c.endpoint = cluster;
+  SetEndpoint(c, cluster);
   c.tracked[job_id] = job_key;
 }
 
@@ -69,7 +98,7 @@ void JobTracker::Untrack(const std::string& job_key) {
 void JobTracker::RegisterCluster(const ClusterEndpoint& cluster) {
   std::lock_guard<std::mutex> lock(mu_);
   Cluster& c = clusters_[cluster.key];
-  c.endpoint = cluster;
+  SetEndpoint(c, cluster);
   c.registered = true;
 }
 
@@ -89,16 +118,22 @@ size_t JobTracker::TrackedCount() const {
 absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluster, int64_t job_id,
                                                    Time not_before) {
   std::unique_lock<std::mutex> lock(mu_);
+  const Time now = clock_.Now();
   {
     Cluster& c = clusters_[cluster.key];
-    c.endpoint = cluster;
-  }
-  // A job tracked after the snapshot was taken may simply be newer than it.
-  if (auto c = clusters_.find(cluster.key); c != clusters_.end()) {
-    if (auto k = c->second.tracked.find(job_id); k != c->second.tracked.end()) {
+    SetEndpoint(c, cluster);
+    // A job tracked after the snapshot was taken may simply be newer than it;
+    // one tracked before is served at the tracker's own pace.
+    if (auto k = c.tracked.find(job_id); k != c.tracked.end()) {
       if (auto t = by_key_.find(k->second); t != by_key_.end()) {
+        std::optional<Duration> interval = IntervalLocked(c, now);
+        if (interval && not_before < now) not_before = std::min(not_before, now - *interval);
         not_before = std::max(not_before, t->second.since);
       }
+    }
+    if (c.last_error && c.retry_at && now < *c.retry_at &&
+        !(c.fetched_at && *c.fetched_at >= not_before)) {
+      return *c.last_error;
     }
   }
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -196,20 +231,22 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   std::vector<std::string> changed;
   if (!list.ok()) {
     after.last_error = list.status();
-    after.retry_at =
-        started +
-        std::max<Duration>(
-            std::chrono::seconds(5),
-            agentplatform::RetryDelay(list.status()).value_or(std::chrono::milliseconds(0)));
+    after.failures += 1;
+    std::optional<Duration> server_delay;
+    if (auto d = agentplatform::RetryDelay(list.status())) server_delay = *d;
+    after.retry_at = started + ListFailureBackoff(list.status().code(), after.failures,
+                                                  server_delay, options_.pace);
   } else {
     after.last_error.reset();
     after.retry_at.reset();
+    after.failures = 0;
     after.fetched_at = started;
     if (!list->unchanged) {
       if (full) after.last_full = started;
       NoteLastUpdate(after, *list, full, started);
       changed = ApplyList(after, std::move(*list));
     }
+    after.unchanged_lists = changed.empty() ? after.unchanged_lists + 1 : 0;
     if (options_.sweep && known_uid_ &&
         (!after.last_sweep || started - *after.last_sweep >= options_.sweep_interval)) {
       after.last_sweep = started;
@@ -269,17 +306,9 @@ void JobTracker::Tick() {
   std::vector<std::string> due;
   for (const auto& [key, c] : clusters_) {
     if (c.fetching || (c.retry_at && now < *c.retry_at)) continue;
-    Duration want = options_.sweep_interval;
-    bool any = c.registered;
-    for (const auto& [id, job_key] : c.tracked) {
-      (void)id;
-      auto t = by_key_.find(job_key);
-      if (t == by_key_.end()) continue;
-      want = std::min(want, t->second.poll);
-      any = true;
-    }
-    if (!any) continue;
-    if (!c.fetched_at || now - *c.fetched_at >= want) due.push_back(key);
+    std::optional<Duration> want = IntervalLocked(c, now);
+    if (!want) continue;
+    if (!c.fetched_at || now - *c.fetched_at >= *want) due.push_back(key);
   }
   for (const std::string& key : due) {
     auto it = clusters_.find(key);

@@ -8,13 +8,23 @@
 // once rather than on a timer.
 //
 // Contract:
-//  * A cluster is listed only while it has tracked jobs, and then at the
-//    pace its most eager job asks for (Track's `poll`: fast right after a
-//    submit, slower for long-running jobs); never for finished jobs, which
-//    the executor untracks.
+//  * A cluster is listed only while it has tracked jobs (or is registered
+//    for the sweep), and then at the pace ListInterval (tracking_policy.h)
+//    gives: its most eager job's poll (Track's `poll`: fast right after a
+//    submit, slower for long-running jobs) while a job is in its first
+//    seconds, else at least every 5 s, backing off while the lists change
+//    none of its jobs; never for finished jobs, which the executor untracks.
+//    A failed list is retried after ListFailureBackoff (minutes for a
+//    cluster that does not exist or may not be called); a new endpoint
+//    (a SlurmCluster edit) starts afresh.
 //  * Get() answers from a snapshot fetched no earlier than `not_before`; if
 //    there is none, it fetches one now. Concurrent callers for one cluster
-//    share a single fetch (one call in flight per cluster).
+//    share a single fetch (one call in flight per cluster). For a job the
+//    tracker follows, a snapshot taken after it was tracked and no older
+//    than the cluster's list interval is fresh enough (unless not_before is
+//    now: a fresh answer), so that reconciles do not add lists to the
+//    tracker's own. While a failed list's backoff runs, Get() answers that
+//    failure without a call.
 //  * A job absent from a list fetched after it was tracked has left the live
 //    queue (Get answers job == nullopt); the executor then reads /slurmdb.
 //  * With v0.0.40+ the list is asked with `update_time` = Slurm's own
@@ -73,6 +83,7 @@ struct TrackerOptions {
   // names on the swept cluster.
   std::string installation;
   std::function<bool(const ClusterEndpoint& cluster, int64_t job_id)> named_by_status;
+  ListPace pace;  // how often one cluster is listed (tracking_policy.h)
 };
 
 class JobTracker {
@@ -142,10 +153,16 @@ class JobTracker {
     std::unordered_map<int64_t, slurm::JobInfo> jobs;
     std::optional<absl::Status> last_error;
     std::optional<Time> retry_at;  // after a failed list, the ticker waits
+    int failures = 0;              // failed lists in a row
+    int unchanged_lists = 0;       // lists in a row that changed no tracked job
     std::set<int64_t> orphan_candidates;
     std::map<int64_t, std::string> tracked;  // job id -> job key
   };
 
+  // The cluster's endpoint becomes `e`; a different one clears its failures.
+  static void SetEndpoint(Cluster& c, const ClusterEndpoint& e);
+  // The time between two lists of `c` now (ListInterval); nullopt: not listed.
+  std::optional<Duration> IntervalLocked(const Cluster& c, Time now) const;
   // Fetches `key`'s list (mu_ held on entry and exit, released during the call).
   absl::Status FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key);
   // The call and its parsing (mu_ not held).

@@ -10,7 +10,8 @@ namespace slurmop::reconcile {
 
 TrackingVerdict TrackingAfterReconcile(const JobFacts& job, const ClusterFacts& cluster,
                                        std::optional<Duration> requeue_after,
-                                       bool retry_with_backoff, Duration tracked_requeue) {
+                                       bool retry_with_backoff, Duration job_poll,
+                                       Duration tracked_requeue) {
   TrackingVerdict v;
   if (job.deleting) return v;
   if (job.status.job_id() == 0 || IsFinalJobState(job.status.job_state())) {
@@ -19,7 +20,7 @@ TrackingVerdict TrackingAfterReconcile(const JobFacts& job, const ClusterFacts& 
   }
   if (requeue_after && !retry_with_backoff && cluster.kind == ClusterFacts::Kind::kFound) {
     v.kind = TrackingVerdict::Kind::kTrack;
-    v.poll = *requeue_after;
+    v.poll = job_poll;
     v.requeue = std::max(*requeue_after, tracked_requeue);
   }
   return v;
@@ -28,6 +29,45 @@ TrackingVerdict TrackingAfterReconcile(const JobFacts& job, const ClusterFacts& 
 Duration QueryPoll(const Decision& d, const DecideOptions& options) {
   return d.max_age > Duration::zero() ? d.max_age
                                       : std::chrono::duration_cast<Duration>(options.min_poll);
+}
+
+std::optional<Duration> ListInterval(const ClusterPaceFacts& c, Duration sweep_interval,
+                                     const ListPace& pace) {
+  if (!c.eagerest_poll) {
+    return c.registered ? std::optional<Duration>(sweep_interval) : std::nullopt;
+  }
+  Duration interval = *c.eagerest_poll;
+  if (!c.any_young) {
+    interval = std::max(interval, pace.min_interval);
+    const Duration cap = std::max(interval, pace.max_idle_interval);
+    for (int i = 0; i < c.unchanged_lists && interval < cap; ++i) interval *= 2;
+    interval = std::min(interval, cap);
+  }
+  return c.registered ? std::min(interval, sweep_interval) : interval;
+}
+
+bool PermanentListFailure(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kUnimplemented:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Duration ListFailureBackoff(absl::StatusCode code, int failures,
+                            std::optional<Duration> server_retry_delay, const ListPace& pace) {
+  const Duration cap =
+      PermanentListFailure(code) ? pace.permanent_failure_cap : pace.transient_failure_cap;
+  Duration wait = pace.failure_base;
+  for (int i = 1; i < failures && wait < cap; ++i) wait *= 2;
+  wait = std::min(wait, cap);
+  return std::max(wait, server_retry_delay.value_or(Duration::zero()));
 }
 
 namespace {

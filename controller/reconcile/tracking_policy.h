@@ -6,7 +6,7 @@
 // Contract:
 //  * A SlurmJob without a Slurm job, or whose Slurm job ended, is untracked.
 //  * An active job whose reconcile ended with a plain requeue (no backoff) on
-//    a cluster that exists is tracked with that requeue as its poll; its
+//    a cluster that exists is tracked at the job's poll interval; its
 //    requeue is stretched to `tracked_requeue`, since the tracker wakes it
 //    on any change and the timer is only a safety net.
 //  * A SlurmJob being deleted is left as it is (its finalizer removal
@@ -26,6 +26,16 @@
 //    owns them, or one from before the upgrade may), and every job id that a
 //    live SlurmJob's status names (SweepScope::named_by_status: a SlurmJob
 //    restored from a backup has a new uid but still tracks its job).
+//  * ListInterval / ListFailureBackoff: how often the tracker lists one
+//    cluster. While a tracked job is in its first seconds (tracked less than
+//    `eager_window` ago) the cluster is listed at the eagerest job's poll;
+//    afterwards at least every `min_interval`, and each list that changed
+//    none of the cluster's tracked jobs doubles the interval, up to
+//    `max_idle_interval` (a change starts again from the base). A failed list
+//    is retried after `failure_base`, doubled per failure in a row, up to
+//    `transient_failure_cap`, or `permanent_failure_cap` for errors that
+//    retrying does not mend (PERMISSION_DENIED, NOT_FOUND, ...), and never
+//    sooner than the server's own retry delay.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_TRACKING_POLICY_H_
 #define SLURMOP_CONTROLLER_RECONCILE_TRACKING_POLICY_H_
@@ -38,10 +48,42 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "controller/common/clock.h"
 #include "controller/reconcile/decide.h"
 
 namespace slurmop::reconcile {
+
+// How a cluster's lists are paced (ListInterval, ListFailureBackoff).
+struct ListPace {
+  Duration eager_window = std::chrono::seconds(10);
+  Duration min_interval = std::chrono::seconds(5);
+  Duration max_idle_interval = std::chrono::seconds(30);
+  Duration failure_base = std::chrono::seconds(5);
+  Duration transient_failure_cap = std::chrono::seconds(60);
+  Duration permanent_failure_cap = std::chrono::minutes(5);
+};
+
+// What the tracker knows of one cluster when it decides when to list it.
+struct ClusterPaceFacts {
+  std::optional<Duration> eagerest_poll;  // the smallest poll of its tracked jobs; none: nullopt
+  bool any_young = false;                 // a tracked job within eager_window
+  bool registered = false;                // swept for orphans (RegisterCluster)
+  int unchanged_lists = 0;                // lists in a row that changed no tracked job
+};
+
+// The time between two lists of a cluster; nullopt: it is not listed at all.
+std::optional<Duration> ListInterval(const ClusterPaceFacts& c, Duration sweep_interval,
+                                     const ListPace& pace);
+
+// Whether a failed list fails again whatever the number of tries (the
+// cluster does not exist, the identity may not call it, the request is
+// refused as malformed): such clusters back off to minutes.
+bool PermanentListFailure(absl::StatusCode code);
+
+// How long after the `failures`-th failed list in a row (>= 1) the next is sent.
+Duration ListFailureBackoff(absl::StatusCode code, int failures,
+                            std::optional<Duration> server_retry_delay, const ListPace& pace);
 
 struct TrackingVerdict {
   enum class Kind { kLeave, kUntrack, kTrack };
@@ -50,9 +92,13 @@ struct TrackingVerdict {
   std::optional<Duration> requeue;  // kTrack: the reconcile's requeue, stretched
 };
 
+// `job_poll`: the job's poll interval (PollInterval in decide.h), which the
+// tracker follows it at; the reconcile's requeue is only how long until the
+// next look is due, not how often looks are wanted.
 TrackingVerdict TrackingAfterReconcile(const JobFacts& job, const ClusterFacts& cluster,
                                        std::optional<Duration> requeue_after,
-                                       bool retry_with_backoff, Duration tracked_requeue);
+                                       bool retry_with_backoff, Duration job_poll,
+                                       Duration tracked_requeue);
 
 // The poll a kQuery decision tracks its job at.
 Duration QueryPoll(const Decision& d, const DecideOptions& options);

@@ -134,7 +134,8 @@ HTML_404 = ("<!DOCTYPE html>\n<html lang=en>\n  <meta charset=utf-8>\n  <title>E
 ADMIN_HELP = {
     "GET /__admin/state": "everything below in one document",
     "POST /__admin/faults": '{"error":"UNAVAILABLE","count":2} | {"faults":[...]} | {"clear":true}'
-                            ' fields: target (slurm|token|metadata), method, path (regexes), '
+                            ' fields: target (slurm|token|metadata), method, path, cluster (regexes; '
+                            'cluster "P/R/C", slurm only), '
                             'count, probability, seed, skip, error, message, retry_delay, '
                             'retry_after, delay, action (error|delay|drop|perform_then_drop|'
                             'perform_then_error|perform_then_slurm_error|slurm_unreachable|'
@@ -149,8 +150,9 @@ ADMIN_HELP = {
                                   "tests that check no log carries one)",
     "POST /__admin/access": '{"principal":"x@y","allowed":false[,"cluster":"P/R/C"]}',
     "GET /__admin/jobs": "?cluster=P/R/C&comment=...&name=... job tables and submit counts",
-    "GET /__admin/calls": "counters (by_cluster_token: \"P/R/C kind principal\" of every bearer "
-                          "token that reached a cluster); POST /__admin/calls resets them",
+    "GET /__admin/calls": "counters (by_cluster: per P/R/C and call; by_cluster_token: \"P/R/C "
+                          "kind principal\" of every bearer token that reached a cluster); POST "
+                          "/__admin/calls resets them",
     "POST /__admin/clock": '{"advance":seconds} (manual clock only)',
     "POST /__admin/partitions": '{"partitions":["debug","gpu"][,"cluster":"P/R/C"]}',
     "POST /__admin/sim": '{"pending_seconds":..,"completing_seconds":..,"min_job_age":..,'
@@ -473,7 +475,7 @@ class Fault:
             raise ValueError("a fault is a JSON object")
         known = {"target", "method", "path", "count", "probability", "seed", "skip", "error",
                  "message", "retry_delay", "retry_after", "delay", "action", "reset", "status",
-                 "slurm_status", "slurm_errors", "later"}
+                 "slurm_status", "slurm_errors", "later", "cluster"}
         unknown = set(spec) - known
         if unknown:
             raise ValueError("unknown fault fields: %s" % sorted(unknown))
@@ -484,6 +486,8 @@ class Fault:
             raise ValueError("target must be slurm, token or metadata")
         self.method_re = re.compile(spec.get("method") or ".*")
         self.path_re = re.compile(spec.get("path") or ".*")
+        # callSlurmRestApi only: the clusters ("PROJECT/REGION/CLUSTER") it applies to
+        self.cluster_re = re.compile(spec.get("cluster") or ".*")
         self.probability = spec.get("probability")
         if self.probability is not None:
             self.probability = float(self.probability)
@@ -568,10 +572,10 @@ class FaultManager:
             self.faults.clear()
             return n
 
-    def match(self, target, method, path):
+    def match(self, target, method, path, cluster=""):
         with self.lock:
             for fault in list(self.faults):
-                if fault.target != target:
+                if fault.target != target or not fault.cluster_re.fullmatch(cluster):
                     continue
                 if not fault.method_re.search(method or "") or not fault.path_re.search(
                         path or ""):
@@ -608,6 +612,8 @@ class CallStats:
             # "P/R/C <token kind> <principal>" -> calls: every bearer token that reached a cluster
             # (unbounded, unlike `recent`), so that a test can prove whose token never arrived.
             self.by_cluster_token = collections.Counter()
+            # "PROJECT/REGION/CLUSTER" -> call template -> count (callSlurmRestApi only)
+            self.by_cluster = collections.defaultdict(collections.Counter)
             self.recent = collections.deque(maxlen=500)
 
     def record(self, template, result, detail):
@@ -619,6 +625,8 @@ class CallStats:
             if detail.get("token_kind"):
                 self.by_cluster_token["%s %s %s" % (detail.get("cluster"), detail["token_kind"],
                                                     detail.get("principal") or "-")] += 1
+            if detail.get("cluster"):
+                self.by_cluster[detail["cluster"]][template] += 1
             self.recent.append(dict(detail, call=template, result=result))
 
     def describe(self):
@@ -627,6 +635,7 @@ class CallStats:
                     "by_result": dict(self.by_result),
                     "by_call_result": {k: dict(v) for k, v in self.by_call_result.items()},
                     "by_cluster_token": dict(self.by_cluster_token),
+                    "by_cluster": {k: dict(v) for k, v in self.by_cluster.items()},
                     "recent": list(self.recent)}
 
 
@@ -1061,7 +1070,7 @@ class Handler(BaseHTTPRequestHandler):
             if retry is not None:
                 raise GoogleError("RESOURCE_EXHAUSTED", retry_delay=retry,
                                   result="RESOURCE_EXHAUSTED(quota)")
-            fault = st.faults.match("slurm", envelope["method"], envelope["path"])
+            fault = st.faults.match("slurm", envelope["method"], envelope["path"], ctx["cluster"])
             action = None
             if fault:
                 if fault.delay:

@@ -143,40 +143,102 @@ JobFacts Active() {
   return f;
 }
 
-TEST(TrackingAfterReconcile, AnActiveJobIsTrackedAndItsTimerStretched) {
-  TrackingVerdict v =
-      TrackingAfterReconcile(Active(), fixtures::Cluster(), seconds(3), false, seconds(120));
+// The poll is the job's poll interval, not what is left of it: a reconcile
+// woken by its own status write requeues for the rest of the interval (here
+// 3 s), and tracking at that remainder listed the cluster every tick (#13
+// item 10).
+TEST(TrackingAfterReconcile, AnActiveJobIsTrackedAtItsPollAndItsTimerStretched) {
+  TrackingVerdict v = TrackingAfterReconcile(Active(), fixtures::Cluster(), seconds(3), false,
+                                             seconds(7), seconds(120));
   EXPECT_EQ(v.kind, TrackingVerdict::Kind::kTrack);
-  EXPECT_EQ(v.poll, seconds(3));
+  EXPECT_EQ(v.poll, seconds(7));
   EXPECT_EQ(v.requeue, seconds(120));
 }
 
 TEST(TrackingAfterReconcile, NoJobOrAnEndedJobIsUntracked) {
   EXPECT_EQ(TrackingAfterReconcile(fixtures::NewJob(), fixtures::Cluster(), seconds(3), false,
-                                   seconds(120))
+                                   seconds(7), seconds(120))
                 .kind,
             TrackingVerdict::Kind::kUntrack);
   JobFacts ended = Active();
   ended.status.set_job_state("COMPLETED");
-  EXPECT_EQ(
-      TrackingAfterReconcile(ended, fixtures::Cluster(), seconds(3), false, seconds(120)).kind,
-      TrackingVerdict::Kind::kUntrack);
+  EXPECT_EQ(TrackingAfterReconcile(ended, fixtures::Cluster(), seconds(3), false, seconds(7),
+                                   seconds(120))
+                .kind,
+            TrackingVerdict::Kind::kUntrack);
 }
 
 TEST(TrackingAfterReconcile, BackoffNoRequeueNoClusterOrDeletionLeaveItAlone) {
   const ClusterFacts c = fixtures::Cluster();
-  EXPECT_EQ(TrackingAfterReconcile(Active(), c, seconds(3), true, seconds(120)).kind,
+  EXPECT_EQ(TrackingAfterReconcile(Active(), c, seconds(3), true, seconds(7), seconds(120)).kind,
             TrackingVerdict::Kind::kLeave);
-  EXPECT_EQ(TrackingAfterReconcile(Active(), c, std::nullopt, false, seconds(120)).kind,
+  EXPECT_EQ(TrackingAfterReconcile(Active(), c, std::nullopt, false, seconds(7), seconds(120)).kind,
             TrackingVerdict::Kind::kLeave);
   ClusterFacts gone = c;
   gone.kind = ClusterFacts::Kind::kNotFound;
-  EXPECT_EQ(TrackingAfterReconcile(Active(), gone, seconds(3), false, seconds(120)).kind,
-            TrackingVerdict::Kind::kLeave);
+  EXPECT_EQ(
+      TrackingAfterReconcile(Active(), gone, seconds(3), false, seconds(7), seconds(120)).kind,
+      TrackingVerdict::Kind::kLeave);
   JobFacts deleting = Active();
   deleting.deleting = true;
-  EXPECT_EQ(TrackingAfterReconcile(deleting, c, seconds(3), false, seconds(120)).kind,
+  EXPECT_EQ(TrackingAfterReconcile(deleting, c, seconds(3), false, seconds(7), seconds(120)).kind,
             TrackingVerdict::Kind::kLeave);
+}
+
+// ---------------------------------------------------------------- list pace
+
+ClusterPaceFacts Pace(std::optional<Duration> eagerest, bool young = false, int unchanged = 0,
+                      bool registered = false) {
+  ClusterPaceFacts c;
+  c.eagerest_poll = eagerest;
+  c.any_young = young;
+  c.unchanged_lists = unchanged;
+  c.registered = registered;
+  return c;
+}
+
+TEST(ListInterval, YoungJobsAreListedAtTheirOwnPollOthersAtLeastEveryFiveSeconds) {
+  const ListPace pace;
+  EXPECT_EQ(ListInterval(Pace(seconds(1), true), seconds(60), pace), seconds(1));
+  EXPECT_EQ(ListInterval(Pace(seconds(1), true, 6), seconds(60), pace), seconds(1));
+  EXPECT_EQ(ListInterval(Pace(seconds(1)), seconds(60), pace), seconds(5));
+  EXPECT_EQ(ListInterval(Pace(seconds(12)), seconds(60), pace), seconds(12));
+}
+
+TEST(ListInterval, BacksOffWhileNothingChangesUpToTheIdleCap) {
+  const ListPace pace;
+  EXPECT_EQ(ListInterval(Pace(seconds(1), false, 1), seconds(60), pace), seconds(10));
+  EXPECT_EQ(ListInterval(Pace(seconds(1), false, 2), seconds(60), pace), seconds(20));
+  EXPECT_EQ(ListInterval(Pace(seconds(1), false, 3), seconds(60), pace), seconds(30));
+  EXPECT_EQ(ListInterval(Pace(seconds(1), false, 1000), seconds(60), pace), seconds(30));
+  // A job that asks for less than the cap is never listed more often than it asks.
+  EXPECT_EQ(ListInterval(Pace(seconds(45), false, 3), seconds(60), pace), seconds(45));
+}
+
+TEST(ListInterval, RegisteredClustersWithoutJobsAreListedForTheSweepOnly) {
+  const ListPace pace;
+  EXPECT_EQ(ListInterval(Pace(std::nullopt), seconds(60), pace), std::nullopt);
+  EXPECT_EQ(ListInterval(Pace(std::nullopt, false, 0, true), seconds(60), pace), seconds(60));
+  EXPECT_EQ(ListInterval(Pace(seconds(120), false, 0, true), seconds(60), pace), seconds(60));
+}
+
+TEST(ListFailureBackoff, PermanentFailuresBackOffToMinutesTransientOnesToAMinute) {
+  const ListPace pace;
+  const auto denied = absl::StatusCode::kPermissionDenied;
+  const auto down = absl::StatusCode::kUnavailable;
+  EXPECT_TRUE(PermanentListFailure(denied));
+  EXPECT_TRUE(PermanentListFailure(absl::StatusCode::kNotFound));
+  EXPECT_FALSE(PermanentListFailure(down));
+  EXPECT_FALSE(PermanentListFailure(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(ListFailureBackoff(denied, 1, std::nullopt, pace), seconds(5));
+  EXPECT_EQ(ListFailureBackoff(denied, 2, std::nullopt, pace), seconds(10));
+  EXPECT_EQ(ListFailureBackoff(denied, 4, std::nullopt, pace), seconds(40));
+  EXPECT_EQ(ListFailureBackoff(denied, 7, std::nullopt, pace), seconds(300));
+  EXPECT_EQ(ListFailureBackoff(denied, 1000, std::nullopt, pace), seconds(300));
+  EXPECT_EQ(ListFailureBackoff(down, 1, std::nullopt, pace), seconds(5));
+  EXPECT_EQ(ListFailureBackoff(down, 1000, std::nullopt, pace), seconds(60));
+  // The server's retry delay is a floor.
+  EXPECT_EQ(ListFailureBackoff(down, 1, seconds(90), pace), seconds(90));
 }
 
 TEST(QueryPoll, TheDecisionsMaxAgeElseMinPoll) {

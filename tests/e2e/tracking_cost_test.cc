@@ -1,0 +1,238 @@
+// File: tests/e2e/tracking_cost_test.cc
+//
+// What tracking costs and whom a bad cluster delays, measured on the
+// operator binary against the stand-ins (kube API server, Agent Platform
+// with three simulated v0.0.42 clusters), counting callSlurmRestApi calls
+// per cluster (/__admin/calls by_cluster):
+//  * 25 RUNNING jobs on each of two clusters, nothing changing: about one
+//    list per cluster per tick, the tick at least 5 s (issue #13 item 10:
+//    one cluster was listed 196 times in 40 s);
+//  * a SlurmCluster naming a cluster that does not exist (NOT_FOUND) is not
+//    called every 5 s forever: its calls back off to minutes;
+//  * a cluster that black-holes every call (each held 60 s) delays nothing
+//    on the other clusters: their jobs still reach COMPLETED in seconds
+//    (item 11).
+// The bounds are generous (a loaded 2-core machine) yet far below what the
+// old code did. METRIC lines on stderr give the figures.
+
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "controller/http/cpprest_transport.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/manifests.h"
+#include "tests/testing/subprocess.h"
+
+namespace slurmop {
+namespace {
+
+using std::chrono::seconds;
+using testing::CommandResult;
+using testing::ReadFile;
+using testing::ReadPort;
+using testing::RunCommand;
+using testing::Subprocess;
+using testing::WaitUntil;
+
+constexpr char kPython[] = "/usr/bin/python3";
+constexpr char kNs[] = "cost";
+constexpr char kProjectRegion[] = "demo-project/us-central1/";
+constexpr int kJobsPerCluster = 25;
+
+class TrackingCost : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::string(testing::MakeTempDir("slurmop-cost-"));
+    const std::string src = SLURMOP_SOURCE_DIR;
+    apiserver_ = new Subprocess({kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
+                                 "--port-file", *dir_ + "/kube.port", "--kubeconfig-out",
+                                 *dir_ + "/kubeconfig", "--tls-auto", *dir_ + "/tls"},
+                                *dir_ + "/kube_apiserver.log");
+    std::vector<std::string> ap = {kPython,
+                                   src + "/tests/fakes/agent_platform.py",
+                                   "--port",
+                                   "0",
+                                   "--port-file",
+                                   *dir_ + "/ap.port",
+                                   "--slurm-api-version",
+                                   "v0.0.42"};
+    for (const char* c : {"alpha", "beta", "hole"}) {
+      ap.push_back("--cluster");
+      ap.push_back(absl::StrCat(kProjectRegion, c));
+    }
+    agent_ = new Subprocess(ap, *dir_ + "/agent_platform.log");
+    ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
+    ap_port_ = ReadPort(*dir_ + "/ap.port");
+    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
+    ASSERT_TRUE(
+        WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); }, seconds(10)));
+    CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
+    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
+    ASSERT_EQ(Kubectl({"create", "namespace", kNs}).exit_code, 0);
+    std::string clusters;
+    for (const char* c : {"alpha", "beta", "hole", "missing"}) clusters += ClusterManifest(c);
+    CommandResult applied = Kubectl({"apply", "-f", "-"}, clusters);
+    ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+
+    operator_ = new Subprocess({SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig",
+                                "--health-port=0", "--health-port-file=" + *dir_ + "/health.port",
+                                "--submit-settle-seconds=10", testing::AllowStandInFlag(ap_port_)},
+                               *dir_ + "/operator.log",
+                               {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
+                                {"GOOGLE_APPLICATION_CREDENTIALS", ""},
+                                {"HOME", *dir_}});
+    ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
+  }
+
+  static void TearDownTestSuite() {
+    if (operator_) operator_->Stop(SIGTERM, seconds(10));
+    delete operator_;
+    delete agent_;
+    delete apiserver_;
+    if (::testing::UnitTest::GetInstance()->failed_test_count() == 0) {
+      std::filesystem::remove_all(*dir_);
+    } else {
+      std::cerr << "logs kept in " << *dir_ << "\n";
+    }
+    delete dir_;
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      std::string log = ReadFile(*dir_ + "/operator.log");
+      std::cerr << "---- operator log (tail) ----\n"
+                << (log.size() > 6000 ? log.substr(log.size() - 6000) : log) << "\n";
+    }
+  }
+
+  // SlurmCluster `name` on stand-in cluster `name` ("missing" does not exist there).
+  static std::string ClusterManifest(const std::string& name) {
+    return absl::StrCat(
+        "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmCluster\n"
+        "metadata: {name: ",
+        name, ", namespace: ", kNs,
+        "}\nspec:\n  projectId: demo-project\n  region: us-central1\n  clusterId: ", name,
+        "\n  slurmApiVersion: v0.0.42\n  defaultPartition: debug\n  endpoint: http://127.0.0.1:",
+        ap_port_, "\n---\n");
+  }
+
+  static std::string JobManifest(const std::string& name, const std::string& cluster,
+                                 const std::string& script) {
+    std::string yaml = absl::StrCat(
+        "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\nmetadata: {name: ", name,
+        ", namespace: ", kNs, "}\nspec:\n  clusterRef: {name: ", cluster,
+        "}\n  timeLimitMinutes: 120\n  script: |\n");
+    std::stringstream in(script);
+    for (std::string line; std::getline(in, line);) yaml += "    " + line + "\n";
+    return yaml + "---\n";
+  }
+
+  static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "") {
+    args.insert(args.begin(), "kubectl");
+    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}}, seconds(90), stdin_data);
+  }
+
+  static nlohmann::json AdminCall(const std::string& method, const std::string& path,
+                                  const nlohmann::json& body = nullptr) {
+    static auto transport = http::CpprestTransport::Create({});
+    http::Request req;
+    req.method = method;
+    req.url = absl::StrCat("http://127.0.0.1:", ap_port_, path);
+    if (!body.is_null()) {
+      req.headers["Content-Type"] = "application/json";
+      req.body = body.dump();
+    }
+    absl::StatusOr<http::Response> r = (*transport)->Send(req);
+    if (!r.ok() || r->status != 200) return nullptr;
+    return nlohmann::json::parse(r->body, nullptr, false);
+  }
+
+  // callSlurmRestApi calls to stand-in cluster `name` since the last reset:
+  // all of them, and the job lists among them.
+  struct Calls {
+    int64_t all = 0;
+    int64_t lists = 0;
+  };
+  static Calls CallsTo(const nlohmann::json& stats, const std::string& name) {
+    Calls out;
+    const std::string key = absl::StrCat(kProjectRegion, name);
+    if (!stats.is_object() || !stats.contains("by_cluster") || !stats["by_cluster"].contains(key)) {
+      return out;
+    }
+    for (const auto& [call, n] : stats["by_cluster"][key].items()) {
+      out.all += n.get<int64_t>();
+      if (call == "GET /slurm/v0.0.42/jobs/") out.lists += n.get<int64_t>();
+    }
+    return out;
+  }
+
+  // How many SlurmJobs whose name starts with `prefix` show jobState `state`.
+  static int CountInState(const std::string& prefix, const std::string& state) {
+    CommandResult r =
+        Kubectl({"get", "-n", kNs, "sj", "-o",
+                 "jsonpath={range .items[*]}{.metadata.name}={.status.jobState}{\"\\n\"}"
+                 "{end}"});
+    int n = 0;
+    std::stringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(prefix, 0) == 0 && line.substr(line.find('=') + 1) == state) ++n;
+    }
+    return n;
+  }
+
+  static std::string* dir_;
+  static Subprocess* apiserver_;
+  static Subprocess* agent_;
+  static Subprocess* operator_;
+  static int ap_port_;
+};
+
+std::string* TrackingCost::dir_ = nullptr;
+Subprocess* TrackingCost::apiserver_ = nullptr;
+Subprocess* TrackingCost::agent_ = nullptr;
+Subprocess* TrackingCost::operator_ = nullptr;
+int TrackingCost::ap_port_ = 0;
+
+TEST_F(TrackingCost, SteadyRunningJobsCostAboutOneListPerClusterPerTickAndDeadClustersBackOff) {
+  std::string jobs;
+  for (const char* c : {"alpha", "beta"}) {
+    for (int i = 0; i < kJobsPerCluster; ++i) {
+      jobs += JobManifest(absl::StrCat("steady-", c, "-", i), c, "#!/bin/bash\nsleep 3600\n");
+    }
+  }
+  CommandResult applied = Kubectl({"apply", "-f", "-"}, jobs);
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  ASSERT_TRUE(WaitUntil([] { return CountInState("steady-", "RUNNING") == 2 * kJobsPerCluster; },
+                        seconds(120)))
+      << CountInState("steady-", "RUNNING") << " RUNNING";
+  // Past their first seconds (the poll interval is a tenth of a job's age).
+  std::this_thread::sleep_for(seconds(15));
+
+  ASSERT_FALSE(AdminCall("POST", "/__admin/calls", nlohmann::json::object()).is_null());
+  constexpr int kWindowSeconds = 40;
+  std::this_thread::sleep_for(seconds(kWindowSeconds));
+  const nlohmann::json stats = AdminCall("GET", "/__admin/calls");
+  const Calls alpha = CallsTo(stats, "alpha"), beta = CallsTo(stats, "beta");
+  const Calls missing = CallsTo(stats, "missing");
+  std::cerr << "METRIC tracking_calls_in_" << kWindowSeconds << "s alpha=" << alpha.all
+            << " (lists " << alpha.lists << ") beta=" << beta.all << " (lists " << beta.lists
+            << ") missing=" << missing.all << "\n";
+  // One list per tick of at least 5 s: at most 8 in 40 s; 12 allows for a
+  // slow machine (the old code: 66 and 196).
+  EXPECT_GE(alpha.lists, 1);
+  EXPECT_LE(alpha.lists, 12);
+  EXPECT_LE(alpha.all, 14);
+  EXPECT_GE(beta.lists, 1);
+  EXPECT_LE(beta.lists, 12);
+  EXPECT_LE(beta.all, 14);
+  // NOT_FOUND for a minute already: backed off beyond 10 s (the old code
+  // listed it every 5 s, 8 times in 40 s).
+  EXPECT_LE(missing.all, 4);
+  EXPECT_EQ(CountInState("steady-", "RUNNING"), 2 * kJobsPerCluster);
+}
+
+}  // namespace
+}  // namespace slurmop
