@@ -166,7 +166,19 @@ class SlurmApiClient final : public SlurmApi {
     }
     for (int attempt = 1;; ++attempt) {
       const bool attempts_left = attempt < opts_.max_attempts;
-      Sleep(limiter_.Reserve(limiter_key));
+      std::chrono::nanoseconds would_wait{};
+      std::optional<std::chrono::nanoseconds> wait =
+          limiter_.TryReserve(limiter_key, opts_.max_rate_limit_wait, &would_wait);
+      if (!wait) {
+        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(would_wait);
+        absl::Status s = absl::UnavailableError(absl::StrCat(
+            "Agent Platform: the client-side rate limit for ", cluster.ResourceName(), " (",
+            opts_.requests_per_second_per_cluster,
+            " calls/s, --agent-platform-qps) is reached; not sent, retry in ", ms.count(), " ms"));
+        SetRetryDelay(s, ms);
+        return s;  // unsent unless an earlier attempt was (Call marks it)
+      }
+      Sleep(*wait);
 
       absl::StatusOr<std::string> token = credentials.Token();
       if (!token.ok()) {

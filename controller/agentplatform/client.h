@@ -46,7 +46,10 @@
 //    and in RetryDelay().
 //  * Each attempt first takes a token from the cluster's rate limiter
 //    (requests_per_second_per_cluster, burst rate_limit_burst), waiting
-//    through options.sleep if the bucket is empty.
+//    through options.sleep if the bucket is empty, but never longer than
+//    max_rate_limit_wait: a call that would wait longer is not sent and
+//    fails at once with kUnavailable and RetryDelay() set, so that a busy
+//    cluster does not hold the shared workers in a sleep (#13 A2).
 //  * Thread-safe; exceptions never escape.
 
 #ifndef SLURMOP_CONTROLLER_AGENTPLATFORM_CLIENT_H_
@@ -110,7 +113,8 @@ struct ClientOptions {
   size_t max_response_bytes = size_t{64} << 20;
   double requests_per_second_per_cluster = 5;  // client-side token bucket per cluster (<= 0: off)
   double rate_limit_burst = 10;
-  int max_attempts = 5;  // for retryable calls
+  std::chrono::milliseconds max_rate_limit_wait{250};  // longer: fail fast (see above)
+  int max_attempts = 5;                                // for retryable calls
   std::chrono::milliseconds initial_backoff{500}, max_backoff{30000};
   // Waits between attempts and for the rate limiter. Default:
   // std::this_thread::sleep_for. Tests advance a FakeClock instead.

@@ -15,6 +15,12 @@ RateLimiter::RateLimiter(const Clock* clock, double rate_per_second, double burs
       burst_(std::max(burst, 1.0)) {}
 
 std::chrono::nanoseconds RateLimiter::Reserve(const std::string& key) {
+  return *TryReserve(key, std::chrono::nanoseconds::max(), nullptr);
+}
+
+std::optional<std::chrono::nanoseconds> RateLimiter::TryReserve(
+    const std::string& key, std::chrono::nanoseconds max_wait,
+    std::chrono::nanoseconds* would_wait) {
   if (!(rate_ > 0)) return std::chrono::nanoseconds(0);
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();
@@ -25,9 +31,18 @@ std::chrono::nanoseconds RateLimiter::Reserve(const std::string& key) {
     b.tokens = std::min(burst_, b.tokens + elapsed * rate_);
     b.updated = now;
   }
+  if (b.tokens >= 1.0) {
+    b.tokens -= 1.0;
+    return std::chrono::nanoseconds(0);
+  }
+  const std::chrono::nanoseconds wait(
+      static_cast<int64_t>(std::ceil((1.0 - b.tokens) * 1e9 / rate_)));
+  if (wait > max_wait) {
+    if (would_wait != nullptr) *would_wait = wait;
+    return std::nullopt;
+  }
   b.tokens -= 1.0;
-  if (b.tokens >= 0) return std::chrono::nanoseconds(0);
-  return std::chrono::nanoseconds(static_cast<int64_t>(std::ceil(-b.tokens * 1e9 / rate_)));
+  return wait;
 }
 
 void RateLimiter::Block(const std::string& key, Time until) {

@@ -27,6 +27,13 @@ class RateLimiter {
   RateLimiter(const Clock* clock, double rate_per_second, double burst);
 
   std::chrono::nanoseconds Reserve(const std::string& key);
+  // Reserve(), unless the wait would exceed `max_wait`: then nothing is
+  // taken and nullopt is returned, with the wait it would have been in
+  // `*would_wait`, so that a caller on a shared thread fails fast instead of
+  // sleeping.
+  std::optional<std::chrono::nanoseconds> TryReserve(const std::string& key,
+                                                     std::chrono::nanoseconds max_wait,
+                                                     std::chrono::nanoseconds* would_wait);
 
   // After RESOURCE_EXHAUSTED: no call to `key` until `until` (a later time
   // than one already set wins).

@@ -463,7 +463,8 @@ class Executor::Attempt {
     if (ex_.tracker_ && s.creds.ok()) {
       ClusterEndpoint endpoint{cluster_.key, d.api_version, s.where, *s.creds};
       ex_.tracker_->Track(endpoint, d.job_id, key_, QueryPoll(d, ex_.options_.decide));
-      absl::StatusOr<JobTracker::Answer> a = ex_.tracker_->Get(endpoint, d.job_id, now - d.max_age);
+      absl::StatusOr<JobTracker::Answer> a =
+          ex_.tracker_->Get(endpoint, d.job_id, now - d.max_age, key_);
       if (!a.ok()) return a.status();
       return a->job;
     }

@@ -58,9 +58,49 @@ JobTracker::JobTracker(Caller caller, const Clock& clock, Notify notify, KnownUi
       clock_(clock),
       notify_(std::move(notify)),
       known_uid_(std::move(known_uid)),
-      options_(options) {}
+      options_(options) {
+  for (int i = 0; i < std::max(1, options_.fetch_threads); ++i) {
+    fetchers_.emplace_back([this] { FetchLoop(); });
+  }
+}
 
-JobTracker::~JobTracker() { Stop(); }
+JobTracker::~JobTracker() {
+  Stop();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fetchers_stopping_ = true;
+  }
+  fetch_cv_.notify_all();
+  for (std::thread& t : fetchers_) t.join();
+}
+
+void JobTracker::QueueFetchLocked(const std::string& key) {
+  Cluster& c = clusters_[key];
+  if (c.fetching) return;
+  c.fetching = true;
+  fetch_queue_.push_back(key);
+  fetch_cv_.notify_one();
+}
+
+void JobTracker::FetchLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    fetch_cv_.wait(lock, [this] { return fetchers_stopping_ || !fetch_queue_.empty(); });
+    if (fetchers_stopping_) return;
+    const std::string key = std::move(fetch_queue_.front());
+    fetch_queue_.pop_front();
+    ++in_flight_;
+    absl::Status s = FetchLocked(lock, key);
+    --in_flight_;
+    idle_cv_.notify_all();
+    if (!s.ok()) VLOG(1) << "SlurmCluster " << key << ": listing jobs failed: " << s;
+  }
+}
+
+void JobTracker::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [this] { return fetch_queue_.empty() && in_flight_ == 0; });
+}
 
 void JobTracker::Track(const ClusterEndpoint& cluster, int64_t job_id, const std::string& job_key,
                        Duration poll) {
@@ -116,7 +156,7 @@ size_t JobTracker::TrackedCount() const {
 }
 
 absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluster, int64_t job_id,
-                                                   Time not_before) {
+                                                   Time not_before, const std::string& job_key) {
   std::unique_lock<std::mutex> lock(mu_);
   const Time now = clock_.Now();
   {
@@ -136,25 +176,30 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
       return *c.last_error;
     }
   }
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  // The list is fetched on a fetch thread; this caller waits for it only so long.
+  const auto give_up = std::chrono::steady_clock::now() + options_.get_wait;
+  for (;;) {
     Cluster& c = clusters_[cluster.key];
     if (c.fetched_at && *c.fetched_at >= not_before) {
       Answer a;
       if (auto it = c.jobs.find(job_id); it != c.jobs.end()) a.job = it->second;
       return a;
     }
-    if (c.fetching) {
-      fetched_.wait(lock, [&] { return !clusters_[cluster.key].fetching; });
-      Cluster& after = clusters_[cluster.key];
-      if (after.last_error && !(after.fetched_at && *after.fetched_at >= not_before)) {
-        return *after.last_error;
-      }
-      continue;
+    const uint64_t done_before = c.fetches_done;
+    QueueFetchLocked(cluster.key);
+    const bool ended = fetched_.wait_until(
+        lock, give_up, [&] { return clusters_[cluster.key].fetches_done > done_before; });
+    Cluster& after = clusters_[cluster.key];
+    if (!ended) {
+      if (!job_key.empty()) after.waiters.insert(job_key);
+      return absl::UnavailableError(absl::StrCat(
+          "the job list of SlurmCluster ", cluster.key, " did not arrive within ",
+          options_.get_wait.count(), " ms; the SlurmJob is looked at again when it does"));
     }
-    absl::Status s = FetchLocked(lock, cluster.key);
-    if (!s.ok()) return s;
+    if (after.last_error && !(after.fetched_at && *after.fetched_at >= not_before)) {
+      return *after.last_error;
+    }
   }
-  return absl::UnavailableError("the cluster's job list kept changing under the reader");
 }
 
 absl::StatusOr<slurm::JobList> JobTracker::ListJobs(const ClusterEndpoint& endpoint,
@@ -210,7 +255,6 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list) 
 
 absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key) {
   Cluster& c = clusters_[key];
-  c.fetching = true;
   const ClusterEndpoint endpoint = c.endpoint;
   const Time started = clock_.Now();
   const bool full = !c.last_full || started - *c.last_full >= options_.full_resync ||
@@ -228,6 +272,7 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   lock.lock();
   Cluster& after = clusters_[key];
   after.fetching = false;
+  after.fetches_done += 1;
   std::vector<std::string> changed;
   if (!list.ok()) {
     after.last_error = list.status();
@@ -253,6 +298,11 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
       SweepLocked(lock, clusters_[key], started);
     }
   }
+  // Those whose Get() gave up on this list look again now, changed or not.
+  for (const std::string& k : clusters_[key].waiters) {
+    if (std::find(changed.begin(), changed.end(), k) == changed.end()) changed.push_back(k);
+  }
+  clusters_[key].waiters.clear();
   fetched_.notify_all();
   if (!changed.empty() && notify_) {
     lock.unlock();
@@ -310,14 +360,7 @@ void JobTracker::Tick() {
     if (!want) continue;
     if (!c.fetched_at || now - *c.fetched_at >= *want) due.push_back(key);
   }
-  for (const std::string& key : due) {
-    auto it = clusters_.find(key);
-    if (it == clusters_.end() || it->second.fetching) continue;
-    absl::Status s = FetchLocked(lock, key);
-    if (!s.ok()) {
-      VLOG(1) << "SlurmCluster " << key << ": listing jobs failed: " << s;
-    }
-  }
+  for (const std::string& key : due) QueueFetchLocked(key);
 }
 
 void JobTracker::Start() {

@@ -19,7 +19,10 @@
 //    (a SlurmCluster edit) starts afresh.
 //  * Get() answers from a snapshot fetched no earlier than `not_before`; if
 //    there is none, it fetches one now. Concurrent callers for one cluster
-//    share a single fetch (one call in flight per cluster). For a job the
+//    share a single fetch (one call in flight per cluster). The fetch runs on
+//    the tracker's own fetch threads, never on the caller's: Get() waits for
+//    it at most `get_wait`, then answers kUnavailable and the job's key is
+//    notified when the list arrives. For a job the
 //    tracker follows, a snapshot taken after it was tracked and no older
 //    than the cluster's list interval is fresh enough (unless not_before is
 //    now: a fresh answer), so that reconciles do not add lists to the
@@ -27,6 +30,11 @@
 //    failure without a call.
 //  * A job absent from a list fetched after it was tracked has left the live
 //    queue (Get answers job == nullopt); the executor then reads /slurmdb.
+//  * Isolation: clusters are listed on `fetch_threads` threads, one fetch at
+//    a time per cluster, so that a slow or black-holed cluster (each call up
+//    to max_attempts x the request timeout) holds one fetch thread and
+//    delays no other cluster's lists by more than a tick, as long as fewer
+//    than `fetch_threads` clusters hang at once. Tick() only dispatches.
 //  * With v0.0.40+ the list is asked with `update_time` = Slurm's own
 //    `last_update` + 1 (Slurm's clock, never ours), so an unchanged cluster
 //    costs an empty answer; because last_update counts whole seconds, that
@@ -46,6 +54,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -83,7 +92,9 @@ struct TrackerOptions {
   // names on the swept cluster.
   std::string installation;
   std::function<bool(const ClusterEndpoint& cluster, int64_t job_id)> named_by_status;
-  ListPace pace;  // how often one cluster is listed (tracking_policy.h)
+  ListPace pace;                             // how often one cluster is listed (tracking_policy.h)
+  int fetch_threads = 4;                     // lists in flight at once, one per cluster
+  std::chrono::milliseconds get_wait{2000};  // the longest Get() waits for a list
 };
 
 class JobTracker {
@@ -117,10 +128,15 @@ class JobTracker {
   struct Answer {
     std::optional<slurm::JobInfo> job;  // nullopt: not in the live queue
   };
-  absl::StatusOr<Answer> Get(const ClusterEndpoint& cluster, int64_t job_id, Time not_before);
+  // `job_key`: notified when a list Get() stopped waiting for arrives.
+  absl::StatusOr<Answer> Get(const ClusterEndpoint& cluster, int64_t job_id, Time not_before,
+                             const std::string& job_key = "");
 
-  // Fetches the clusters that are due (the ticker thread calls this).
+  // Hands the clusters that are due to the fetch threads (the ticker thread
+  // calls this); returns at once.
   void Tick();
+  // Waits until no list is queued or in flight (tests).
+  void WaitIdle();
   void Start();
   void Stop();
 
@@ -139,7 +155,7 @@ class JobTracker {
   struct Cluster {
     ClusterEndpoint endpoint;
     bool registered = false;
-    bool fetching = false;
+    bool fetching = false;           // queued for or in a fetch thread
     std::optional<Time> fetched_at;  // when the snapshot's request was sent
     std::optional<Time> last_full;
     std::optional<Time> last_sweep;
@@ -154,16 +170,23 @@ class JobTracker {
     std::optional<absl::Status> last_error;
     std::optional<Time> retry_at;  // after a failed list, the ticker waits
     int failures = 0;              // failed lists in a row
+    uint64_t fetches_done = 0;     // fetches ended (ok or not), for Get()'s wait
     int unchanged_lists = 0;       // lists in a row that changed no tracked job
     std::set<int64_t> orphan_candidates;
     std::map<int64_t, std::string> tracked;  // job id -> job key
+    std::set<std::string> waiters;           // keys whose Get() gave up on the list in flight
   };
 
   // The cluster's endpoint becomes `e`; a different one clears its failures.
   static void SetEndpoint(Cluster& c, const ClusterEndpoint& e);
   // The time between two lists of `c` now (ListInterval); nullopt: not listed.
   std::optional<Duration> IntervalLocked(const Cluster& c, Time now) const;
-  // Fetches `key`'s list (mu_ held on entry and exit, released during the call).
+  // Queues a fetch of `key` for the fetch threads, unless one is queued or in flight.
+  void QueueFetchLocked(const std::string& key);
+  // A fetch thread: takes queued clusters and fetches them until stopped.
+  void FetchLoop();
+  // Fetches `key`'s list (mu_ held on entry and exit, released during the
+  // call); `c.fetching` is set by the caller.
   absl::Status FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key);
   // The call and its parsing (mu_ not held).
   absl::StatusOr<slurm::JobList> ListJobs(const ClusterEndpoint& endpoint,
@@ -184,6 +207,12 @@ class JobTracker {
   std::condition_variable fetched_;
   std::map<std::string, Cluster> clusters_;
   std::unordered_map<std::string, Tracked> by_key_;
+  std::deque<std::string> fetch_queue_;  // cluster keys, each at most once (Cluster::fetching)
+  int in_flight_ = 0;                    // fetches running now
+  bool fetchers_stopping_ = false;
+  std::condition_variable fetch_cv_;  // fetch_queue_ or fetchers_stopping_ changed
+  std::condition_variable idle_cv_;   // a fetch ended
+  std::vector<std::thread> fetchers_;
 
   std::atomic<int64_t> list_calls_{0};
   std::atomic<int64_t> orphans_cancelled_{0};

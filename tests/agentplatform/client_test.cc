@@ -531,5 +531,32 @@ TEST_F(ClientTest, RateLimitedPerCluster) {
   EXPECT_EQ(sleeps_.size(), 1u);
 }
 
+// A call that would wait for the rate limiter longer than
+// max_rate_limit_wait fails at once, unsent, with the wait as its retry
+// delay, instead of sleeping in a shared worker (#13 A2); the token it did
+// not take is there for the next call once the wait has passed.
+TEST_F(ClientTest, ALongRateLimitWaitFailsFastInsteadOfSleeping) {
+  options_.requests_per_second_per_cluster = 5;
+  options_.rate_limit_burst = 1;
+  options_.max_rate_limit_wait = std::chrono::milliseconds(100);
+  int sent = 0;
+  transport_.SetHandler([&](const http::Request&) -> absl::StatusOr<http::Response> {
+    ++sent;
+    return Respond(200, Envelope(200, "{}"));
+  });
+  auto api = Client();
+  ASSERT_TRUE(Get(*api).ok());
+  absl::StatusOr<SlurmResponse> r = Get(*api);  // would wait 200 ms
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("rate limit"));
+  EXPECT_EQ(RetryDelay(r.status()), ms(200));
+  EXPECT_FALSE(http::MayHaveBeenDelivered(r.status()));
+  EXPECT_TRUE(sleeps_.empty());
+  EXPECT_EQ(sent, 1);
+  clock_.Advance(ms(200));
+  EXPECT_TRUE(Get(*api).ok());
+  EXPECT_EQ(sent, 2);
+}
+
 }  // namespace
 }  // namespace slurmop::agentplatform

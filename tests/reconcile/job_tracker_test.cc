@@ -9,9 +9,14 @@
 
 #include "controller/reconcile/job_tracker.h"
 
+#include <condition_variable>
+#include <functional>
+#include <future>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +32,16 @@ using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
+
+// Polls `done` for up to 5 s (work on the tracker's fetch threads).
+bool WaitFor(const std::function<bool()>& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return done();
+}
 
 class FakeSlurm {
  public:
@@ -74,12 +89,18 @@ class JobTrackerTest : public ::testing::Test {
  protected:
   JobTrackerTest()
       : tracker_(
-            [this](const ClusterEndpoint&, agentplatform::HttpMethod m, const std::string& path,
+            [this](const ClusterEndpoint& e, agentplatform::HttpMethod m, const std::string& path,
                    const agentplatform::CallOptions& options) {
+              if (e.key == kHole) HoldWhileHoled();
+              std::lock_guard<std::mutex> lock(slurm_mu_);
               slurm_.options.push_back(options.job_fields);
               return slurm_.Call(m, path);
             },
-            clock_, [this](const std::string& key) { notified_.push_back(key); },
+            clock_,
+            [this](const std::string& key) {
+              std::lock_guard<std::mutex> lock(slurm_mu_);
+              notified_.push_back(key);
+            },
             [this](const std::string& ns,
                    const std::string& uid) -> std::optional<JobTracker::Owner> {
               auto it = owners_.find(ns + "/" + uid);
@@ -90,9 +111,41 @@ class JobTrackerTest : public ::testing::Test {
             },
             TrackerOptions{}) {}
 
+  ~JobTrackerTest() override { OpenHole(); }
+
   ClusterEndpoint Endpoint(std::string version = "v0.0.42") {
     return ClusterEndpoint{"team-a/a3", std::move(version), {}, nullptr};
   }
+
+  // Lists run on the tracker's fetch threads: a tick of these tests waits
+  // for them.
+  void Tick() {
+    tracker_.Tick();
+    tracker_.WaitIdle();
+  }
+
+  // Calls to the cluster kHole black-hole until OpenHole().
+  static constexpr char kHole[] = "team-b/hole";
+  void HoldWhileHoled() {
+    std::unique_lock<std::mutex> lock(hole_mu_);
+    ++held_;
+    hole_cv_.wait(lock, [this] { return hole_open_; });
+  }
+  void OpenHole() {
+    std::lock_guard<std::mutex> lock(hole_mu_);
+    hole_open_ = true;
+    hole_cv_.notify_all();
+  }
+  int Held() {
+    std::lock_guard<std::mutex> lock(hole_mu_);
+    return held_;
+  }
+
+  std::mutex hole_mu_;
+  std::condition_variable hole_cv_;
+  bool hole_open_ = false;
+  int held_ = 0;
+  std::mutex slurm_mu_;
 
   FakeClock clock_;
   FakeSlurm slurm_;
@@ -122,10 +175,10 @@ TEST_F(JobTrackerTest, ListsKeepOnlyTheJobKeysTheDialectReadsAndCancelsEverythin
   known_ = {};
   slurm_.jobs = {{7, {"RUNNING", "slurmjob-operator:team-a/gone/1"}}};
   tracker_.RegisterCluster(Endpoint("v0.0.40"));
-  tracker_.Tick();
+  Tick();
   clock_.Advance(seconds(61));
   slurm_.last_update = 1001;
-  tracker_.Tick();  // second sweep: job 7 is cancelled
+  Tick();  // second sweep: job 7 is cancelled
   ASSERT_THAT(slurm_.deletes, ElementsAre("/slurm/v0.0.40/job/7"));
   const std::vector<std::string>& keys = (*slurm::DialectFor("v0.0.40"))->JobRecordKeys();
   ASSERT_FALSE(keys.empty());
@@ -140,33 +193,33 @@ TEST_F(JobTrackerTest, TicksListAtTheEagerestPaceAndNotifyOnlyChanges) {
   tracker_.Track(Endpoint(), 1, "team-a/one", seconds(1));
   tracker_.Track(Endpoint(), 2, "team-a/two", seconds(30));
   clock_.Advance(seconds(1));
-  tracker_.Tick();
+  Tick();
   EXPECT_THAT(notified_, UnorderedElementsAre("team-a/one", "team-a/two"));  // first sight
   notified_.clear();
-  tracker_.Tick();  // not due yet
+  Tick();  // not due yet
   EXPECT_EQ(slurm_.paths.size(), 1u);
 
   // last_update (1000) counts whole seconds: a change later in second 1000
   // would be invisible to update_time=1001, so the next list is full; it
   // confirms 1000 (started >= 1.5 s after the list that first showed it).
   clock_.Advance(seconds(2));
-  tracker_.Tick();
+  Tick();
   EXPECT_EQ(slurm_.paths.back(), "/slurm/v0.0.42/jobs/");
   EXPECT_THAT(notified_, IsEmpty());
 
   clock_.Advance(seconds(1));
   slurm_.jobs[1].first = "RUNNING";
   slurm_.last_update = 1001;
-  tracker_.Tick();
+  Tick();
   EXPECT_THAT(notified_, ElementsAre("team-a/one"));
   // Asked with Slurm's own last_update + 1, not our clock.
   EXPECT_EQ(slurm_.paths.back(), "/slurm/v0.0.42/jobs/?update_time=1001");
 
   notified_.clear();
   clock_.Advance(seconds(2));
-  tracker_.Tick();  // full again: confirms 1001
+  Tick();  // full again: confirms 1001
   clock_.Advance(seconds(1));
-  tracker_.Tick();  // nothing changed: "No job changes" answer, no notification
+  Tick();  // nothing changed: "No job changes" answer, no notification
   EXPECT_THAT(notified_, IsEmpty());
   EXPECT_EQ(slurm_.paths.back(), "/slurm/v0.0.42/jobs/?update_time=1002");
 
@@ -175,7 +228,7 @@ TEST_F(JobTrackerTest, TicksListAtTheEagerestPaceAndNotifyOnlyChanges) {
   tracker_.Untrack("team-a/two");
   const size_t lists = slurm_.paths.size();
   clock_.Advance(seconds(120));
-  tracker_.Tick();
+  Tick();
   EXPECT_EQ(slurm_.paths.size(), lists);
 }
 
@@ -184,7 +237,7 @@ TEST_F(JobTrackerTest, LegacyVersionsListInFull) {
   tracker_.Track(Endpoint("v0.0.38"), 1, "team-a/one", seconds(1));
   for (int i = 0; i < 3; ++i) {
     clock_.Advance(seconds(1));
-    tracker_.Tick();
+    Tick();
   }
   ASSERT_EQ(slurm_.paths.size(), 3u);
   for (const std::string& p : slurm_.paths) EXPECT_EQ(p, "/slurm/v0.0.38/jobs/");
@@ -216,11 +269,11 @@ TEST_F(JobTrackerTest, AFailingClusterIsNotListedEveryTick) {
   const int64_t calls = tracker_.ListCalls();
   for (int i = 0; i < 10; ++i) {
     clock_.Advance(std::chrono::milliseconds(200));
-    tracker_.Tick();
+    Tick();
   }
   EXPECT_EQ(tracker_.ListCalls(), calls) << "retried within the 5 s pause";
   clock_.Advance(seconds(5));
-  tracker_.Tick();
+  Tick();
   EXPECT_EQ(tracker_.ListCalls(), calls + 1);
 }
 
@@ -234,11 +287,11 @@ TEST_F(JobTrackerTest, OrphanSweepCancelsOnlyTaggedActiveJobsSeenOrphanedTwice) 
       {5, {"RUNNING", "someone else's job"}},
   };
   tracker_.RegisterCluster(Endpoint());
-  tracker_.Tick();  // first sweep: job 2 becomes a candidate
+  Tick();  // first sweep: job 2 becomes a candidate
   EXPECT_THAT(slurm_.deletes, IsEmpty());
   clock_.Advance(seconds(61));
   slurm_.last_update = 1001;
-  tracker_.Tick();  // second sweep: still orphaned -> cancelled
+  Tick();  // second sweep: still orphaned -> cancelled
   EXPECT_THAT(slurm_.deletes, ElementsAre("/slurm/v0.0.42/job/2"));
   EXPECT_EQ(tracker_.OrphansCancelled(), 1);
 }
@@ -252,9 +305,9 @@ TEST_F(JobTrackerTest, ADuplicateOfTheCurrentRunAndAStaleRunAreCancelled) {
       {30, {"RUNNING", "slurmjob-operator:team-a/u/3"}},  // ahead of a lagging cache: left
   };
   tracker_.RegisterCluster(Endpoint());
-  tracker_.Tick();
+  Tick();
   clock_.Advance(seconds(61));
-  tracker_.Tick();
+  Tick();
   EXPECT_THAT(slurm_.deletes,
               UnorderedElementsAre("/slurm/v0.0.42/job/10", "/slurm/v0.0.42/job/21"));
 }
@@ -262,11 +315,70 @@ TEST_F(JobTrackerTest, ADuplicateOfTheCurrentRunAndAStaleRunAreCancelled) {
 TEST_F(JobTrackerTest, ASlurmJobThatAppearsBetweenSweepsIsNotCancelled) {
   slurm_.jobs = {{2, {"RUNNING", "slurmjob-operator:team-a/new/1"}}};
   tracker_.RegisterCluster(Endpoint());
-  tracker_.Tick();
+  Tick();
   known_.insert("team-a/new");  // the informer caught up
   clock_.Advance(seconds(61));
-  tracker_.Tick();
+  Tick();
   EXPECT_THAT(slurm_.deletes, IsEmpty());
+}
+
+}  // namespace
+}  // namespace slurmop::reconcile
+
+namespace slurmop::reconcile {
+namespace {
+
+// A cluster whose every call hangs holds one fetch thread: the ticker goes
+// on, other clusters are listed (and their changes notified) on time, and a
+// reconcile asking the hung cluster is answered kUnavailable within get_wait
+// instead of waiting (#13 item 11: the old tracker listed clusters one after
+// another on the ticker thread, and Get() waited on the fetch in flight).
+TEST_F(JobTrackerTest, AHungClusterDelaysNoOtherCluster) {
+  slurm_.jobs = {{1, {"RUNNING", ""}}};
+  const ClusterEndpoint hole{kHole, "v0.0.42", {}, nullptr};
+  tracker_.Track(hole, 9, "team-b/stuck", seconds(1));
+  tracker_.Track(Endpoint(), 1, "team-a/one", seconds(1));
+  clock_.Advance(seconds(1));
+  auto ticked = std::async(std::launch::async, [this] { tracker_.Tick(); });
+  ASSERT_EQ(ticked.wait_for(seconds(5)), std::future_status::ready) << "Tick() waited on a list";
+  ASSERT_TRUE(WaitFor([this] { return tracker_.ListCalls() >= 1 && Held() == 1; }));
+  // The healthy cluster's list came in and its job was notified.
+  ASSERT_TRUE(WaitFor([this] {
+    std::lock_guard<std::mutex> lock(slurm_mu_);
+    return !slurm_.paths.empty();
+  }));
+  auto a = tracker_.Get(Endpoint(), 1, clock_.Now() - seconds(1));
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->job.has_value());
+
+  // A reconcile asking the hung cluster is not held beyond get_wait.
+  const auto asked = std::chrono::steady_clock::now();
+  auto stuck = tracker_.Get(hole, 9, clock_.Now(), "team-b/stuck");
+  EXPECT_EQ(stuck.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, seconds(4));
+
+  // Ticks go on for the healthy cluster while the hole still hangs.
+  slurm_mu_.lock();
+  slurm_.jobs[1].first = "COMPLETED";
+  slurm_.last_update = 1001;
+  const size_t lists = slurm_.paths.size();
+  slurm_mu_.unlock();
+  clock_.Advance(seconds(6));
+  tracker_.Tick();
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(slurm_mu_);
+    return slurm_.paths.size() > lists;
+  }));
+  ASSERT_TRUE(WaitFor([this] {
+    std::lock_guard<std::mutex> lock(slurm_mu_);
+    return std::find(notified_.begin(), notified_.end(), "team-a/one") != notified_.end();
+  }));
+
+  // When the hole answers at last, the reconcile that gave up is woken.
+  OpenHole();
+  tracker_.WaitIdle();
+  std::lock_guard<std::mutex> lock(slurm_mu_);
+  EXPECT_NE(std::find(notified_.begin(), notified_.end(), "team-b/stuck"), notified_.end());
 }
 
 }  // namespace

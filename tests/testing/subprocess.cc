@@ -14,7 +14,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -195,6 +197,19 @@ std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+void RemoveDirUnlessKept(const std::string& dir, bool keep) {
+  if (keep) {
+    std::cerr << "logs kept in " << dir << "\n";
+  } else {
+    std::filesystem::remove_all(dir);
+  }
+}
+
+std::string LogTail(const std::string& path, size_t max_chars) {
+  const std::string log = ReadFile(path);
+  return log.size() > max_chars ? log.substr(log.size() - max_chars) : log;
 }
 
 std::string MakeTempDir(const std::string& prefix) {

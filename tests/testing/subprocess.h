@@ -64,6 +64,13 @@ std::string ReadFile(const std::string& path);
 // A fresh directory under $TMPDIR (or /tmp), removed by the caller.
 std::string MakeTempDir(const std::string& prefix);
 
+// Removes a suite's `dir`, or when `keep` (a test failed) leaves it and
+// says so on stderr.
+void RemoveDirUnlessKept(const std::string& dir, bool keep);
+
+// The last `max_chars` characters of a log file (for failure messages).
+std::string LogTail(const std::string& path, size_t max_chars = 6000);
+
 // The port a server wrote to `file` once it listens (0 if none within `timeout`).
 int ReadPort(const std::string& file, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
