@@ -12,6 +12,7 @@
 #include "controller/kube/backoff.h"
 #include "controller/kube/errors.h"
 #include "controller/kube/metrics_hooks.h"
+#include "controller/kube/request_deadline.h"
 #include "controller/kube/resource_types.h"
 
 namespace slurmop::kube {
@@ -296,12 +297,17 @@ void LeaderElector::RenewUntilLost() {
   for (;;) {
     const Time deadline = clock_.Now() + config_.renew_deadline;
     bool renewed = false;
-    while (!renewed) {
-      if (stopping_.load()) return;
-      renewed = TryAcquireOrRenew();
-      if (renewed) break;
-      if (clock_.Now() + config_.retry_period > deadline) break;
-      if (!Sleep(config_.retry_period)) return;
+    {
+      // No request of this renewal outlasts the renew deadline: a hung API
+      // server ends leadership on time, not after three request timeouts.
+      ScopedRequestDeadline bound(std::chrono::steady_clock::now() + config_.renew_deadline);
+      while (!renewed) {
+        if (stopping_.load()) return;
+        renewed = TryAcquireOrRenew();
+        if (renewed) break;
+        if (clock_.Now() + config_.retry_period > deadline) break;
+        if (!Sleep(config_.retry_period)) return;
+      }
     }
     if (!renewed) {
       LOG(ERROR) << "lease " << config_.lease_name << ": failed to renew within "

@@ -13,6 +13,7 @@
 #include "controller/http/cpprest_transport.h"
 #include "controller/http/percent_encoding.h"
 #include "controller/kube/metrics_hooks.h"
+#include "controller/kube/request_deadline.h"
 
 namespace slurmop::kube {
 namespace {
@@ -130,6 +131,12 @@ absl::StatusOr<http::Response> RestClient::Authorized(http::Request request, con
 }
 
 absl::StatusOr<nlohmann::json> RestClient::Call(http::Request request) {
+  // Within this thread's request deadline (request_deadline.h), if any.
+  request.timeout = TimeoutWithinDeadline(request.timeout);
+  if (request.timeout <= std::chrono::milliseconds::zero()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("kube: ", request.method, " not sent: the caller's deadline has passed"));
+  }
   absl::StatusOr<http::Response> response = Authorized(
       std::move(request), [this](const http::Request& r) { return transport_->Send(r); });
   if (!response.ok()) return response.status();

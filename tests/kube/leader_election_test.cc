@@ -2,7 +2,9 @@
 //
 // LeaderElector against an in-memory Lease store with resourceVersion
 // preconditions, driven by FakeClock: creation, expiry-based takeover,
-// transitions, the optimistic-lock race, release, renew-deadline loss.
+// transitions, the optimistic-lock race, release, renew-deadline loss; and
+// over the real RestClient and HTTP, that one renewal never outlasts the
+// renew deadline when the API server stops answering.
 
 #include "controller/kube/leader_election.h"
 
@@ -14,7 +16,9 @@
 #include <string>
 
 #include "controller/common/time_format.h"
+#include "controller/http/cpprest_transport.h"
 #include "gtest/gtest.h"
+#include "tests/http/test_http_server.h"
 #include "tests/kube/fake_client.h"
 
 namespace slurmop::kube {
@@ -322,6 +326,76 @@ TEST_F(LeaderElectionTest, StopReleasesTheLease) {
   EXPECT_FALSE(leading.load());
   EXPECT_EQ(store_.spec()["holderIdentity"], "");
   EXPECT_EQ(store_.spec()["leaseDurationSeconds"], 1);
+}
+
+// The whole stack (RestClient, CpprestTransport, HTTP on 127.0.0.1) with the
+// client's usual 30 s request timeout: once the API server stops answering
+// Lease writes, leadership is given up within the renew deadline (1 s here),
+// not after the request timeout. Before, one renewal round could block for
+// up to three 30 s requests against a 15 s lease (#13 item 2), so the
+// deposed leader went on acting long after a standby took over.
+TEST(LeaderElectionOverHttpTest, ARenewalThatHangsEndsAtTheRenewDeadline) {
+  std::atomic<bool> hang{false};
+  std::mutex mu;
+  std::string lease;  // the stored Lease, "" until created
+  int rv = 0;
+  slurmop::testing::TestHttpServer server(
+      [&](const slurmop::testing::ReceivedRequest& r, slurmop::testing::Connection& c) {
+        const std::map<std::string, std::string> json = {{"Content-Type", "application/json"}};
+        if (hang.load() && r.method != "GET") {
+          c.WaitForPeerClose();
+          return;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        if (r.method == "GET") {
+          if (lease.empty()) {
+            c.WriteResponse(404, json, R"({"kind":"Status","code":404,"reason":"NotFound"})");
+          } else if (hang.load()) {
+            c.WaitForPeerClose();
+          } else {
+            c.WriteResponse(200, json, lease);
+          }
+          return;
+        }
+        nlohmann::json obj = nlohmann::json::parse(r.body);
+        obj["metadata"]["resourceVersion"] = std::to_string(++rv);
+        lease = obj.dump();
+        c.WriteResponse(r.method == "POST" ? 201 : 200, json, lease);
+      });
+  absl::StatusOr<std::unique_ptr<http::CpprestTransport>> transport =
+      http::CpprestTransport::Create({});
+  ASSERT_TRUE(transport.ok());
+  ClientConfig client_config;
+  client_config.server = server.url();
+  client_config.token = "t";
+  client_config.request_timeout = std::chrono::seconds(30);
+  std::unique_ptr<Client> client = NewClient(client_config, transport->get());
+
+  std::atomic<bool> lost{false};
+  LeaderElectionConfig config;
+  config.lease_namespace = "slurm-system";
+  config.lease_name = "slurmjob-operator";
+  config.identity = "a";
+  config.lease_duration = std::chrono::milliseconds(1500);
+  config.renew_deadline = std::chrono::milliseconds(1000);
+  config.retry_period = std::chrono::milliseconds(200);
+  config.release_on_cancel = false;
+  config.on_stopped_leading = [&] { lost = true; };
+  absl::StatusOr<std::unique_ptr<LeaderElector>> elector =
+      LeaderElector::Create(*client, RealClock::Get(), config);
+  ASSERT_TRUE(elector.ok()) << elector.status();
+  (*elector)->Start();
+  ASSERT_TRUE(WaitUntil([&] { return (*elector)->IsLeader(); }));
+
+  hang = true;
+  const auto hung_at = std::chrono::steady_clock::now();
+  // (WaitUntil gives up after 10 s: the old code took over 30 s.)
+  ASSERT_TRUE(WaitUntil([&] { return lost.load(); }));
+  const auto took = std::chrono::steady_clock::now() - hung_at;
+  // The renew deadline (1 s) plus the last retry period and scheduling slack.
+  EXPECT_LT(took, std::chrono::seconds(4))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  (*elector)->Stop();
 }
 
 }  // namespace
