@@ -77,13 +77,14 @@ class TrackingCost : public ::testing::Test {
     CommandResult applied = Kubectl({"apply", "-f", "-"}, clusters);
     ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
 
-    operator_ = new Subprocess({SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig",
-                                "--health-port=0", "--health-port-file=" + *dir_ + "/health.port",
-                                "--submit-settle-seconds=10", testing::AllowStandInFlag(ap_port_)},
-                               *dir_ + "/operator.log",
-                               {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-                                {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-                                {"HOME", *dir_}});
+    operator_ = new Subprocess(
+        {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
+         "--health-port-file=" + *dir_ + "/health.port", "--submit-settle-seconds=10",
+         "--allow-operator-identity-for-namespaced-clusters", testing::AllowStandInFlag(ap_port_)},
+        *dir_ + "/operator.log",
+        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
+         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
+         {"HOME", *dir_}});
     ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
   }
 
