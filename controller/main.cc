@@ -381,6 +381,17 @@ void RunUntilStopped(Lifecycle& life, slurmop::reconcile::Manager& manager,
   }
 }
 
+// Submits only while the Lease has more than leaseDuration - renewDeadline
+// left; none without leader election (nullptr: no fence).
+std::unique_ptr<slurmop::reconcile::LeaseSubmitFence> NewSubmitFence(
+    slurmop::kube::LeaderElector* elector) {
+  if (elector == nullptr) return nullptr;
+  return std::make_unique<slurmop::reconcile::LeaseSubmitFence>(
+      [elector] { return elector->LeaseValidUntil(); },
+      Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds)) -
+          Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds)));
+}
+
 int Run() {
   const slurmop::Clock& clock = slurmop::RealClock::Get();
   sigset_t stop_signals = BlockStopSignals();
@@ -428,16 +439,10 @@ int Run() {
     LOG(ERROR) << elector.status();
     return 2;
   }
-  // Submits only while the Lease has more than leaseDuration - renewDeadline left
-  // (set before the manager starts, which happens once leading).
-  std::unique_ptr<slurmop::reconcile::LeaseSubmitFence> submit_fence;
-  if (*elector) {
-    submit_fence = std::make_unique<slurmop::reconcile::LeaseSubmitFence>(
-        [e = elector->get()] { return e->LeaseValidUntil(); },
-        Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds)) -
-            Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds)));
-    manager.SetSubmitFence(submit_fence.get());
-  }
+  // Set before the manager starts, which happens once leading.
+  std::unique_ptr<slurmop::reconcile::LeaseSubmitFence> submit_fence =
+      NewSubmitFence(elector->get());
+  if (submit_fence) manager.SetSubmitFence(submit_fence.get());
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -165,6 +165,22 @@ void LeaderElector::Observe(const nlohmann::json& lease) {
   if (!new_leader.empty() && config_.on_new_leader) config_.on_new_leader(new_leader);
 }
 
+bool LeaderElector::CreateLease(Time now) {
+  nlohmann::json lease = {
+      {"apiVersion", Leases().ApiVersion()},
+      {"kind", Leases().kind},
+      {"metadata", {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
+      {"spec", NewSpec(now, std::nullopt, false)}};
+  absl::StatusOr<nlohmann::json> created = client_.Create(Leases(), config_.lease_namespace, lease);
+  if (!created.ok()) {
+    LOG(WARNING) << "lease " << config_.lease_name << ": create failed: " << created.status();
+    return false;
+  }
+  Observe(*created);
+  Renewed(now);
+  return true;
+}
+
 bool LeaderElector::TryAcquireOrRenew() {
   const Time now = clock_.Now();
 
@@ -198,20 +214,7 @@ bool LeaderElector::TryAcquireOrRenew() {
       LOG(WARNING) << "lease " << config_.lease_name << ": get failed: " << current.status();
       return false;
     }
-    nlohmann::json lease = {
-        {"apiVersion", Leases().ApiVersion()},
-        {"kind", Leases().kind},
-        {"metadata", {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
-        {"spec", NewSpec(now, std::nullopt, false)}};
-    absl::StatusOr<nlohmann::json> created =
-        client_.Create(Leases(), config_.lease_namespace, lease);
-    if (!created.ok()) {
-      LOG(WARNING) << "lease " << config_.lease_name << ": create failed: " << created.status();
-      return false;
-    }
-    Observe(*created);
-    Renewed(now);
-    return true;
+    return CreateLease(now);
   }
 
   // 3. Remember when the record last changed, on the local clock.

@@ -106,6 +106,8 @@ class LeaderElector {
   bool Acquire();          // loops until acquired or stopped
   void RenewUntilLost();   // loops until a renewal deadline is missed or stopped
   bool Sleep(Duration d);  // false if stopped
+  // Creates the Lease held by this replica (there was none); true on success.
+  bool CreateLease(Time now);
   // To the leader metrics hook (leader_election_master_status{name=<lease name>}).
   void ReportLeading(bool leading) const;
   Duration Jittered(Duration d);

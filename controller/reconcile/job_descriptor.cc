@@ -208,15 +208,12 @@ absl::Status ValidateClusterSpec(const v1alpha1::SlurmClusterSpec& spec) {
   return CheckEnvironment(spec.default_environment(), "SlurmCluster spec.defaultEnvironment");
 }
 
-absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
-                                                        const v1alpha1::SlurmJobSpec& spec,
-                                                        const v1alpha1::SlurmClusterSpec& cluster,
-                                                        const std::string& script, int32_t run,
-                                                        const std::string& dependency,
-                                                        const SecretEnv* secret_env) {
-  if (absl::Status s = ValidateJobSpec(spec); !s.ok()) return s;
-  absl::string_view trimmed = absl::StripLeadingAsciiWhitespace(script);
-  if (trimmed.empty()) {
+namespace {
+
+// Slurm refuses a script without an interpreter line; an empty one is a
+// mistake in the SlurmJob. Both are refused here with what to write instead.
+absl::Status CheckScript(const std::string& script) {
+  if (absl::StripLeadingAsciiWhitespace(script).empty()) {
     return absl::InvalidArgumentError(
         "the batch script is empty; give its text in spec.script or spec.scriptFrom");
   }
@@ -225,6 +222,58 @@ absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
         "the batch script must start with a #! line naming its interpreter, e.g. "
         "\"#!/bin/bash\" (Slurm refuses scripts without one)");
   }
+  return absl::OkStatus();
+}
+
+// The job's environment: the cluster's defaults, overridden by the job's own
+// variables (secretKeyRef values from `secret_env`), in a stable order
+// (cluster's first, then the job's new ones), with PATH added when unset.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> JobEnvironment(
+    const v1alpha1::SlurmJobSpec& spec, const v1alpha1::SlurmClusterSpec& cluster,
+    const SecretEnv* secret_env) {
+  std::vector<std::pair<std::string, std::string>> env;
+  auto upsert = [&env](const std::string& name, const std::string& value) {
+    for (auto& [n, v] : env) {
+      if (n == name) {
+        v = value;
+        return;
+      }
+    }
+    env.emplace_back(name, value);
+  };
+  for (const auto& e : cluster.default_environment()) upsert(e.name(), e.value());
+  for (const auto& e : spec.environment()) {
+    if (!e.has_value_from()) {
+      upsert(e.name(), e.value());
+      continue;
+    }
+    auto it = secret_env == nullptr ? SecretEnv::const_iterator() : secret_env->find(e.name());
+    if (secret_env == nullptr || it == secret_env->end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the value of spec.environment variable ", e.name(), " (Secret \"",
+          e.value_from().secret_key_ref().name(), "\") was not read before the submit"));
+    }
+    upsert(e.name(), it->second);
+  }
+  bool has_path = false;
+  for (const auto& [n, v] : env) has_path |= (n == "PATH");
+  if (!has_path) env.insert(env.begin(), {"PATH", kDefaultPath});
+  return env;
+}
+
+}  // namespace
+
+absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
+                                                        const v1alpha1::SlurmJobSpec& spec,
+                                                        const v1alpha1::SlurmClusterSpec& cluster,
+                                                        const std::string& script, int32_t run,
+                                                        const std::string& dependency,
+                                                        const SecretEnv* secret_env) {
+  if (absl::Status s = ValidateJobSpec(spec); !s.ok()) return s;
+  if (absl::Status s = CheckScript(script); !s.ok()) return s;
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> env =
+      JobEnvironment(spec, cluster, secret_env);
+  if (!env.ok()) return env.status();
 
   slurm::JobDescriptor d;
   d.script = script;
@@ -255,36 +304,7 @@ absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
   d.comment = SubmissionTag(id, run);
   d.dependency = dependency;
 
-  // Environment: the cluster's defaults, overridden by the job's own
-  // variables, in a stable order (cluster's first, then the job's new ones).
-  std::vector<std::pair<std::string, std::string>> env;
-  auto upsert = [&env](const std::string& name, const std::string& value) {
-    for (auto& [n, v] : env) {
-      if (n == name) {
-        v = value;
-        return;
-      }
-    }
-    env.emplace_back(name, value);
-  };
-  for (const auto& e : cluster.default_environment()) upsert(e.name(), e.value());
-  for (const auto& e : spec.environment()) {
-    if (!e.has_value_from()) {
-      upsert(e.name(), e.value());
-      continue;
-    }
-    auto it = secret_env == nullptr ? SecretEnv::const_iterator() : secret_env->find(e.name());
-    if (secret_env == nullptr || it == secret_env->end()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "the value of spec.environment variable ", e.name(), " (Secret \"",
-          e.value_from().secret_key_ref().name(), "\") was not read before the submit"));
-    }
-    upsert(e.name(), it->second);
-  }
-  bool has_path = false;
-  for (const auto& [n, v] : env) has_path |= (n == "PATH");
-  if (!has_path) env.insert(env.begin(), {"PATH", kDefaultPath});
-  d.environment = std::move(env);
+  d.environment = *std::move(env);
 
   if (spec.has_extra()) {
     d.extra = api::ToJson(spec.extra());

@@ -206,12 +206,16 @@ bool Manager::Synced() const {
 
 void Manager::Stop() {
   if (!started_.exchange(false)) return;
+  // The queue first: workers finish the reconcile they are in and start no
+  // other (Work) while the tracker waits for its lists in flight (a list of an
+  // unreachable cluster retries for seconds; meanwhile a worker would keep
+  // re-submitting to it and outlast the shutdown grace period).
+  queue_.ShutDown();
   if (tracker_) tracker_->Stop();
   jobs_->Stop();
   clusters_->Stop();
   cluster_clusters_->Stop();
   namespaces_->Stop();
-  queue_.ShutDown();
   for (auto& t : workers_) t.join();
   workers_.clear();
 }
@@ -234,6 +238,12 @@ void Manager::Work() {
   while (true) {
     std::optional<std::string> key = queue_.Get();
     if (!key) return;
+    if (queue_.ShuttingDown()) {
+      // Stopping: start no new reconcile. Nothing is lost, every object is
+      // reconciled again from the next leader's (or process's) initial list.
+      queue_.Done(*key);
+      return;
+    }
     const bool is_cluster = key->rfind(kClusterKeyPrefix, 0) == 0;
     const auto started = std::chrono::steady_clock::now();
     ScopedLogContext log_context(ReconcileLogFields(is_cluster, *key));

@@ -114,13 +114,13 @@ absl::StatusOr<JobLookup> ParseJobResponse(int http_status, const json& body, in
 
 absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body) {
   // 22.05 answers an unchanged update_time with 304 and no body.
-  if (http_status == 304) return JobList{true, {}, {}};
+  if (http_status == 304) return JobList{true, {}, {}, std::nullopt};
   Messages m = ReadMessages(body);
   if (http_status >= 400) return RejectionStatus(http_status, body, m.errors);
   // 23.02+: 200 + "No job changes since update_time" and jobs: [].
   constexpr std::string_view kNoChanges = "No job changes since update_time";
   if (ContainsText(m.warnings, kNoChanges) || ContainsText(m.errors, kNoChanges)) {
-    return JobList{true, {}, Surfaced(std::move(m))};
+    return JobList{true, {}, Surfaced(std::move(m)), std::nullopt};
   }
   const json* jobs = JobsArray(body);
   if (!m.errors.empty() && (jobs == nullptr || jobs->empty())) {

@@ -19,7 +19,7 @@ inline const Time kT0 = Time(std::chrono::seconds(1'700'000'000));
 // retries, so every final state is final).
 inline JobFacts NewJob() {
   JobFacts f;
-  f.id = {"team-a", "train", "uid-1"};
+  f.id = {"team-a", "train", "uid-1", /*installation=*/""};
   f.generation = 1;
   f.spec.mutable_cluster_ref()->set_name("a3");
   f.spec.set_script("#!/bin/bash\necho hi\n");

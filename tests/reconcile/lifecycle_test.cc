@@ -75,7 +75,7 @@ std::string CondStatus(const v1alpha1::SlurmJobStatus& s, std::string_view type)
 // --- tags ------------------------------------------------------------------------------------
 
 TEST(SubmissionTagTest, CarriesNamespaceUidAndRunAndParsesBack) {
-  JobIdentity id{"team-a", "train", "0b7c-uid"};
+  JobIdentity id{"team-a", "train", "0b7c-uid", /*installation=*/""};
   EXPECT_EQ(SubmissionTag(id, 3), "slurmjob-operator:team-a/0b7c-uid/3");
   std::optional<ParsedTag> t = ParseSubmissionTag(SubmissionTag(id, 3));
   ASSERT_TRUE(t.has_value());

@@ -32,7 +32,7 @@ slurm::JobInfo Job(int64_t id, std::string comment,
   return j;
 }
 
-const JobIdentity kA{"team-a", "train", "uid-a"};
+const JobIdentity kA{"team-a", "train", "uid-a", /*installation=*/""};
 
 std::string Tag(int32_t run) { return SubmissionTag(kA, run); }
 
