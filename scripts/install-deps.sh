@@ -45,4 +45,6 @@ if ! command -v kubectl >/dev/null 2>&1; then
   echo "install-deps: kubectl not found; installing Debian's kubernetes-client"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends kubernetes-client
 fi
-kubectl version --client 2>/dev/null | head -1
+# sed, not head: head exits after one line and kubectl, still writing, dies of
+# SIGPIPE, which pipefail turns into a failed install (exit 141 seen in CI).
+kubectl version --client 2>/dev/null | sed -n 1p
