@@ -9,8 +9,10 @@
 #include "controller/common/condition_reason.h"
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
+#include "controller/reconcile/ownership.h"
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/stage.h"
+#include "controller/reconcile/tag_search.h"
 #include "controller/slurm/dialects.h"
 
 namespace slurmop::reconcile {
@@ -212,6 +214,16 @@ Decision Disowning(const Known& k) {
   const int64_t job_id = guards::KnownJobId(k);
   // Replace the tag first, so that the orphan sweep does not cancel the job
   // once its SlurmJob is gone.
+  if (ClusterMoved(k.job, k.cluster)) {
+    Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan; the cluster moved");
+    d.events.push_back(
+        {kWarning, "OrphanNotRetagged", "Delete",
+         absl::StrCat("Slurm job ", job_id, " is left running (deletionPolicy Orphan) on ",
+                      DescribeLocation(k.job.status.submitted_to()),
+                      "; it was not re-tagged, since SlurmCluster \"", k.cluster.name,
+                      "\" now points elsewhere.")});
+    return d;
+  }
   if (!guards::Disowned(k.memo) && !guards::JobEnded(k.job) && guards::ClusterFound(k.cluster)) {
     const auto& update = k.out.update;
     if (!update) {
@@ -265,6 +277,35 @@ Decision CancelBlocked(const Known& k) {
                     ". Recreate (or allow) it, or remove the finalizer "
                     "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob "
                     "without cancelling the job.")});
+  return d;
+}
+
+// The job was submitted where the SlurmCluster no longer points: a cancel by
+// its id there would hit whatever job has that id now.
+Decision DeletionClusterMoved(const Known& k) {
+  const int64_t job_id = guards::KnownJobId(k);
+  const std::string msg = absl::StrCat(
+      "Cannot cancel Slurm job ", job_id, ": it was submitted to ",
+      DescribeLocation(k.job.status.submitted_to()), ", but SlurmCluster \"", k.cluster.name,
+      "\" now points at ", DescribeLocation(LocationOf(k.cluster.spec)),
+      ". Point the SlurmCluster back to cancel the job, or remove the finalizer "
+      "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob without cancelling it (the job "
+      "then runs on).");
+  Decision d = StopAndRequeue(std::chrono::seconds(30), msg);
+  d.events.push_back({kWarning, "CancelBlocked", "Cancel", msg});
+  return d;
+}
+
+// The record under the job's id is another job's: never cancelled.
+Decision DeletionNotOurs(const Known& k) {
+  const int64_t job_id = guards::KnownJobId(k);
+  const std::string msg = absl::StrCat(
+      "Not cancelling Slurm job ", job_id, " on ", DescribeLocation(LocationOf(k.cluster.spec)),
+      ": its comment is not this SlurmJob's tag, so it is another job (the cluster's job ids "
+      "may have started again). This SlurmJob's own job is not found under that id; remove the "
+      "finalizer hpc.slurmoperator.dev/slurm-job to delete the SlurmJob.");
+  Decision d = StopAndRequeue(k.opt.permission_retry, msg);
+  d.events.push_back({kWarning, "CancelBlocked", "Cancel", msg});
   return d;
 }
 
@@ -333,6 +374,11 @@ Decision RecordingSubmit(const Known& k) {
   std::vector<EventSpec> events;
   v1alpha1::SlurmJobStatus s = StatusAfterSubmit(k.job.status, *known_id, k.cluster.name, adopted,
                                                  k.job.generation, k.now, &events);
+  // Where it runs, and (when submitted now) the tag it carries; an adopted
+  // job's tag is recorded by its first look (Observed).
+  *s.mutable_submitted_to() = k.memo.submitted_to.value_or(LocationOf(k.cluster.spec));
+  s.clear_job_tag();
+  if (!adopted) s.set_job_tag(RunTag(k.job));
   s.set_run(CurrentRun(k.job.status));
   s.set_run_id(k.job.spec.run_id());
   Decision d = Do(Action::kWriteStatus, "record the submitted job");
@@ -519,6 +565,35 @@ Decision Superseded(const Known& k) {
   return d;
 }
 
+// The job runs where the SlurmCluster no longer points (#13 L1): its id
+// there names another job or none. Reported; nothing is done there.
+Decision ClusterMovedAway(const Known& k) {
+  const std::string msg = absl::StrCat(
+      "Slurm job ", k.job.status.job_id(), " was submitted to ",
+      DescribeLocation(k.job.status.submitted_to()), ", but SlurmCluster \"", k.cluster.name,
+      "\" now points at ", DescribeLocation(LocationOf(k.cluster.spec)),
+      ": the operator neither follows nor cancels a job by that id there. Point the "
+      "SlurmCluster back to follow the job.");
+  return WriteIfChanged(
+      k.job, StatusRetrying(k.job.status, "ClusterChanged", msg, k.job.generation, k.now),
+      {{kWarning, "ClusterChanged", "Track", msg}}, StopAndRequeue(k.opt.permission_retry, msg));
+}
+
+// The record under the job's id is not the job's own (#13 L1): reported,
+// never followed, held or cancelled.
+Decision NotOurJob(const Known& k) {
+  const std::string msg = absl::StrCat(
+      "Slurm job ", k.job.status.job_id(), " on ", DescribeLocation(LocationOf(k.cluster.spec)),
+      " is another job: its comment is not this SlurmJob's tag (the cluster's job ids may have "
+      "started again, or the SlurmCluster points at another cluster than the one the job was "
+      "submitted to). The operator neither follows nor cancels it.");
+  v1alpha1::SlurmJobStatus s =
+      StatusRetrying(k.job.status, "JobNotOurs", msg, k.job.generation, k.now);
+  s.set_phase(std::string(kPhaseUnknown));
+  return WriteIfChanged(k.job, std::move(s), {{kWarning, "JobNotOurs", "Track", msg}},
+                        StopAndRequeue(k.opt.permission_retry, msg));
+}
+
 Decision Following(const Known& k) {
   const Duration poll = PollInterval(k.job.status, k.now, k.opt);
   if (guards::PolledRecently(k, poll)) {
@@ -555,9 +630,16 @@ Decision JobMissing(const Known& k) {
 }
 
 // The status Slurm's record of the job asks for (with its Events).
+// Only for a record found ours (the stages after kNotOurs). A status from
+// before submittedTo (the previous version's) learns where its job runs and
+// the tag it carries from this first record found ours (ownership.h).
 v1alpha1::SlurmJobStatus Observed(const Known& k, std::vector<EventSpec>* events) {
-  return StatusFromJobInfo(k.job.status, *k.out.query->value().job, k.job.generation, k.now,
-                           events);
+  const slurm::JobInfo& record = *k.out.query->value().job;
+  v1alpha1::SlurmJobStatus s =
+      StatusFromJobInfo(k.job.status, record, k.job.generation, k.now, events);
+  if (!s.has_submitted_to()) *s.mutable_submitted_to() = LocationOf(k.cluster.spec);
+  if (s.job_tag().empty() && !record.comment.empty()) s.set_job_tag(record.comment);
+  return s;
 }
 
 Decision JobEnded(const Known& k) {
@@ -671,6 +753,10 @@ Decision DecideStage(const Known& k, Assessment a) {
       return Do(Action::kRemoveFinalizer, "deleting; the Slurm job already ended");
     case Stage::kCancelBlocked:
       return CancelBlocked(k);
+    case Stage::kDeletionClusterMoved:
+      return DeletionClusterMoved(k);
+    case Stage::kDeletionNotOurs:
+      return DeletionNotOurs(k);
     case Stage::kCancelling:
       return Cancelling(k);
     case Stage::kRecordingSubmit:
@@ -707,6 +793,10 @@ Decision DecideStage(const Known& k, Assessment a) {
       return ClusterGone(k);
     case Stage::kSuperseded:
       return Superseded(k);
+    case Stage::kClusterMoved:
+      return ClusterMovedAway(k);
+    case Stage::kNotOurs:
+      return NotOurJob(k);
     case Stage::kFollowing:
       return Following(k);
     case Stage::kQueryFailed:
@@ -820,6 +910,7 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
     }
     if (out.submit->ok()) {
       memo->submitted_job_id = out.submit->value();
+      memo->submitted_to = LocationOf(cluster.spec);
       memo->submitted_job_adopted = false;
       memo->submit_outcome_unknown = false;
       // Just submitted: Slurm would only say PENDING; the first look can wait
@@ -838,6 +929,7 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
   if (out.tag_lookup && out.tag_lookup->ok()) {
     if (out.tag_lookup->value()) {
       memo->submitted_job_id = *out.tag_lookup->value();
+      memo->submitted_to = LocationOf(cluster.spec);
       memo->submitted_job_adopted = true;
       memo->submit_outcome_unknown = false;
       memo->settle_until.reset();

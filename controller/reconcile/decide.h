@@ -91,6 +91,7 @@ struct ScriptFacts {
 // What Slurm said about the job: found (live queue or accounting) or unknown to both.
 struct SlurmView {
   std::optional<slurm::JobInfo> job;
+  bool from_accounting = false;  // the record is /slurmdb's (the job left the live queue)
 };
 
 // Results of the steps taken during this reconcile (start empty).
@@ -120,7 +121,9 @@ struct Memo {
   // own writes, and a stale object without jobId must never cause a second
   // submit (the write based on it fails with a conflict instead).
   std::optional<int64_t> submitted_job_id;
-  bool submitted_job_adopted = false;   // ... found by its tag rather than submitted now
+  bool submitted_job_adopted = false;  // ... found by its tag rather than submitted now
+  // ... where (the SlurmCluster's spec when it was submitted or found).
+  std::optional<v1alpha1::SlurmJobLocation> submitted_to;
   bool submit_outcome_unknown = false;  // look for the tag before submitting again
   // When this process last sent a submit for this run.
   std::optional<Time> submit_attempt_at;

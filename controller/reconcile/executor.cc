@@ -483,13 +483,13 @@ class Executor::Attempt {
       if (!s.dialect.ok()) return s.dialect.status();
       absl::StatusOr<std::optional<slurm::JobInfo>> live = LookLive(s, d, now);
       if (!live.ok()) return live.status();
-      if (*live) return SlurmView{*live};
+      if (*live) return SlurmView{*live, false};
       absl::StatusOr<agentplatform::SlurmResponse> r =
           Call(s, agentplatform::HttpMethod::kGet, (*s.dialect)->DbJobPath(d.job_id), nullptr);
       if (!r.ok()) return r.status();
       absl::StatusOr<slurm::JobLookup> db = (*s.dialect)->ParseDbJob(r->status, r->body, d.job_id);
       if (!db.ok()) return db.status();
-      return SlurmView{db->job};
+      return SlurmView{db->job, true};
     }();
     return kDecideAgain;
   }

@@ -21,16 +21,29 @@ bool SameRecord(const slurm::JobInfo& a, const slurm::JobInfo& b) {
          a.end_time == b.end_time && a.submit_time == b.submit_time && a.comment == b.comment;
 }
 
-bool SameEndpoint(const ClusterEndpoint& a, const ClusterEndpoint& b) {
+// The same Slurm cluster, reached the same way: a different one names other
+// jobs by the same ids.
+bool SameCluster(const ClusterEndpoint& a, const ClusterEndpoint& b) {
   return a.api_version == b.api_version && a.where.endpoint == b.where.endpoint &&
          a.where.project_id == b.where.project_id && a.where.region == b.where.region &&
-         a.where.cluster_id == b.where.cluster_id && a.credentials == b.credentials;
+         a.where.cluster_id == b.where.cluster_id;
 }
 
 }  // namespace
 
 void JobTracker::SetEndpoint(Cluster& c, const ClusterEndpoint& e) {
-  if (!SameEndpoint(c.endpoint, e)) {
+  if (!c.endpoint.key.empty() && !SameCluster(c.endpoint, e)) {
+    // What was learned describes the old cluster (#13 L1).
+    c.jobs.clear();
+    c.fetched_at.reset();
+    c.last_full.reset();
+    c.last_update.reset();
+    c.last_update_confirmed = false;
+    c.unchanged_lists = 0;
+    c.orphan_candidates.clear();
+    c.endpoint_changes += 1;
+  }
+  if (!SameCluster(c.endpoint, e) || c.endpoint.credentials != e.credentials) {
     c.failures = 0;
     c.retry_at.reset();
     c.last_error.reset();
@@ -256,6 +269,7 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list) 
 absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key) {
   Cluster& c = clusters_[key];
   const ClusterEndpoint endpoint = c.endpoint;
+  const uint64_t endpoint_changes = c.endpoint_changes;
   const Time started = clock_.Now();
   const bool full = !c.last_full || started - *c.last_full >= options_.full_resync ||
                     !c.last_update || !c.fetched_at || !c.last_update_confirmed;
@@ -274,6 +288,14 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   after.fetching = false;
   after.fetches_done += 1;
   std::vector<std::string> changed;
+  if (after.endpoint_changes != endpoint_changes) {
+    // Listed the cluster the key pointed at before: it says nothing of the
+    // one it points at now, which is listed next (a Get() waiting sees this
+    // fetch end and waits for that one; the waiters stay for it).
+    QueueFetchLocked(key);
+    fetched_.notify_all();
+    return list.status();
+  }
   if (!list.ok()) {
     after.last_error = list.status();
     after.failures += 1;

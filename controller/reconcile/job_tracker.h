@@ -41,6 +41,11 @@
 //    is done only after a full list at least 1.5 s later confirmed it, and a
 //    full list is fetched at least every `full_resync`. v0.0.38/39 give no
 //    such time, so their lists are full.
+//  * A cluster key whose endpoint changes (the SlurmCluster repointed, or
+//    its REST version changed) starts afresh: its snapshot, Slurm's
+//    last_update and the sweep's candidates describe the old cluster, whose
+//    job ids mean other jobs on the new one. A list in flight from the old
+//    endpoint is dropped.
 //  * Orphan sweep: at most every `sweep_interval`, the cluster's list is
 //    handed to DecideSweep (tracking_policy.h, pure: which jobs belong to no
 //    current run of an existing SlurmJob, seen so in two sweeps in a row, so
@@ -175,9 +180,12 @@ class JobTracker {
     std::set<int64_t> orphan_candidates;
     std::map<int64_t, std::string> tracked;  // job id -> job key
     std::set<std::string> waiters;           // keys whose Get() gave up on the list in flight
+    uint64_t endpoint_changes = 0;           // SetEndpoint's resets: a list in flight is stale
   };
 
-  // The cluster's endpoint becomes `e`; a different one clears its failures.
+  // The cluster's endpoint becomes `e`. Another cluster (SameCluster) drops
+  // the snapshot, Slurm's last_update and the sweep's candidates; another
+  // cluster or other credentials clear its failures.
   static void SetEndpoint(Cluster& c, const ClusterEndpoint& e);
   // The time between two lists of `c` now (ListInterval); nullopt: not listed.
   std::optional<Duration> IntervalLocked(const Cluster& c, Time now) const;

@@ -104,6 +104,8 @@ v1alpha1::SlurmJobStatus StatusForNewRun(const v1alpha1::SlurmJobStatus& finishe
   s.set_run_id(std::string(run_id));
   s.set_retries(retries);
   s.set_job_id(0);
+  s.clear_submitted_to();
+  s.clear_job_tag();
   s.clear_job_state();
   s.set_phase(std::string(kPhasePending));
   s.clear_exit_code();

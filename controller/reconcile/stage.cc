@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/reconcile/conditions.h"
+#include "controller/reconcile/ownership.h"
 #include "controller/reconcile/runs.h"
 #include "controller/slurm/dialects.h"
 
@@ -42,6 +43,13 @@ bool Disowned(const Memo& memo) { return memo.disowned; }
 bool JobEnded(const JobFacts& job) { return IsFinalJobState(job.status.job_state()); }
 bool ClusterFound(const ClusterFacts& cluster) {
   return cluster.kind == ClusterFacts::Kind::kFound;
+}
+
+bool ClusterMovedSinceSubmit(const Known& k) { return ClusterMoved(k.job, k.cluster); }
+
+bool RecordNotOurs(const Known& k) {
+  if (!k.out.query || !k.out.query->ok() || !k.out.query->value().job) return false;
+  return !IsOurRecord(k.job, *k.out.query->value().job, k.out.query->value().from_accounting);
 }
 
 bool EarlierSubmitPossible(const Memo& memo) {
@@ -265,6 +273,8 @@ Stage DeletionStage(const Known& k) {
   if (OrphanPolicy(k.job)) return Stage::kDisowning;
   if (JobEnded(k.job)) return Stage::kDeletingEnded;
   if (!ClusterFound(k.cluster)) return Stage::kCancelBlocked;
+  if (ClusterMovedSinceSubmit(k)) return Stage::kDeletionClusterMoved;
+  if (RecordNotOurs(k)) return Stage::kDeletionNotOurs;
   return Stage::kCancelling;
 }
 
@@ -287,11 +297,13 @@ Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
 Stage TrackingStage(const Known& k) {
   if (JobEnded(k.job)) return Stage::kEnded;
   if (!ClusterFound(k.cluster)) return Stage::kClusterGone;
-  if (RunIdChanged(k.job) && (CancelDue(k) || CancelFailed(k.out))) return Stage::kSuperseded;
+  if (ClusterMovedSinceSubmit(k)) return Stage::kClusterMoved;
   if (!QueryDone(k.out)) return Stage::kFollowing;
   if (QueryFailed(k.out)) return Stage::kQueryFailed;
   if (SlurmKnowsNoJob(k.out)) return Stage::kJobMissing;
+  if (RecordNotOurs(k)) return Stage::kNotOurs;
   if (SlurmSaysEnded(k.out)) return Stage::kJobEnded;
+  if (RunIdChanged(k.job) && (CancelDue(k) || CancelFailed(k.out))) return Stage::kSuperseded;
   if (HoldOutOfDate(k) && !HoldUpdated(k.out)) return Stage::kHolding;
   return Stage::kActive;
 }
@@ -329,6 +341,10 @@ const char* StageName(Stage s) {
       return "DeletingEnded";
     case Stage::kCancelBlocked:
       return "CancelBlocked";
+    case Stage::kDeletionClusterMoved:
+      return "DeletionClusterMoved";
+    case Stage::kDeletionNotOurs:
+      return "DeletionNotOurs";
     case Stage::kCancelling:
       return "Cancelling";
     case Stage::kRecordingSubmit:
@@ -361,6 +377,10 @@ const char* StageName(Stage s) {
       return "ClusterGone";
     case Stage::kSuperseded:
       return "Superseded";
+    case Stage::kClusterMoved:
+      return "ClusterMoved";
+    case Stage::kNotOurs:
+      return "NotOurs";
     case Stage::kFollowing:
       return "Following";
     case Stage::kQueryFailed:

@@ -34,6 +34,12 @@
 // kDeletingEnded      JobEnded                     RemoveFinalizer              kReleased
 // kCancelBlocked      !ClusterFound                none, Event CancelBlocked,   kCancelling
 //                                                  requeue 30 s                 (cluster back)
+// kDeletionClusterMoved ClusterMovedSinceSubmit    none, Event CancelBlocked    kCancelling
+//                                                  (where it runs, where the    (pointed back)
+//                                                  cluster points), requeue 30 s
+// kDeletionNotOurs    RecordNotOurs (the look of   none, Event CancelBlocked,   kReleased (the
+//                     kCancelling)                 requeue permission_retry     user removes the
+//                                                                               finalizer)
 // kCancelling         otherwise                    Query; ended: Remove-        kReleased
 //                                                  Finalizer; CancelDue: Cancel;
 //                                                  CancelFailed: backoff; else
@@ -74,19 +80,25 @@
 //                                                  (next run); else stop        (next run)
 // kClusterGone        !ClusterFound                WriteStatus(Retrying),       kFollowing
 //                                                  requeue 30 s                 (cluster back)
-// kSuperseded         RunIdChanged and (CancelDue  Cancel (CancelFailed:        kFollowing
-//                     or CancelFailed)             backoff)
+// kClusterMoved       ClusterMovedSinceSubmit      WriteStatus(Retrying:        kFollowing
+//                     (status.submittedTo is not   ClusterChanged), Event,      (pointed back)
+//                     where the cluster points)    requeue permission_retry
 // kFollowing          !QueryDone                   PolledRecently (since the    kQueryFailed,
 //                                                  spec's last change): stop    kJobMissing,
-//                                                  until the poll is due; else  kJobEnded,
-//                                                  Query                        kHolding, kActive
+//                                                  until the poll is due; else  kNotOurs,
+//                                                  Query                        kJobEnded, ...
 // kQueryFailed        QueryFailed                  transient: backoff; else     kFollowing
 //                                                  WriteStatus(Retrying)
 // kJobMissing         SlurmKnowsNoJob              WriteStatus(Unknown),        kFollowing
 //                                                  requeue
+// kNotOurs            RecordNotOurs (its comment   WriteStatus(Unknown,         kFollowing
+//                     is not the job's tag)        JobNotOurs), Event, requeue
+//                                                  permission_retry
 // kJobEnded           SlurmSaysEnded               WriteStatus(final; or the    kEnded, or
 //                                                  next run: RunIdChanged, or   kReadyToSubmit
 //                                                  the failure policy retries)  (next run)
+// kSuperseded         RunIdChanged and (CancelDue  Cancel (CancelFailed:        kFollowing
+//                     or CancelFailed)             backoff)
 // kHolding            HoldOutOfDate and            UpdateJob(hold) (failed:     kActive
 //                     !HoldUpdated                 WriteStatus(HoldFailed),
 //                                                  backoff)
@@ -99,7 +111,10 @@
 // The guards are the small functions in namespace `guards` below; each reads
 // one fact. The promises of decide.h (at most one submit, nothing lost) are
 // kept by the order of the rows: no row before kReadyToSubmit submits, and
-// kReadyToSubmit is reached only when no earlier submit can exist.
+// kReadyToSubmit is reached only when no earlier submit can exist. No row
+// cancels, holds or releases a Slurm job before a look at it in this
+// reconcile found it ours (ownership.h): the rows that do come after
+// kClusterMoved / kNotOurs and their deletion counterparts.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_STAGE_H_
 #define SLURMOP_CONTROLLER_RECONCILE_STAGE_H_
@@ -119,6 +134,8 @@ enum class Stage {
   kDisowning,
   kDeletingEnded,
   kCancelBlocked,
+  kDeletionClusterMoved,
+  kDeletionNotOurs,
   kCancelling,
   // No Slurm job recorded yet.
   kRecordingSubmit,
@@ -136,11 +153,13 @@ enum class Stage {
   // A Slurm job recorded in the status.
   kEnded,
   kClusterGone,
-  kSuperseded,
+  kClusterMoved,
   kFollowing,
   kQueryFailed,
   kJobMissing,
+  kNotOurs,
   kJobEnded,
+  kSuperseded,
   kHolding,
   kActive,
 };
@@ -211,6 +230,10 @@ bool OrphanPolicy(const JobFacts& job);
 bool Disowned(const Memo& memo);
 bool JobEnded(const JobFacts& job);
 bool ClusterFound(const ClusterFacts& cluster);
+// status.submittedTo is not where the SlurmCluster points now (ownership.h).
+bool ClusterMovedSinceSubmit(const Known& k);
+// This reconcile's look found a record that is not the job's own.
+bool RecordNotOurs(const Known& k);
 // An earlier submit of this run (ours with an unknown outcome, or one by an
 // earlier process) may have reached Slurm.
 bool EarlierSubmitPossible(const Memo& memo);

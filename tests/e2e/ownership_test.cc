@@ -38,6 +38,10 @@ using testing::WaitUntil;
 
 constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "team";
+// A second Agent Platform cluster of the stand-in (project demo-project, region us-central1).
+constexpr char kOtherCluster[] = "other-cluster";
+constexpr char kDemoPath[] = "demo-project/us-central1/demo-cluster";
+constexpr char kOtherPath[] = "demo-project/us-central1/other-cluster";
 
 std::string OperatorBinary() {
   const char* b = std::getenv("SLURMOP_OPERATOR_BINARY");
@@ -117,13 +121,13 @@ class Installation {
   bool Exists(const std::string& name) const {
     return Kubectl({"get", "-n", kNs, "sj", name}).exit_code == 0;
   }
-  CommandResult ApplyJob(const std::string& name, const std::string& script) const {
+  CommandResult ApplyJob(const std::string& name, const std::string& script,
+                         const std::string& cluster = "local") const {
     std::string yaml =
         "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
         "metadata: {name: " +
-        name + ", namespace: " + kNs +
-        "}\nspec:\n  clusterRef: {name: local}\n  timeLimitMinutes: 30\n"
-        "  script: |\n";
+        name + ", namespace: " + kNs + "}\nspec:\n  clusterRef: {name: " + cluster +
+        "}\n  timeLimitMinutes: 30\n  script: |\n";
     std::stringstream in(script);
     for (std::string line; std::getline(in, line);) yaml += "    " + line + "\n";
     return Kubectl({"apply", "-f", "-"}, yaml);
@@ -160,7 +164,8 @@ class Ownership : public ::testing::Test {
     agent_ = std::make_unique<Subprocess>(
         std::vector<std::string>{kPython,
                                  std::string(SLURMOP_SOURCE_DIR) + "/tests/fakes/agent_platform.py",
-                                 "--port", "0", "--port-file", dir_ + "/ap.port", "--verbose"},
+                                 "--port", "0", "--port-file", dir_ + "/ap.port", "--verbose",
+                                 "--cluster", "demo-cluster", "--cluster", kOtherCluster},
         dir_ + "/agent_platform.log");
     ap_port_ = ReadPort(dir_ + "/ap.port");
     ASSERT_GT(ap_port_, 0) << ReadFile(dir_ + "/agent_platform.log");
@@ -176,7 +181,7 @@ class Ownership : public ::testing::Test {
     }
     installations_.clear();
     agent_.reset();
-    if (!HasFailure()) {
+    if (!HasFailure() && std::getenv("OWNERSHIP_KEEP_LOGS") == nullptr) {
       std::filesystem::remove_all(dir_);
     } else {
       std::cerr << "logs kept in " << dir_ << "\n";
@@ -216,8 +221,8 @@ class Ownership : public ::testing::Test {
     }
     return out;
   }
-  std::string SimState(int64_t job_id) {
-    json all = Admin("GET", "/__admin/jobs");
+  std::string SimState(int64_t job_id, const std::string& cluster = kDemoPath) {
+    json all = Admin("GET", "/__admin/jobs?cluster=" + cluster);
     if (!all.is_object()) return "";
     for (const json& j : all.value("jobs", json::array())) {
       if (j.value("job_id", int64_t{0}) == job_id)
@@ -329,6 +334,74 @@ TEST_F(Ownership, TheSweepLeavesAJobThatARestoredSlurmJobTracks) {
   EXPECT_EQ(SimState(job_id), "RUNNING") << "the sweep cancelled a job a SlurmJob tracks";
   EXPECT_EQ(a.Get("precious", "{.status.jobId}"), std::to_string(job_id));
   EXPECT_EQ(a.Get("precious", "{.status.jobState}"), "RUNNING");
+}
+
+// #13 L1 (item 7): the SlurmCluster is repointed at another Agent Platform
+// cluster, whose job ids happen to include the one the SlurmJob recorded (a
+// stranger's job there). The SlurmJob neither shows nor cancels the
+// stranger's job: it reports ClusterChanged, its deletion waits (finalizer
+// kept) and, once the SlurmCluster points back, cancels its own job.
+// (Before: status followed the stranger's job, and deleting the SlurmJob
+// cancelled it.)
+TEST_F(Ownership, ARepointedClusterNeverShowsNorCancelsAStrangersJobWithTheSameId) {
+  Installation& a = Install("a");
+  std::string other = testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42");
+  other.replace(other.find("name: local"), 11, "name: other");
+  other.replace(other.find("clusterId: demo-cluster"), 23,
+                std::string("clusterId: ") + kOtherCluster);
+  ASSERT_EQ(a.Kubectl({"apply", "-f", "-"}, other).exit_code, 0);
+  ASSERT_EQ(a.ApplyJob("mine", "#!/bin/bash\nsleep 600\n").exit_code, 0);
+  ASSERT_EQ(a.WaitFor("mine", "{.status.jobState}=RUNNING").exit_code, 0);
+  const int64_t id = std::stoll(a.Get("mine", "{.status.jobId}"));
+  // The other cluster numbers its jobs from the same id (recreated, say).
+  ASSERT_FALSE(
+      Admin("POST", "/__admin/sim", {{"next_job_id", id}, {"cluster", kOtherPath}}).is_null());
+  ASSERT_EQ(a.ApplyJob("stranger", "#!/bin/bash\nsleep 600\n", "other").exit_code, 0);
+  ASSERT_EQ(a.WaitFor("stranger", "{.status.jobState}=RUNNING").exit_code, 0);
+  ASSERT_EQ(a.Get("stranger", "{.status.jobId}"), std::to_string(id)) << "the ids must collide";
+
+  auto point_at = [&](const std::string& cluster_id) {
+    return a.Kubectl({"patch", "-n", kNs, "scl", "local", "--type=merge", "-p",
+                      json{{"spec", {{"clusterId", cluster_id}}}}.dump()});
+  };
+  ASSERT_EQ(point_at(kOtherCluster).exit_code, 0);
+  CommandResult moved = a.WaitFor(
+      "mine", R"({.status.conditions[?(@.type=="Reconciling")].reason}=ClusterChanged)", "30s");
+  EXPECT_EQ(moved.exit_code, 0) << moved.out << moved.err;
+  ASSERT_EQ(a.Kubectl({"delete", "-n", kNs, "sj", "mine", "--wait=false"}).exit_code, 0);
+  std::this_thread::sleep_for(seconds(5));
+  EXPECT_EQ(SimState(id, kOtherPath), "RUNNING") << "the stranger's job was cancelled";
+  EXPECT_TRUE(a.Exists("mine")) << "released while its own job runs on";
+  EXPECT_EQ(SimState(id, kDemoPath), "RUNNING");
+
+  ASSERT_EQ(point_at("demo-cluster").exit_code, 0);
+  EXPECT_TRUE(WaitUntil([&] { return !a.Exists("mine"); }, seconds(60)));
+  EXPECT_EQ(SimState(id, kDemoPath), "CANCELLED") << "its own job was not cancelled";
+  EXPECT_EQ(SimState(id, kOtherPath), "RUNNING");
+}
+
+// #13 L1, the upgrade rule: a status written by the previous version (no
+// submittedTo, no jobTag) is neither dropped nor refused; the operator finds
+// its job carrying the tag, records where it runs, and deletion cancels it.
+TEST_F(Ownership, AStatusWithoutSubmittedToKeepsItsJobAndLearnsWhereItRuns) {
+  Installation& a = Install("a");
+  ASSERT_EQ(a.ApplyJob("old", "#!/bin/bash\nsleep 600\n").exit_code, 0);
+  ASSERT_EQ(a.WaitFor("old", "{.status.jobState}=RUNNING").exit_code, 0);
+  const int64_t id = std::stoll(a.Get("old", "{.status.jobId}"));
+  a.StopOperator();
+  CommandResult downgrade =
+      a.Kubectl({"patch", "-n", kNs, "sj", "old", "--subresource=status", "--type=merge", "-p",
+                 R"({"status":{"submittedTo":null,"jobTag":null}})"});
+  ASSERT_EQ(downgrade.exit_code, 0) << downgrade.err;
+  ASSERT_EQ(a.Get("old", "{.status.submittedTo}"), "");
+  a.RestartOperator();
+  CommandResult learned = a.WaitFor("old", "{.status.submittedTo.clusterId}=demo-cluster", "30s");
+  EXPECT_EQ(learned.exit_code, 0) << learned.out << learned.err;
+  EXPECT_EQ(testing::TagUid(a.Get("old", "{.status.jobTag}")), a.Get("old", "{.metadata.uid}"));
+  EXPECT_EQ(a.Get("old", "{.status.jobState}"), "RUNNING");
+  CommandResult del = a.Kubectl({"delete", "-n", kNs, "sj", "old", "--timeout=60s"});
+  EXPECT_EQ(del.exit_code, 0) << del.err;
+  EXPECT_EQ(SimState(id), "CANCELLED");
 }
 
 }  // namespace

@@ -301,6 +301,17 @@ class SimulatorTest(unittest.TestCase):
         self.assertFalse(slurm_sim.parse_script("echo no shebang").has_shebang)
         self.assertEqual(slurm_sim.parse_script("#!/bin/sh\nexit 1\nexit 4\n").exit_status, 4)
 
+    def test_next_job_id_restarts_numbering_but_skips_ids_in_use(self):
+        # A recreated cluster hands out ids again; slurmctld never gives one in use.
+        first = self.submit("v0.0.42", "#!/bin/bash\nsleep 10\n")
+        self.sim.set_params(next_job_id=first)
+        self.assertEqual(self.submit("v0.0.42", "#!/bin/bash\nsleep 10\n"), first + 1)
+        self.sim.set_params(next_job_id=7)
+        self.assertEqual(self.submit("v0.0.42", "#!/bin/bash\nsleep 10\n"), 7)
+        self.assertEqual(self.sim.params()["next_job_id"], 8)
+        with self.assertRaises(slurm_sim.SimError):
+            self.sim.set_params(next_job_id=0)
+
     def test_lifecycle_and_completing_flag(self):
         jid = self.submit("v0.0.42", "#!/bin/bash\nsleep 10\n")
         self.assertEqual(self.get("v0.0.42", jid).body["jobs"][0]["job_state"], ["PENDING"])

@@ -39,6 +39,18 @@ inline ClusterFacts Cluster() {
   return c;
 }
 
+// The tag of run `run` of NewJob(): what Slurm's record of its job carries.
+inline std::string TagOfRun(int32_t run = 1) { return SubmissionTag(NewJob().id, run); }
+
+// `status` as the operator records a job submitted to Cluster() (#13 L1).
+inline void SubmittedToCluster(v1alpha1::SlurmJobStatus* status, int32_t run = 1) {
+  v1alpha1::SlurmJobLocation* where = status->mutable_submitted_to();
+  where->set_project_id("proj");
+  where->set_region("us-central1");
+  where->set_cluster_id("c1");
+  status->set_job_tag(TagOfRun(run));
+}
+
 }  // namespace slurmop::reconcile::fixtures
 
 #endif  // SLURMOP_TESTS_RECONCILE_DECIDE_FIXTURES_H_

@@ -27,6 +27,7 @@ slurm::JobInfo Info(int64_t id, slurm::BaseState state) {
   j.job_id = id;
   j.state = state;
   j.submit_time = kT0;
+  j.comment = fixtures::TagOfRun(1);
   return j;
 }
 
@@ -35,6 +36,7 @@ JobFacts Submitted() {
   JobFacts f = NewJob();
   f.has_finalizer = true;
   f.status = StatusAfterSubmit(f.status, 42, "a3", false, 1, kT0, nullptr);
+  fixtures::SubmittedToCluster(&f.status);
   return f;
 }
 

@@ -91,6 +91,15 @@ class JobTrackerTest : public ::testing::Test {
       : tracker_(
             [this](const ClusterEndpoint& e, agentplatform::HttpMethod m, const std::string& path,
                    const agentplatform::CallOptions& options) {
+              if (e.key == kHole && answer_before_hold_) {
+                absl::StatusOr<agentplatform::SlurmResponse> r;
+                {
+                  std::lock_guard<std::mutex> lock(slurm_mu_);
+                  r = slurm_.Call(m, path);
+                }
+                HoldWhileHoled();
+                return r;
+              }
               if (e.key == kHole) HoldWhileHoled();
               std::lock_guard<std::mutex> lock(slurm_mu_);
               slurm_.options.push_back(options.job_fields);
@@ -145,6 +154,8 @@ class JobTrackerTest : public ::testing::Test {
   std::condition_variable hole_cv_;
   bool hole_open_ = false;
   int held_ = 0;
+  // The hole's answer is what Slurm said when the call was made (a list in flight).
+  bool answer_before_hold_ = false;
   std::mutex slurm_mu_;
 
   FakeClock clock_;
@@ -294,6 +305,62 @@ TEST_F(JobTrackerTest, OrphanSweepCancelsOnlyTaggedActiveJobsSeenOrphanedTwice) 
   Tick();  // second sweep: still orphaned -> cancelled
   EXPECT_THAT(slurm_.deletes, ElementsAre("/slurm/v0.0.42/job/2"));
   EXPECT_EQ(tracker_.OrphansCancelled(), 1);
+}
+
+// #13 L1/E3: the SlurmCluster is repointed. What the tracker knew of the old
+// cluster (its jobs, Slurm's last_update, the sweep's candidates) says
+// nothing of the new one, whose job ids are other jobs: a look is answered
+// by a full list of the new cluster, and an old candidate is not cancelled
+// there by id.
+TEST_F(JobTrackerTest, ARepointedClusterStartsAfresh) {
+  slurm_.jobs = {{2, {"RUNNING", "slurmjob-operator:team-a/gone/1"}}};
+  tracker_.RegisterCluster(Endpoint());
+  tracker_.Track(Endpoint(), 2, "team-a/mine", seconds(5));
+  Tick();  // job 2 of the old cluster: a sweep candidate
+  ClusterEndpoint moved = Endpoint();
+  moved.where.cluster_id = "elsewhere";
+  tracker_.RegisterCluster(moved);
+  slurm_.jobs = {{2, {"PENDING", "slurmjob-operator:team-b/stranger/1"}}};
+  slurm_.paths.clear();
+  auto a = tracker_.Get(moved, 2, clock_.Now() - seconds(30));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a->job.has_value());
+  EXPECT_EQ(a->job->comment, "slurmjob-operator:team-b/stranger/1") << "the old cluster's record";
+  EXPECT_THAT(slurm_.paths, ElementsAre("/slurm/v0.0.42/jobs/")) << "a full list, no update_time";
+  clock_.Advance(seconds(61));
+  slurm_.jobs = {{2, {"RUNNING", "slurmjob-operator:team-a/gone/1"}}};
+  slurm_.last_update = 1001;
+  Tick();  // the first sweep of the new cluster
+  EXPECT_THAT(slurm_.deletes, IsEmpty()) << "cancelled on the first sweep of another cluster";
+}
+
+// #13 L1 with the fetch threads: the SlurmCluster is repointed while a list
+// of the old cluster is in flight. That list, arriving after the repoint,
+// is dropped (it would show the old cluster's job under the id), and the
+// new cluster is listed instead.
+TEST_F(JobTrackerTest, AListInFlightFromTheOldClusterIsDropped) {
+  answer_before_hold_ = true;
+  const ClusterEndpoint old{kHole, "v0.0.42", {}, nullptr};
+  slurm_.jobs = {{2, {"RUNNING", "slurmjob-operator:team-b/old/1"}}};
+  tracker_.Track(old, 2, "team-b/mine", seconds(1));
+  tracker_.Tick();  // the old cluster's list is answered, then held
+  ASSERT_TRUE(WaitFor([this] { return Held() == 1; }));
+  ClusterEndpoint moved = old;
+  moved.where.cluster_id = "elsewhere";
+  tracker_.RegisterCluster(moved);
+  {
+    std::lock_guard<std::mutex> lock(slurm_mu_);
+    slurm_.jobs = {{2, {"PENDING", "slurmjob-operator:team-b/stranger/1"}}};
+  }
+  OpenHole();
+  tracker_.WaitIdle();
+  EXPECT_EQ(tracker_.ListCalls(), 2) << "the new cluster was not listed after the stale list";
+  auto a = tracker_.Get(moved, 2, clock_.Now() - seconds(30));
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(a->job.has_value());
+  EXPECT_EQ(a->job->comment, "slurmjob-operator:team-b/stranger/1")
+      << "served the list of the cluster the key pointed at before";
+  EXPECT_EQ(tracker_.ListCalls(), 2);
 }
 
 TEST_F(JobTrackerTest, ADuplicateOfTheCurrentRunAndAStaleRunAreCancelled) {

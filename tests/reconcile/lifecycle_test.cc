@@ -39,6 +39,7 @@ JobFacts Submitted(int64_t id = 42) {
   f.has_finalizer = true;
   f.status = StatusAfterSubmit(f.status, id, "a3", false, 1, kT0, nullptr);
   f.status.set_run(1);
+  fixtures::SubmittedToCluster(&f.status);
   return f;
 }
 
@@ -58,6 +59,7 @@ slurm::JobInfo Ended(int64_t id, slurm::BaseState state, int32_t exit_code = 0) 
   j.submit_time = kT0;
   j.start_time = kT0 + seconds(5);
   j.end_time = kT0 + seconds(60);
+  j.comment = fixtures::TagOfRun(1);
   return j;
 }
 
@@ -296,7 +298,12 @@ TEST(LifecycleTest, RunIdChangeOnAFinishedJobStartsANewRun) {
 TEST(LifecycleTest, RunIdChangeOnAnActiveJobCancelsItFirst) {
   JobFacts job = Submitted();
   job.spec.set_run_id("second");
+  // A look first: only a job found ours is cancelled (#13 L1).
   Decision d = Decide(job, Cluster(), {}, {}, Fresh(), kT0 + seconds(10));
+  ASSERT_EQ(d.action, Action::kQuery) << d.why;
+  slurm::JobInfo running = Ended(42, slurm::BaseState::kRunning);
+  running.end_time.reset();
+  d = Decide(job, Cluster(), {}, Queried(running), Fresh(), kT0 + seconds(10));
   ASSERT_EQ(d.action, Action::kCancel) << d.why;
   EXPECT_EQ(d.job_id, 42);
   // Once Slurm says it ended (cancelled), the new run starts; no retry counted.
@@ -336,6 +343,7 @@ TEST(LifecycleTest, SuspendHoldsAPendingJobAndClearingReleasesIt) {
   pending.job_id = 42;
   pending.state = slurm::BaseState::kPending;
   pending.submit_time = kT0;
+  pending.comment = fixtures::TagOfRun(1);
   Decision d = Decide(job, Cluster(), {}, Queried(pending), Fresh(), kT0 + seconds(5));
   ASSERT_EQ(d.action, Action::kUpdateJob) << d.why;
   ASSERT_TRUE(d.update.hold.has_value());

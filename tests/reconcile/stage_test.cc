@@ -12,7 +12,9 @@
 
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_descriptor.h"
+#include "controller/reconcile/ownership.h"
 #include "controller/reconcile/runs.h"
+#include "controller/reconcile/tag_search.h"
 #include "gtest/gtest.h"
 #include "tests/reconcile/decide_fixtures.h"
 
@@ -54,16 +56,21 @@ struct World {
     out = Outcomes{};
     now += later;
   }
-  // A SlurmJob whose run 1 is Slurm job 42 in `state`.
+  // A SlurmJob whose run 1 is Slurm job 42 in `state`, submitted to the
+  // cluster the SlurmCluster points at.
   void Submitted(std::string_view state = "RUNNING") {
     job.has_finalizer = true;
     job.status = StatusAfterSubmit(job.status, 42, "a3", false, 1, kT0, nullptr);
     job.status.set_job_state(std::string(state));
+    *job.status.mutable_submitted_to() = LocationOf(cluster.spec);
+    job.status.set_job_tag(RunTag(job));
     memo.no_earlier_submit = true;
   }
-  void SlurmSays(slurm::BaseState state) {
+  // Slurm's record of job 42, carrying `comment` (default: the run's tag).
+  void SlurmSays(slurm::BaseState state, std::optional<std::string> comment = std::nullopt) {
     slurm::JobInfo info;
     info.job_id = 42;
+    info.comment = comment.value_or(RunTag(job));
     info.state = state;
     info.submit_time = kT0;
     if (state == slurm::BaseState::kCompleted) info.end_time = kT0;
@@ -175,6 +182,40 @@ void CancelBlocked() {
   EXPECT_EQ(w.decide().events.at(0).reason, "CancelBlocked");
   w.cluster = fixtures::Cluster();
   EXPECT_EQ(w.stage(), Stage::kCancelling);
+}
+
+// #13 L1: the SlurmCluster was repointed after the submit. A cancel by id
+// there would hit whatever job has that id now: blocked until pointed back.
+void DeletionClusterMoved() {
+  World w;
+  w.Submitted();
+  w.job.deleting = true;
+  w.cluster.spec.set_cluster_id("elsewhere");
+  ExpectRow(w, Stage::kDeletionClusterMoved, Action::kNone);
+  const Decision d = w.decide();
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "CancelBlocked");
+  EXPECT_NE(d.events[0].note.find("now points at projects/proj/locations/us-central1/"
+                                  "modelDevelopmentClusters/elsewhere"),
+            std::string::npos)
+      << d.events[0].note;
+  EXPECT_TRUE(d.requeue_after.has_value());
+  w.cluster = fixtures::Cluster();  // pointed back
+  EXPECT_EQ(w.stage(), Stage::kCancelling);
+}
+
+// #13 L1: the record under the job's id carries another tag (the cluster's
+// ids started again): never cancelled, and the finalizer stays.
+void DeletionNotOurs() {
+  World w;
+  w.Submitted();
+  w.job.deleting = true;
+  ExpectRow(w, Stage::kCancelling, Action::kQuery);
+  w.SlurmSays(slurm::BaseState::kRunning, "slurmjob-operator:team-b/other-uid/1");
+  ExpectRow(w, Stage::kDeletionNotOurs, Action::kNone);
+  EXPECT_EQ(w.decide().events.at(0).reason, "CancelBlocked");
+  w.SlurmSays(slurm::BaseState::kRunning);  // its own record again
+  EXPECT_EQ(w.decide().action, Action::kCancel);
 }
 
 void Cancelling() {
@@ -386,13 +427,83 @@ void Superseded() {
   World w;
   w.Submitted();
   w.job.spec.set_run_id("again");
+  // Nothing is cancelled before a look found the job ours.
+  ExpectRow(w, Stage::kFollowing, Action::kQuery);
+  w.SlurmSays(slurm::BaseState::kRunning);
   ExpectRow(w, Stage::kSuperseded, Action::kCancel);
   w.out.cancel = slurm::CancelResponse{};
+  w.out.query.reset();  // the executor looks again after a cancel
   w.step();
   EXPECT_EQ(w.stage(), Stage::kFollowing);
+  w.SlurmSays(slurm::BaseState::kRunning);
   w.out.cancel = absl::UnavailableError("x");
   EXPECT_EQ(w.stage(), Stage::kSuperseded);
   EXPECT_TRUE(w.decide().retry_with_backoff);
+  w.SlurmSays(slurm::BaseState::kRunning, "someone else's job");
+  EXPECT_EQ(w.stage(), Stage::kNotOurs) << "another job is never cancelled";
+}
+
+// #13 L1: the SlurmCluster now points at another cluster than the one the
+// job was submitted to: neither followed nor cancelled there; reported.
+void ClusterMoved() {
+  World w;
+  w.Submitted();
+  w.cluster.spec.set_cluster_id("elsewhere");
+  ExpectRow(w, Stage::kClusterMoved, Action::kWriteStatus);
+  const Decision d = w.decide();
+  EXPECT_EQ(FindCondition(d.status.conditions(), kReconciling)->reason(), "ClusterChanged");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].type, kWarning);
+  w.job.spec.set_run_id("again");
+  EXPECT_EQ(w.stage(), Stage::kClusterMoved) << "not even a runId change cancels there";
+  w.cluster = fixtures::Cluster();
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
+}
+
+// #13 L1: the job's id names another job (its comment is not the tag).
+void NotOurs() {
+  World w;
+  w.Submitted();
+  w.SlurmSays(slurm::BaseState::kPending, "slurmjob-operator:team-b/other-uid/1@prod");
+  ExpectRow(w, Stage::kNotOurs, Action::kWriteStatus);
+  const Decision d = w.decide();
+  EXPECT_EQ(d.status.phase(), "Unknown");
+  EXPECT_EQ(d.status.job_state(), "RUNNING") << "the stranger's state is not shown";
+  EXPECT_EQ(FindCondition(d.status.conditions(), kReconciling)->reason(), "JobNotOurs");
+  w.job.spec.set_suspend(true);
+  EXPECT_EQ(w.stage(), Stage::kNotOurs) << "never held either";
+}
+
+// The upgrade rule (ownership.h): a status written by the previous version
+// has no submittedTo and no jobTag, and its job the legacy tag. It is
+// followed, and its first look records where the job runs and its tag.
+TEST(StageTable, AStatusFromBeforeSubmittedToLearnsItFromItsFirstLook) {
+  World w;
+  w.job.id.installation = "prod";
+  w.Submitted("PENDING");
+  w.job.status.clear_submitted_to();
+  w.job.status.clear_job_tag();
+  w.cluster.spec.set_cluster_id("anywhere");  // no record of where it was: not "moved"
+  ExpectRow(w, Stage::kFollowing, Action::kQuery);
+  w.SlurmSays(slurm::BaseState::kRunning, LegacySubmissionTag(w.job.id, 1));
+  ExpectRow(w, Stage::kActive, Action::kWriteStatus);
+  const Decision d = w.decide();
+  EXPECT_EQ(d.status.submitted_to().cluster_id(), "anywhere");
+  EXPECT_EQ(d.status.job_tag(), LegacySubmissionTag(w.job.id, 1));
+  // A restored SlurmJob (new uid) is still matched by its recorded tag.
+  w.Wrote(d);
+  w.job.id.uid = "restored-uid";
+  EXPECT_EQ(w.stage(), Stage::kActive);
+}
+
+TEST(StageTable, AnAccountingRecordWithoutCommentCannotBeToldAndIsOurs) {
+  World w;
+  w.Submitted();
+  w.SlurmSays(slurm::BaseState::kCompleted, "");
+  w.out.query->value().from_accounting = true;
+  EXPECT_EQ(w.stage(), Stage::kJobEnded);
+  w.out.query->value().from_accounting = false;  // the live queue always has the comment
+  EXPECT_EQ(w.stage(), Stage::kNotOurs);
 }
 
 void Following() {
@@ -481,6 +592,8 @@ const std::vector<std::pair<Stage, void (*)()>>& Rows() {
       {Stage::kDisowning, Disowning},
       {Stage::kDeletingEnded, DeletingEnded},
       {Stage::kCancelBlocked, CancelBlocked},
+      {Stage::kDeletionClusterMoved, DeletionClusterMoved},
+      {Stage::kDeletionNotOurs, DeletionNotOurs},
       {Stage::kCancelling, Cancelling},
       {Stage::kRecordingSubmit, RecordingSubmit},
       {Stage::kBlocked, Blocked},
@@ -497,6 +610,8 @@ const std::vector<std::pair<Stage, void (*)()>>& Rows() {
       {Stage::kEnded, Ended},
       {Stage::kClusterGone, ClusterGone},
       {Stage::kSuperseded, Superseded},
+      {Stage::kClusterMoved, ClusterMoved},
+      {Stage::kNotOurs, NotOurs},
       {Stage::kFollowing, Following},
       {Stage::kQueryFailed, QueryFailed},
       {Stage::kJobMissing, JobMissing},
