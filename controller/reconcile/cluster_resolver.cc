@@ -14,6 +14,10 @@ int64_t Generation(const nlohmann::json& obj) {
   return obj.value("metadata", nlohmann::json::object()).value("generation", int64_t{0});
 }
 
+bool BeingDeleted(const nlohmann::json& obj) {
+  return !api::MetadataString(obj, "deletionTimestamp").empty();
+}
+
 // The labels of Namespace `ns` as the cache shows it; nullopt when absent.
 std::optional<std::map<std::string, std::string>> NamespaceLabels(const ObjectCache* namespaces,
                                                                   const std::string& ns) {
@@ -62,6 +66,7 @@ void ResolveClusterScoped(const ClusterCaches& caches, const std::string& ns,
   }
   c->kind = ClusterFacts::Kind::kFound;
   c->generation = Generation(*obj);
+  c->deleting = BeingDeleted(*obj);
   absl::StatusOr<api::ClusterScopedCluster> read = api::ClusterSlurmClusterFromObject(*obj);
   if (!read.ok()) {
     // An unreadable selector allows nobody.
@@ -108,6 +113,7 @@ ClusterFacts ResolveJobCluster(const ClusterCaches& caches, const std::string& n
     return c;
   }
   c.kind = ClusterFacts::Kind::kFound;
+  c.deleting = BeingDeleted(*obj);
   absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*obj);
   if (!cluster.ok()) {
     // Unreadable: treat as found with an empty spec so that validation explains what is missing.

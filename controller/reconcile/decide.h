@@ -75,6 +75,9 @@ struct ClusterFacts {
   // "namespace/name" of a SlurmCluster, "/name" of a ClusterSlurmCluster (tracker and probe key).
   std::string key;
   int64_t generation = 0;  // the cluster's metadata.generation
+  // kFound: metadata.deletionTimestamp is set. Its jobs are still followed and cancelled (it is
+  // kept while SlurmJobs name it, cluster_protection.h), but no new job is submitted to it.
+  bool deleting = false;
   v1alpha1::SlurmClusterSpec spec;
   ClusterIdentity identity;  // kFound: whose credentials the calls carry
   ClusterAccess access;      // kRefused: why (reason, message, transient)

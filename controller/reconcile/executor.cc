@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "controller/api/finalizers.h"
 #include "controller/api/json_codec.h"
 #include "controller/api/resources.h"
 #include "controller/api/types.h"
@@ -55,17 +56,6 @@ const char* ActionName(Action a) {
   return "?";
 }
 
-std::vector<std::string> Finalizers(const nlohmann::json& obj) {
-  std::vector<std::string> out;
-  const auto& meta = obj.value("metadata", nlohmann::json::object());
-  if (auto it = meta.find("finalizers"); it != meta.end() && it->is_array()) {
-    for (const auto& f : *it) {
-      if (f.is_string()) out.push_back(f.get<std::string>());
-    }
-  }
-  return out;
-}
-
 // JobFacts from a SlurmJob object. A spec the codec cannot read (wrong types
 // that an older CRD let through) is reported as an error for the user.
 absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj,
@@ -80,7 +70,7 @@ absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj,
   const auto& meta = obj.value("metadata", nlohmann::json::object());
   f.generation = meta.value("generation", int64_t{0});
   f.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
-  std::vector<std::string> fins = Finalizers(obj);
+  std::vector<std::string> fins = api::Finalizers(obj);
   f.has_finalizer = std::find(fins.begin(), fins.end(), api::kSlurmJobFinalizer) != fins.end();
   f.spec = job->spec();
   f.status = job->status();
@@ -244,7 +234,7 @@ class Executor::Attempt {
   // ---- Kubernetes ----------------------------------------------------------
 
   Next PatchFinalizer(const Decision& d) {
-    std::vector<std::string> fins = Finalizers(object_);
+    std::vector<std::string> fins = api::Finalizers(object_);
     fins.erase(std::remove(fins.begin(), fins.end(), api::kSlurmJobFinalizer), fins.end());
     if (d.action == Action::kAddFinalizer) fins.emplace_back(api::kSlurmJobFinalizer);
     // The resourceVersion makes the patch conditional: it fails with a

@@ -107,6 +107,17 @@ std::vector<std::string> JobIndex::Naming(const std::string& ns, const std::stri
   return naming;
 }
 
+std::optional<std::string> JobIndex::NamespacedClusterOf(const std::string& key,
+                                                         const std::string& default_cluster) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = summaries_.find(key);
+  if (it == summaries_.end() || it->second.cluster_scoped_ref) return std::nullopt;
+  const std::string& name =
+      it->second.cluster_ref.empty() ? default_cluster : it->second.cluster_ref;
+  if (name.empty()) return std::nullopt;
+  return absl::StrCat(it->second.ns, "/", name);
+}
+
 std::vector<std::string> JobIndex::NamingClusterScoped(const std::string& cluster) const {
   std::vector<std::string> naming;
   std::lock_guard<std::mutex> lock(mu_);

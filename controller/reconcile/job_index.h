@@ -50,6 +50,10 @@ class JobIndex {
   // spec.clusterRef.name name `default_cluster`).
   std::vector<std::string> Naming(const std::string& ns, const std::string& cluster,
                                   const std::string& default_cluster) const;
+  // "ns/name" of the SlurmCluster (not a ClusterSlurmCluster) SlurmJob `key` names; nullopt
+  // when it is not cached, names a ClusterSlurmCluster, or names none and there is no default.
+  std::optional<std::string> NamespacedClusterOf(const std::string& key,
+                                                 const std::string& default_cluster) const;
   // The SlurmJobs (of any namespace) that name ClusterSlurmCluster `cluster`.
   std::vector<std::string> NamingClusterScoped(const std::string& cluster) const;
   // The SlurmJobs of `ns` that name any ClusterSlurmCluster (whether they may use it depends on

@@ -20,6 +20,7 @@ namespace slurmop::reconcile {
 namespace {
 
 const std::string kClusterKeyPrefix = "scl:";
+const std::string kProtectKeyPrefix = "protect:";  // cluster_protector.h
 namespace metric = server::metric;
 
 // True if status.conditions has type Ready with status "True".
@@ -72,7 +73,12 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
       namespaces_view_(namespaces_),
       executor_(kube, jobs_view_, clusters_view_, slurm_api, credentials, events, clock,
                 options_.executor),
-      cluster_reconciler_(kube, clusters_view_, slurm_api, credentials, events, clock) {
+      cluster_reconciler_(kube, clusters_view_, slurm_api, credentials, events, clock),
+      protector_(kube, clusters_view_,
+                 {[this] { return jobs_ && jobs_->HasSynced(); },
+                  [this](const std::string& ns, const std::string& name) {
+                    return !index_.Naming(ns, name, options_.executor.default_cluster).empty();
+                  }}) {
   executor_.SetClusterScopedCaches(&cluster_clusters_view_, &namespaces_view_);
   cluster_reconciler_.SetClusterAccess(&cluster_clusters_view_, options_.executor.access);
   jobs_ = std::make_unique<kube::Informer>(
@@ -125,10 +131,19 @@ void Manager::OnJobEvent(const std::string& type,
   if (!obj) return;
   const std::string key =
       absl::StrCat(api::MetadataString(*obj, "namespace"), "/", api::MetadataString(*obj, "name"));
+  const std::string& dflt = options_.executor.default_cluster;
+  const std::optional<std::string> cluster_before = index_.NamespacedClusterOf(key, dflt);
   // Keep the indexes, and wake the SlurmJobs that wait for this one.
   std::vector<std::string> wake = index_.Apply(type, *obj);
+  const std::optional<std::string> cluster_after = index_.NamespacedClusterOf(key, dflt);
   queue_.Add(key);
   for (const std::string& k : wake) queue_.Add(k);
+  // A SlurmJob started or stopped naming a SlurmCluster: whether it is kept may change.
+  if (type != std::string(kube::kModified) || cluster_before != cluster_after) {
+    for (const std::optional<std::string>& c : {cluster_before, cluster_after}) {
+      if (c) queue_.Add(kProtectKeyPrefix + *c);
+    }
+  }
 }
 
 std::optional<JobTracker::Owner> Manager::KnownUid(const std::string& ns, const std::string& uid) {
@@ -154,6 +169,8 @@ void Manager::OnClusterEvent(const std::string& type,
   const std::string ns = cluster_scoped ? "" : api::MetadataString(*obj, "namespace");
   const std::string name = api::MetadataString(*obj, "name");
   const std::string key = absl::StrCat(ns, "/", name);
+  // Its finalizer, annotation, deletion or Secret reference may have changed (cheap: caches only).
+  if (!cluster_scoped && type != kube::kDeleted) queue_.Add(kProtectKeyPrefix + key);
   {
     int64_t generation =
         obj->value("metadata", nlohmann::json::object()).value("generation", int64_t{0});
@@ -221,7 +238,8 @@ void Manager::Stop() {
 }
 
 LogFields Manager::ReconcileLogFields(bool is_cluster, const std::string& key) const {
-  const std::string object = is_cluster ? key.substr(kClusterKeyPrefix.size()) : key;
+  // "scl:ns/name" and "protect:ns/name" are SlurmCluster keys.
+  const std::string object = is_cluster ? key.substr(key.find(':') + 1) : key;
   const size_t slash = object.find('/');
   LogFields fields = {{"controller", ControllerName(is_cluster)},
                       {"namespace", object.substr(0, slash)},
@@ -244,11 +262,13 @@ void Manager::Work() {
       queue_.Done(*key);
       return;
     }
-    const bool is_cluster = key->rfind(kClusterKeyPrefix, 0) == 0;
+    const bool is_protect = key->rfind(kProtectKeyPrefix, 0) == 0;
+    const bool is_cluster = is_protect || key->rfind(kClusterKeyPrefix, 0) == 0;
     const auto started = std::chrono::steady_clock::now();
     ScopedLogContext log_context(ReconcileLogFields(is_cluster, *key));
     active_[is_cluster] += 1;
-    ReconcileResult r = is_cluster
+    ReconcileResult r = is_protect ? protector_.Reconcile(key->substr(kProtectKeyPrefix.size()))
+                        : is_cluster
                             ? cluster_reconciler_.Reconcile(key->substr(kClusterKeyPrefix.size()))
                             : executor_.Reconcile(*key);
     active_[is_cluster] -= 1;

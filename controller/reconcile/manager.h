@@ -27,6 +27,7 @@
 #include "controller/common/log_context.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/workqueue.h"
+#include "controller/reconcile/cluster_protector.h"
 #include "controller/reconcile/cluster_reconciler.h"
 #include "controller/reconcile/executor.h"
 #include "controller/reconcile/job_index.h"
@@ -109,6 +110,8 @@ class Manager {
   CacheView namespaces_view_;
   Executor executor_;
   ClusterReconciler cluster_reconciler_;
+  // Keeps SlurmClusters and their Secrets while SlurmJobs name them ("protect:" keys).
+  ClusterProtector protector_;
   std::unique_ptr<JobTracker> tracker_;
   // Uid, dependents, cluster and phase indexes of the cached SlurmJobs.
   JobIndex index_;

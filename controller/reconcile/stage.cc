@@ -164,6 +164,16 @@ std::optional<Blocker> ClusterBlocker(const Known& k) {
     case ClusterFacts::Kind::kFound:
       break;
   }
+  if (k.cluster.deleting) {
+    return Blocker{
+        "ClusterBeingDeleted",
+        absl::StrCat(k.cluster.cluster_scoped ? "ClusterSlurmCluster \"" : "SlurmCluster \"",
+                     k.cluster.name,
+                     "\" is being deleted: no new job is submitted to it (jobs "
+                     "already submitted are still followed and cancelled). Name "
+                     "another cluster in spec.clusterRef. Nothing was submitted."),
+        std::nullopt};
+  }
   if (absl::Status s = ValidateClusterSpec(k.cluster.spec); !s.ok()) {
     return Blocker{"InvalidCluster", absl::StrCat(s.message(), ". Nothing was submitted."),
                    std::nullopt};

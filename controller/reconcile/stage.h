@@ -49,9 +49,10 @@
 //                     SubmitReturnedId or
 //                     TagSearchFoundJob)
 // kBlocked            a Blocker: cluster unnamed,  WriteStatus(Stalled), stop   kUnprotected once
-//                     missing or invalid; spec     (script missing: requeue)    the spec, cluster
-//                     invalid; script missing; not                              or ConfigMap is
-//                     expressible in the version                                fixed
+//                     missing, being deleted or    (script missing: requeue)    the spec, cluster
+//                     invalid; spec invalid;                                    or ConfigMap is
+//                     script missing; not                                       fixed
+//                     expressible in the version
 // kLoadingScript      ScriptNotLoaded, or the      LoadScript, or LoadSecrets   kBlocked or
 //                     environment's Secrets        (spec.environment[].         kUnprotected
 //                     not read yet                 valueFrom.secretKeyRef)

@@ -433,6 +433,50 @@ TEST_F(TenantIdentity, InstallerSecretIsTrustedLikeTheOperatorsOwnCredentialsTen
   EXPECT_EQ(done.exit_code, 0) << done.err;
 }
 
+// Review L3 (issue 13 item 8): deleting a namespace deletes everything in it at once. Without
+// protection the SlurmCluster and the Secret of its credentials went first, the SlurmJob's cancel
+// was blocked for good, the namespace stayed Terminating and the Slurm job ran on. Now both stay
+// (the operator's finalizers) until no SlurmJob names the cluster.
+TEST_F(TenantIdentity, DeletingANamespaceCancelsItsSlurmJobsAndCompletes) {
+  ApplyJob("team-a", "long", "{name: with-creds}", "", "sleep 600");
+  CommandResult running = WaitJobState("team-a", "sj/long", "RUNNING");
+  ASSERT_EQ(running.exit_code, 0) << running.err;
+  std::vector<json> jobs = SlurmJobsOf("team-a", "long");
+  ASSERT_EQ(jobs.size(), 1u);
+  const int64_t job_id = jobs[0].value("job_id", int64_t{0});
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Get("team-a", "scl/with-creds", "{.metadata.finalizers}").find("cluster-in-use") !=
+                   std::string::npos &&
+               Get("team-a", "secret/tenant-creds", "{.metadata.finalizers}")
+                       .find("credentials-in-use") != std::string::npos;
+      },
+      seconds(30)))
+      << "the SlurmCluster and its Secret carry the operator's finalizers while a SlurmJob names "
+         "the cluster";
+
+  // Deleting the SlurmCluster alone: it stays (Terminating) while the SlurmJob names it, and takes
+  // no new job.
+  ASSERT_EQ(Kubectl({"delete", "scl/with-creds", "-n", "team-a", "--wait=false"}).exit_code, 0);
+  ApplyJob("team-a", "late", "{name: with-creds}");
+  EXPECT_TRUE(WaitReason("team-a", "sj/late", "Stalled", "ClusterBeingDeleted"));
+  EXPECT_FALSE(Get("team-a", "scl/with-creds", "{.metadata.deletionTimestamp}").empty());
+  EXPECT_EQ(SlurmJobsOf("team-a", "late").size(), 0u);
+
+  ASSERT_EQ(Kubectl({"delete", "namespace", "team-a", "--wait=false"}).exit_code, 0);
+  CommandResult gone = Kubectl({"wait", "--for=delete", "namespace/team-a", "--timeout=90s"});
+  EXPECT_EQ(gone.exit_code, 0)
+      << gone.err << "\n"
+      << Kubectl({"get", "sj,scl,secret", "-n", "team-a", "-o", "yaml"}).out;
+  std::string state;
+  json all = AgentAdmin("/__admin/jobs");
+  const json& list = all.is_object() && all.contains("jobs") ? all["jobs"] : all;
+  for (const auto& j : list) {
+    if (j.value("job_id", int64_t{0}) == job_id) state = j.value("state", j.value("job_state", ""));
+  }
+  EXPECT_EQ(state, "CANCELLED") << all.dump();
+}
+
 // Every path that talks to the Kubernetes API, then the recorded requests against deploy/.
 TEST_F(TenantIdentity, RbacMatchesTheCode) {
   const std::string cm =

@@ -684,6 +684,39 @@ class DeleteTest(unittest.TestCase):
             time.sleep(0.05)
         self.assertEqual(SRV.request("GET", sj_path(self.ns, "d3"))[0], 404)
 
+    def test_namespace_deletion_honours_finalizers_like_the_namespace_controller(self):
+        # Everything is deleted at once; an object with a finalizer stays readable (and patchable)
+        # with a deletionTimestamp, and the namespace stays Terminating until it is gone.
+        ns = new_ns("nsfin")
+        secret = {"apiVersion": "v1", "kind": "Secret",
+                  "metadata": {"name": "creds", "finalizers": ["example.com/keep"]},
+                  "stringData": {"k": "v"}}
+        self.assertEqual(SRV.request("POST", "/api/v1/namespaces/%s/secrets" % ns, secret)[0], 201)
+        create_sj(ns, "plain")
+        self.assertEqual(SRV.request("DELETE", "/api/v1/namespaces/%s" % ns)[0], 200)
+        for _ in range(50):
+            if SRV.request("GET", sj_path(ns, "plain"))[0] == 404:
+                break
+            time.sleep(0.05)
+        self.assertEqual(SRV.request("GET", sj_path(ns, "plain"))[0], 404)
+        st, s = SRV.request("GET", "/api/v1/namespaces/%s/secrets/creds" % ns)
+        self.assertEqual(st, 200)
+        self.assertTrue(s["metadata"].get("deletionTimestamp"))
+        st, nso = SRV.request("GET", "/api/v1/namespaces/%s" % ns)
+        self.assertEqual((st, nso["status"]["phase"]), (200, "Terminating"))
+        time.sleep(0.3)
+        self.assertEqual(SRV.request("GET", "/api/v1/namespaces/%s" % ns)[0], 200)
+        st, _ = SRV.request("PATCH", "/api/v1/namespaces/%s/secrets/creds" % ns,
+                            {"metadata": {"finalizers": None}},
+                            ctype="application/merge-patch+json")
+        self.assertEqual(st, 200)
+        for _ in range(50):
+            if SRV.request("GET", "/api/v1/namespaces/%s" % ns)[0] == 404:
+                break
+            time.sleep(0.05)
+        self.assertEqual(SRV.request("GET", "/api/v1/namespaces/%s/secrets/creds" % ns)[0], 404)
+        self.assertEqual(SRV.request("GET", "/api/v1/namespaces/%s" % ns)[0], 404)
+
     def test_owner_reference_gc_and_namespace_deletion(self):
         owner = create_sj(self.ns, "owner")
         cm = {"apiVersion": "v1", "kind": "ConfigMap",

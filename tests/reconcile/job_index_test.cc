@@ -94,6 +94,27 @@ TEST(JobIndex, FindsTheSlurmJobsNamingACluster) {
   EXPECT_THAT(index.Naming("team-b", "a3", "a3"), IsEmpty());
 }
 
+// The manager asks which SlurmCluster a SlurmJob named before and after an event, to keep that
+// cluster (and its Secret) while SlurmJobs name it (cluster_protector.h).
+TEST(JobIndex, TellsWhichNamespacedSlurmClusterASlurmJobNames) {
+  JobIndex index;
+  EXPECT_EQ(index.NamespacedClusterOf("team-a/a", "dflt"), std::nullopt) << "not cached";
+  index.Apply("ADDED", Job("a", "u1", {{"clusterRef", {{"name", "a3"}}}}));
+  index.Apply("ADDED", Job("b", "u2"));
+  index.Apply("ADDED",
+              Job("c", "u3", {{"clusterRef", {{"name", "a3"}, {"kind", "ClusterSlurmCluster"}}}}));
+  EXPECT_EQ(index.NamespacedClusterOf("team-a/a", "dflt"), "team-a/a3");
+  EXPECT_EQ(index.NamespacedClusterOf("team-a/b", "dflt"), "team-a/dflt") << "the default";
+  EXPECT_EQ(index.NamespacedClusterOf("team-a/b", ""), std::nullopt) << "no default";
+  EXPECT_EQ(index.NamespacedClusterOf("team-a/c", "dflt"), std::nullopt)
+      << "a ClusterSlurmCluster lives outside the namespace";
+  EXPECT_THAT(index.Naming("team-a", "a3", ""), ElementsAre("team-a/a"));
+  index.Apply("MODIFIED", Job("a", "u1", {{"clusterRef", {{"name", "b7"}}}}));
+  EXPECT_EQ(index.NamespacedClusterOf("team-a/a", "dflt"), "team-a/b7");
+  index.Apply("DELETED", Job("a", "u1", {{"clusterRef", {{"name", "b7"}}}}));
+  EXPECT_EQ(index.NamespacedClusterOf("team-a/a", "dflt"), std::nullopt);
+}
+
 TEST(JobIndex, CountsByPhaseWithEveryPhasePresent) {
   JobIndex index;
   index.Apply("ADDED", Job("a", "u1", {}, {{"phase", "Running"}}));

@@ -254,6 +254,23 @@ void Blocked() {
   EXPECT_EQ(FindCondition(w.decide().status.conditions(), kStalled)->reason(), "ClusterNotFound");
   w.cluster = fixtures::Cluster();
   EXPECT_EQ(w.stage(), Stage::kUnprotected);
+  // A SlurmCluster being deleted (kept only while SlurmJobs name it) takes no new job.
+  w.cluster.deleting = true;
+  ExpectRow(w, Stage::kBlocked, Action::kWriteStatus);
+  EXPECT_EQ(FindCondition(w.decide().status.conditions(), kStalled)->reason(),
+            "ClusterBeingDeleted");
+}
+
+// A job already submitted to a SlurmCluster being deleted is still followed (and so cancelled
+// when its SlurmJob goes).
+TEST(StageTable, AJobOnAClusterBeingDeletedIsStillFollowed) {
+  World w;
+  w.job.has_finalizer = true;
+  w.out.submit = int64_t{42};
+  w.Wrote(w.step());
+  w.NextReconcile();
+  w.cluster.deleting = true;
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
 }
 
 void LoadingScript() {

@@ -1,0 +1,139 @@
+// File: controller/reconcile/cluster_protector.cc
+
+#include "controller/reconcile/cluster_protector.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "controller/api/finalizers.h"
+#include "controller/api/types.h"
+#include "controller/common/json_members.h"
+#include "controller/kube/errors.h"
+#include "controller/kube/resource_types.h"
+#include "controller/reconcile/resource_types.h"
+#include "glog/logging.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+using std::chrono::seconds;
+
+using api::HasFinalizer;
+
+std::string Annotation(const nlohmann::json& obj, const char* name) {
+  const nlohmann::json* meta = FindMember(obj, "metadata");
+  const nlohmann::json* annotations = meta ? FindMember(*meta, "annotations") : nullptr;
+  return annotations ? StringMember(*annotations, name) : "";
+}
+
+// A merge patch setting `finalizer` present or absent, conditional on the resourceVersion so that
+// it fails with a conflict instead of dropping a finalizer someone else just added.
+nlohmann::json FinalizerPatch(const nlohmann::json& obj, const char* finalizer, bool present) {
+  std::vector<std::string> fins = api::Finalizers(obj);
+  fins.erase(std::remove(fins.begin(), fins.end(), finalizer), fins.end());
+  if (present) fins.emplace_back(finalizer);
+  return {
+      {"metadata",
+       {{"finalizers", fins}, {"resourceVersion", api::MetadataString(obj, "resourceVersion")}}}};
+}
+
+}  // namespace
+
+ProtectionFacts ProtectionFactsOf(const nlohmann::json& cluster, bool in_use) {
+  ProtectionFacts f;
+  f.in_use = in_use;
+  f.deleting = !api::MetadataString(cluster, "deletionTimestamp").empty();
+  f.has_finalizer = HasFinalizer(cluster, kClusterInUseFinalizer);
+  const nlohmann::json* spec = FindMember(cluster, "spec");
+  const nlohmann::json* ref = spec ? FindMember(*spec, "credentialsSecretRef") : nullptr;
+  if (ref) f.wanted_secret = StringMember(*ref, "name");
+  f.protected_secret = Annotation(cluster, kProtectedSecretAnnotation);
+  return f;
+}
+
+ReconcileResult ClusterProtector::Reconcile(const std::string& key) {
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos || slash == 0) return {};
+  const std::string ns = key.substr(0, slash);
+  const std::string name = key.substr(slash + 1);
+  std::shared_ptr<const nlohmann::json> cached = clusters_.Get(ns, name);
+  if (!cached) return {};
+  if (!jobs_.synced()) return {seconds(1), false};
+  const ProtectionFacts facts = ProtectionFactsOf(*cached, jobs_.name_cluster(ns, name));
+  for (const ProtectionStep& step : PlanProtection(facts)) {
+    if (absl::Status s = Apply(ns, *cached, step); !s.ok()) {
+      LOG(WARNING) << "SlurmCluster " << key << ": keeping it (and its Secret) while SlurmJobs "
+                   << "name it: " << s;
+      return {std::nullopt, true};
+    }
+  }
+  return {};
+}
+
+absl::Status ClusterProtector::Apply(const std::string& ns, const nlohmann::json& cluster,
+                                     const ProtectionStep& step) {
+  switch (step.kind) {
+    case ProtectionStep::Kind::kProtectSecret:
+      return ProtectSecret(ns, step.secret);
+    case ProtectionStep::Kind::kReleaseSecret:
+      return ReleaseSecret(ns, api::MetadataString(cluster, "name"), step.secret);
+    case ProtectionStep::Kind::kPatchCluster:
+      return PatchCluster(ns, cluster, step);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClusterProtector::ProtectSecret(const std::string& ns, const std::string& secret) {
+  absl::StatusOr<nlohmann::json> s = kube_.Get(kube::Secrets(), ns, secret);
+  if (kube::IsNotFound(s.status())) return absl::OkStatus();  // nothing to keep
+  if (!s.ok()) return s.status();
+  // A Secret already being deleted cannot get a new finalizer; the jobs' cancels then fail with
+  // a condition naming it.
+  if (HasFinalizer(*s, kCredentialsInUseFinalizer) ||
+      !api::MetadataString(*s, "deletionTimestamp").empty()) {
+    return absl::OkStatus();
+  }
+  return kube_
+      .Patch(kube::Secrets(), ns, secret, kube::PatchType::kMerge,
+             FinalizerPatch(*s, kCredentialsInUseFinalizer, true))
+      .status();
+}
+
+absl::Status ClusterProtector::ReleaseSecret(const std::string& ns, const std::string& cluster,
+                                             const std::string& secret) {
+  absl::StatusOr<nlohmann::json> others = kube_.List(SlurmClustersResource(), ns, {});
+  if (!others.ok()) return others.status();
+  for (const nlohmann::json& o : others->value("items", nlohmann::json::array())) {
+    if (api::MetadataString(o, "name") != cluster && HasFinalizer(o, kClusterInUseFinalizer) &&
+        Annotation(o, kProtectedSecretAnnotation) == secret) {
+      return absl::OkStatus();  // another SlurmCluster still needs it
+    }
+  }
+  absl::StatusOr<nlohmann::json> s = kube_.Get(kube::Secrets(), ns, secret);
+  if (kube::IsNotFound(s.status())) return absl::OkStatus();
+  if (!s.ok()) return s.status();
+  if (!HasFinalizer(*s, kCredentialsInUseFinalizer)) return absl::OkStatus();
+  absl::StatusOr<nlohmann::json> r =
+      kube_.Patch(kube::Secrets(), ns, secret, kube::PatchType::kMerge,
+                  FinalizerPatch(*s, kCredentialsInUseFinalizer, false));
+  return kube::IsNotFound(r.status()) ? absl::OkStatus() : r.status();
+}
+
+absl::Status ClusterProtector::PatchCluster(const std::string& ns, const nlohmann::json& cluster,
+                                            const ProtectionStep& step) {
+  nlohmann::json patch = FinalizerPatch(cluster, kClusterInUseFinalizer, step.finalizer);
+  patch["metadata"]["annotations"][kProtectedSecretAnnotation] =
+      step.secret.empty() ? nlohmann::json(nullptr) : nlohmann::json(step.secret);
+  absl::StatusOr<nlohmann::json> r =
+      kube_.Patch(SlurmClustersResource(), ns, api::MetadataString(cluster, "name"),
+                  kube::PatchType::kMerge, patch);
+  if (kube::IsNotFound(r.status())) return absl::OkStatus();
+  if (r.ok()) {
+    LOG(INFO) << "SlurmCluster " << ns << "/" << api::MetadataString(cluster, "name") << ": "
+              << (step.finalizer ? "kept while SlurmJobs name it" : "no SlurmJob names it")
+              << (step.secret.empty() ? "" : absl::StrCat(", Secret ", step.secret, " kept"));
+  }
+  return r.status();
+}
+
+}  // namespace slurmop::reconcile

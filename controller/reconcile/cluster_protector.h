@@ -1,0 +1,58 @@
+// File: controller/reconcile/cluster_protector.h
+//
+// Carries out PlanProtection (cluster_protection.h) for one SlurmCluster: finalizer and
+// annotation on the SlurmCluster (a merge patch conditional on its resourceVersion), the
+// finalizer on its credentials Secret (a Secret's content is never read into a log, status or
+// Event here; only its metadata matters). The manager hands it the keys "ns/name" of SlurmClusters
+// whenever a SlurmCluster changes or a SlurmJob starts or stops naming one. Reads the caches; sends
+// requests only when something must change (and one List of the namespace's SlurmClusters before
+// a Secret is released, as two SlurmClusters may share a Secret).
+//
+// Until the SlurmJob informer has listed every SlurmJob nothing is decided (a SlurmCluster would
+// look unused). Thread-safety: Reconcile() may run concurrently for different keys.
+
+#ifndef SLURMOP_CONTROLLER_RECONCILE_CLUSTER_PROTECTOR_H_
+#define SLURMOP_CONTROLLER_RECONCILE_CLUSTER_PROTECTOR_H_
+
+#include <functional>
+#include <string>
+
+#include "controller/kube/client.h"
+#include "controller/reconcile/cluster_protection.h"
+#include "controller/reconcile/ports.h"
+
+namespace slurmop::reconcile {
+
+class ClusterProtector {
+ public:
+  struct JobsView {
+    std::function<bool()> synced;  // every SlurmJob is in the cache
+    // Whether a cached SlurmJob of `ns` names SlurmCluster `name`.
+    std::function<bool(const std::string& ns, const std::string& name)> name_cluster;
+  };
+
+  ClusterProtector(kube::Client& kube, const ObjectCache& clusters, JobsView jobs)
+      : kube_(kube), clusters_(clusters), jobs_(std::move(jobs)) {}
+
+  ReconcileResult Reconcile(const std::string& key);
+
+ private:
+  absl::Status Apply(const std::string& ns, const nlohmann::json& cluster,
+                     const ProtectionStep& step);
+  absl::Status ProtectSecret(const std::string& ns, const std::string& secret);
+  absl::Status ReleaseSecret(const std::string& ns, const std::string& cluster,
+                             const std::string& secret);
+  absl::Status PatchCluster(const std::string& ns, const nlohmann::json& cluster,
+                            const ProtectionStep& step);
+
+  kube::Client& kube_;
+  const ObjectCache& clusters_;
+  const JobsView jobs_;
+};
+
+// The facts PlanProtection needs, from a SlurmCluster object.
+ProtectionFacts ProtectionFactsOf(const nlohmann::json& cluster, bool in_use);
+
+}  // namespace slurmop::reconcile
+
+#endif  // SLURMOP_CONTROLLER_RECONCILE_CLUSTER_PROTECTOR_H_
