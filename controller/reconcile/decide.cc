@@ -595,7 +595,10 @@ Decision NotOurJob(const Known& k) {
 }
 
 Decision Following(const Known& k) {
-  const Duration poll = PollInterval(k.job.status, k.now, k.opt);
+  // The interval as it was at the last look: it grows with the job's age, so
+  // one taken at `now` would move the due time on at every wake-up (a
+  // requeue ten times shorter each time, never reaching the poll).
+  const Duration poll = PollInterval(k.job.status, k.memo.last_query_at.value_or(k.now), k.opt);
   if (guards::PolledRecently(k, poll)) {
     // Woken by our own status write or an unrelated change: the last look is
     // recent enough.

@@ -533,6 +533,26 @@ void Following() {
   EXPECT_EQ(w.stage(), Stage::kActive);
 }
 
+// Found by the simulation (simulation_test, seed 6): the poll interval grows
+// with the job's age (a tenth of it), so "polled recently" computed with
+// the interval at `now` requeued for the remainder, and at the requeue the
+// interval had grown by a tenth of that remainder: another, ten times
+// shorter requeue, and so on (a Zeno series of reconciles that, with a
+// fake clock, never reached the poll). The poll is due one interval after
+// the last look, the interval as it was at that look.
+void PolledRecentlyEndsAtThePoll() {
+  World w;
+  w.Submitted();
+  w.memo.last_query_at = kT0 + seconds(100);  // the interval then: 10 s
+  w.now = kT0 + seconds(105);
+  const Decision d = w.decide();
+  ASSERT_EQ(d.why, "polled recently");
+  ASSERT_TRUE(d.requeue_after.has_value());
+  EXPECT_EQ(*d.requeue_after, seconds(5));
+  w.now += *d.requeue_after;
+  EXPECT_EQ(w.decide().action, Action::kQuery) << w.decide().why;
+}
+
 // A spec change after the last look (here spec.suspend on a pending job) is
 // not answered by that look: the reconcile it wakes looks again, then holds.
 // (Before, it stopped as "polled recently" and the hold waited for the
@@ -647,6 +667,7 @@ INSTANTIATE_TEST_SUITE_P(StageTable, StageRow, ::testing::ValuesIn(Rows()),
                          [](const auto& info) { return StageName(info.param.first); });
 
 TEST(StageTable, ASpecChangeIsAnsweredByAFreshLook) { FollowingAfterASpecChange(); }
+TEST(StageTable, APolledRecentlyRequeueEndsAtThePoll) { PolledRecentlyEndsAtThePoll(); }
 
 TEST(StageTable, EveryStageHasItsRowWalked) {
   std::set<Stage> walked;
