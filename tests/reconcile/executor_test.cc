@@ -32,6 +32,7 @@
 #include "gtest/gtest.h"
 #include "tests/reconcile/fakes/fake_agent_platform.h"
 #include "tests/reconcile/fakes/fake_kube.h"
+#include "tests/reconcile/fakes/test_objects.h"
 
 namespace slurmop::reconcile {
 namespace {
@@ -266,16 +267,9 @@ class ExecutorTest : public ::testing::Test {
   }
 
   void AddCluster(const std::string& version) {
-    nlohmann::json c = {{"apiVersion", std::string(api::kApiVersion)},
-                        {"kind", "SlurmCluster"},
-                        {"metadata", {{"name", "a3"}, {"namespace", kNs}}},
-                        {"spec",
-                         {{"projectId", "proj"},
-                          {"region", "us-central1"},
-                          {"clusterId", "c1"},
-                          {"slurmApiVersion", version},
-                          {"defaultPartition", "gpu"}}}};
-    ASSERT_TRUE(kube_.Create(SlurmClustersResource(), kNs, c).ok());
+    ASSERT_TRUE(
+        kube_.Create(SlurmClustersResource(), kNs, testing::SlurmClusterObject(kNs, "a3", version))
+            .ok());
     kube_.ClearCalls();
   }
 

@@ -22,7 +22,8 @@
 //    without finalizers removes it (the answer is the last object).
 //  * Watch: answers OK at once (not used by the executor).
 //  * Every call is recorded (verb: get, list, create, update, update-status,
-//    patch, delete, watch); WriteCount() counts the writes.
+//    patch, delete, watch) unless record_calls is false; WriteCount() counts
+//    the writes; Revision() moves with every write call.
 //  * Faults: FailNext(verb, status) answers the next call of that verb with
 //    `status` before touching the store. on_request runs first on every call
 //    (outside the lock) so a test can play a concurrent writer.
@@ -82,6 +83,8 @@ class InMemoryKube : public kube::Client {
  public:
   // Runs before every call, outside the lock.
   std::function<void(const KubeCall&)> on_request;
+  // false: calls are not kept for calls() / Count() (a long simulation).
+  bool record_calls = true;
 
   // --- test helpers -------------------------------------------------------
 
@@ -104,6 +107,14 @@ class InMemoryKube : public kube::Client {
     if (it == objects_.end()) return;
     mutate(it->second);
     it->second["metadata"]["resourceVersion"] = NextRv();
+    ++writes_;
+  }
+
+  // Moves with every write call (and MutateBehindTheBack), whatever its
+  // outcome, so a reader can tell that nothing changed since it looked.
+  int64_t Revision() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return writes_;
   }
 
   void FailNext(const std::string& verb, absl::Status status) {
@@ -354,7 +365,8 @@ class InMemoryKube : public kube::Client {
       result = body();
     }
     call.result = result.status();
-    calls_.push_back(std::move(call));
+    if (call.verb != "get" && call.verb != "list" && call.verb != "watch") ++writes_;
+    if (record_calls) calls_.push_back(std::move(call));
     return result;
   }
 
@@ -364,6 +376,7 @@ class InMemoryKube : public kube::Client {
   std::map<std::string, std::deque<absl::Status>> faults_;
   std::vector<KubeCall> calls_;
   int64_t rv_ = 100;
+  int64_t writes_ = 0;  // Revision()
   int uids_ = 0;
 };
 
