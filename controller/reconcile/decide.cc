@@ -955,6 +955,7 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
   if (out.added_finalizer) memo->no_earlier_submit = true;
   if (out.query && out.query->ok()) {
     memo->last_query_at = now;
+    memo->look_unrecorded = false;
     if (out.query->value().job) {
       memo->not_found_since.reset();
     } else if (!memo->not_found_since) {

@@ -145,6 +145,13 @@ struct Memo {
   std::optional<int64_t> refused_cluster_generation;
   std::optional<Time> cancel_requested_at;
   std::optional<Time> last_query_at;
+  // The status the last look led to was not written (the status write
+  // failed): that look does not count as recent, so the next reconcile looks
+  // again and writes what Slurm says, however soon it comes (#13 item 9).
+  // Set by the executor when a status write fails after a look; cleared by
+  // the next look. A write that carries no look (the one recording a submit)
+  // leaves it alone.
+  bool look_unrecorded = false;
   std::optional<Time> not_found_since;
   // deletionPolicy Orphan: the job's tag was replaced by DisownedTag, so the
   // orphan sweep leaves it running.

@@ -287,7 +287,12 @@ class Executor::Attempt {
     nlohmann::json updated = object_;
     updated["status"] = api::StatusToJson(d.status);
     absl::StatusOr<nlohmann::json> r = ex_.kube_.UpdateStatus(SlurmJobsResource(), updated);
-    if (!r.ok()) return WriteFailed(r.status(), "status write", /*honour_retry_after=*/true);
+    if (!r.ok()) {
+      // What this reconcile's look saw is not in the status: the next
+      // reconcile looks again instead of counting it as recent (#13 item 9).
+      if (out_.query && out_.query->ok()) memo_.look_unrecorded = true;
+      return WriteFailed(r.status(), "status write", /*honour_retry_after=*/true);
+    }
     Record(d.events);
     if (IsFinalJobState(d.status.job_state()) && !IsFinalJobState(facts_.status.job_state())) {
       RecordFinishedJob(d.status);

@@ -108,9 +108,11 @@ bool QueryFailed(const Outcomes& out) { return out.query && !out.query->ok(); }
 // changed. A spec change (a new generation: spec.suspend flipped, say) is not
 // served by an older look: what it asks of the Slurm job is only decided
 // after a fresh one, so a waiting reconcile never sits out the tracker's
-// stretched requeue.
+// stretched requeue. A look whose status could not be written does not
+// count either (Memo::look_unrecorded): the status would stay behind Slurm
+// until the next poll, stretched by the tracker to minutes.
 bool PolledRecently(const Known& k, Duration poll) {
-  return k.memo.last_query_at && k.now - *k.memo.last_query_at < poll &&
+  return k.memo.last_query_at && !k.memo.look_unrecorded && k.now - *k.memo.last_query_at < poll &&
          k.job.status.observed_generation() == k.job.generation;
 }
 

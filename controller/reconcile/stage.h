@@ -85,9 +85,9 @@
 //                     (status.submittedTo is not   ClusterChanged), Event,      (pointed back)
 //                     where the cluster points)    requeue permission_retry
 // kFollowing          !QueryDone                   PolledRecently (since the    kQueryFailed,
-//                                                  spec's last change): stop    kJobMissing,
-//                                                  until the poll is due; else  kNotOurs,
-//                                                  Query                        kJobEnded, ...
+//                                                  spec's last change, its      kJobMissing,
+//                                                  status written): stop until  kNotOurs,
+//                                                  the poll is due; else Query  kJobEnded, ...
 // kQueryFailed        QueryFailed                  transient: backoff; else     kFollowing
 //                                                  WriteStatus(Retrying)
 // kJobMissing         SlurmKnowsNoJob              WriteStatus(Unknown),        kFollowing
@@ -255,6 +255,8 @@ bool CancelDue(const Known& k);
 bool CancelFailed(const Outcomes& out);
 bool QueryDone(const Outcomes& out);
 bool QueryFailed(const Outcomes& out);
+// A look younger than `poll`, since the spec's last change, whose status
+// was written (Memo::look_unrecorded).
 bool PolledRecently(const Known& k, Duration poll);
 bool SlurmKnowsNoJob(const Outcomes& out);
 bool SlurmSaysEnded(const Outcomes& out);

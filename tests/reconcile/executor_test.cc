@@ -921,6 +921,28 @@ TEST_F(ExecutorTest, FailedStatusWriteIsRetriedFromMemoNeverResubmits) {
   EXPECT_FALSE(r.retry_with_backoff);
 }
 
+// What Slurm said is not "polled" until the status shows it: a status write
+// that failed leaves the look undone, so the retry (or the next reconcile,
+// however soon) looks again and writes COMPLETED. Before, the failed write's
+// look counted as recent: the next reconcile within the poll interval found
+// the cached status unchanged, wrote nothing and stretched its requeue to the
+// tracker's 2 min, so status stayed RUNNING long after the API server came
+// back (#13 item 9).
+TEST_F(ExecutorTest, AnObservationWhoseStatusWriteFailedIsLookedAtAgain) {
+  RunJob42();
+  clock_.Advance(seconds(5));
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
+  kube_.FailNext("update-status", absl::UnavailableError("connection refused"));
+  ReconcileResult r = Reconcile();
+  EXPECT_TRUE(r.retry_with_backoff);
+  EXPECT_EQ(Status().job_state(), "RUNNING");
+
+  clock_.Advance(std::chrono::milliseconds(10));  // the first backoff retry
+  r = Reconcile();
+  EXPECT_EQ(Status().job_state(), "COMPLETED");
+  EXPECT_EQ(Status().phase(), "Succeeded");
+}
+
 // The informer cache lags behind the operator's own writes: the finalizer
 // patch's watch event re-queues the key while reconcile 1 runs, so reconcile
 // 2 follows at once and may still see the finalizer but no jobId. It must not

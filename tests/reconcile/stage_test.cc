@@ -569,6 +569,25 @@ void FollowingAfterASpecChange() {
   EXPECT_EQ(w.stage(), Stage::kHolding);
 }
 
+// #13 item 9: the status write after a look failed (the API server
+// unreachable). The retry, however soon, looks again rather than counting
+// that look as recent: before, it found the cached status unchanged, wrote
+// nothing and waited out the poll, stretched by the tracker to minutes,
+// while status showed RUNNING for a job Slurm had finished.
+void FollowingAfterAFailedStatusWrite() {
+  World w;
+  w.Submitted();
+  w.SlurmSays(slurm::BaseState::kCompleted);
+  ASSERT_EQ(w.step().action, Action::kWriteStatus);  // the look, and its status
+  w.memo.look_unrecorded = true;                     // what the executor does when that write fails
+  w.NextReconcile(std::chrono::milliseconds(10));    // the backoff retry
+  EXPECT_EQ(w.step().action, Action::kQuery) << "the failed write's look counted as recent";
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
+  w.SlurmSays(slurm::BaseState::kCompleted);
+  EXPECT_EQ(w.step().action, Action::kWriteStatus);
+  EXPECT_FALSE(w.memo.look_unrecorded) << "cleared by the new look";
+}
+
 void QueryFailed() {
   World w;
   w.Submitted();
@@ -668,6 +687,7 @@ INSTANTIATE_TEST_SUITE_P(StageTable, StageRow, ::testing::ValuesIn(Rows()),
 
 TEST(StageTable, ASpecChangeIsAnsweredByAFreshLook) { FollowingAfterASpecChange(); }
 TEST(StageTable, APolledRecentlyRequeueEndsAtThePoll) { PolledRecentlyEndsAtThePoll(); }
+TEST(StageTable, ALookWhoseStatusWriteFailedIsNotRecent) { FollowingAfterAFailedStatusWrite(); }
 
 TEST(StageTable, EveryStageHasItsRowWalked) {
   std::set<Stage> walked;
