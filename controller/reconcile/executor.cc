@@ -308,6 +308,7 @@ class Executor::Attempt {
   Next WriteFailed(const absl::Status& s, std::string_view what, bool honour_retry_after) {
     if (kube::IsNotFound(s)) return Finish({});
     if (kube::IsConflict(s) && Refresh()) return kDecideAgain;
+    write_failed_ = true;
     LOG(WARNING) << key_ << ": " << what << " failed: " << s;
     std::optional<Duration> after = honour_retry_after ? kube::RetryAfter(s) : std::nullopt;
     if (after) return Finish({*after, false});
@@ -578,7 +579,10 @@ class Executor::Attempt {
         ClusterEndpoint{cluster_.key, slurm::VersionOrDefault(cluster_.spec.slurm_api_version()),
                         ClusterNameOf(cluster_.spec), *creds},
         facts_.status.job_id(), key_, v.poll);
-    r.requeue_after = v.requeue;
+    // A failed write's Retry-After is when the API server wants the write
+    // again: not stretched to the tracked requeue, since no list change will
+    // wake the key to write what is not written (#13 item 9).
+    if (!write_failed_) r.requeue_after = v.requeue;
     return r;
   }
 
@@ -591,6 +595,7 @@ class Executor::Attempt {
   ScriptFacts script_;
   ClusterFacts cluster_;
   int32_t outcomes_run_;
+  bool write_failed_ = false;  // this reconcile ends on a failed Kubernetes write
 };
 
 ReconcileResult Executor::Reconcile(const std::string& key) {
