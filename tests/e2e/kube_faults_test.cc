@@ -1043,7 +1043,8 @@ TEST_F(KubeFaults, StatusCatchesUpWithSlurmOnceWritesSucceedAgain) {
   const double caught_up =
       std::chrono::duration<double, std::milli>(steady_clock::now() - reachable).count();
   Metric("status_catch_up_after_failed_writes_ms", caught_up, "ms");
-  EXPECT_LT(caught_up, 2500) << "status caught up with Slurm only after " << caught_up << " ms";
+  // ~0.9 s measured idle; before the fix ~4.4 s. 3.5 s leaves room for a loaded 2-core CI machine.
+  EXPECT_LT(caught_up, 3500) << "status caught up with Slurm only after " << caught_up << " ms";
   ExpectExactlyOnce(names);
   DeleteAndExpectNoStrayState(names);
 }
