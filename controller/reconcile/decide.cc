@@ -182,6 +182,7 @@ Decision DeletingUnsubmitted(const Known& k) {
     if (!guards::TagSearchDone(k.out)) {
       Decision d = Do(Action::kFindByTag, "deleting after a submit with unknown outcome");
       d.api_version = ApiVersionOf(k.cluster);
+      d.search_not_before = SearchNotBefore(k.memo, k.opt, k.now);
       return d;
     }
     if (guards::TagSearchFailed(k.out)) {
@@ -196,7 +197,7 @@ Decision DeletingUnsubmitted(const Known& k) {
 // window's end, then search again (kDeletingUnsubmitted); the Event is
 // recorded when the search that found nothing too early was just made.
 Decision DeletionSettling(const Known& k) {
-  const Duration wait = *k.memo.settle_until - k.now;
+  const Duration wait = std::max(Duration::zero(), *k.memo.settle_until - k.now);
   std::string msg = absl::StrCat(
       "Deleting: the job's last submit has an unknown outcome and may still reach Slurm; the "
       "operator looks for it by its tag again in ",
@@ -403,7 +404,7 @@ Decision Refused(const Known& k) {
 // in flight: wait and look again, never submit.
 Decision Settling(const Known& k) {
   const Outcomes& out = k.out;
-  const Duration wait = *k.memo.settle_until - k.now;
+  const Duration wait = std::max(Duration::zero(), *k.memo.settle_until - k.now);
   const bool failed_now = out.submit && !out.submit->ok();
   std::string msg = absl::StrCat(
       failed_now
@@ -431,6 +432,7 @@ Decision Searching(const Known& k, const SubmitPlan& plan) {
                                           ? "the last submit's outcome is unknown"
                                           : "an earlier process may have submitted");
   d.api_version = plan.api_version;
+  d.search_not_before = SearchNotBefore(k.memo, k.opt, k.now);
   return d;
 }
 
@@ -894,6 +896,18 @@ bool SubmitMayHaveReachedSlurm(const absl::Status& error, bool transport_says_de
   }
 }
 
+Time SettleEnd(const Memo& memo, const DecideOptions& options) {
+  const bool ours = memo.submit_outcome_unknown && memo.submit_attempt_at;
+  return (ours ? *memo.submit_attempt_at : options.process_start) + options.submit_settle;
+}
+
+Time SearchNotBefore(const Memo& memo, const DecideOptions& options, Time now) {
+  const Time end = SettleEnd(memo, options);
+  if (end <= now) return end;
+  if (memo.submit_outcome_unknown && memo.submit_attempt_at) return now;
+  return options.process_start;
+}
+
 void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const ClusterFacts& cluster,
                 Time now, const DecideOptions& opt) {
   // A new incarnation, or a newer run: start afresh. A status showing an
@@ -939,10 +953,7 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
     } else {
       // Nothing found proves no earlier submit only once a submit that may
       // still be in flight (ours, or an earlier process's) would have landed.
-      const Time settle_until =
-          (memo->submit_outcome_unknown && memo->submit_attempt_at ? *memo->submit_attempt_at
-                                                                   : opt.process_start) +
-          opt.submit_settle;
+      const Time settle_until = SettleEnd(*memo, opt);
       if (out.tag_lookup_at >= settle_until) {
         memo->no_earlier_submit = true;
         memo->submit_outcome_unknown = false;

@@ -214,6 +214,9 @@ struct Decision {
   // kQuery: how old an answer may be (the batched tracker serves it from its
   // latest list of the cluster's jobs when that is recent enough).
   Duration max_age = Duration::zero();
+  // kFindByTag: the live queue may be read from a list of the cluster's jobs
+  // sent no earlier than this (SearchNotBefore), shared with other searches.
+  Time search_not_before{};
   v1alpha1::SlurmJobStatus status;  // kWriteStatus
   // Recorded once the action succeeded (for kNone: right away).
   std::vector<EventSpec> events;
@@ -228,6 +231,21 @@ struct Decision {
 Decision Decide(const JobFacts& job, const ClusterFacts& cluster, const ScriptFacts& script,
                 const Outcomes& outcomes, const Memo& memo, Time now,
                 const DecideOptions& options = {});
+
+// When a tag search that finds nothing starts to prove that no earlier
+// submit happened: once a submit that may still be in flight (this
+// process's with an unknown outcome, else an earlier process's, before
+// options.process_start) would have landed.
+Time SettleEnd(const Memo& memo, const DecideOptions& options);
+
+// The earliest a list of the live queue may have been sent to answer a tag
+// search now (Decision::search_not_before). After SettleEnd, a list sent
+// after it proves as much as one sent now, so searches share it (and one
+// that started before it would never prove anything: the search would not
+// end). Before SettleEnd, our own submit with an unknown outcome is looked
+// for in a list sent now (it has most likely landed: adopt it at once); an
+// earlier process's in any list since this process's window began.
+Time SearchNotBefore(const Memo& memo, const DecideOptions& options, Time now);
 
 // Folds this reconcile's outcomes into the memo (after each step).
 void UpdateMemo(Memo* memo, const Outcomes& outcomes, const JobFacts& job,

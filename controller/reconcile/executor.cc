@@ -398,9 +398,23 @@ class Executor::Attempt {
     return kDecideAgain;
   }
 
-  // The jobs `source` shows that may carry the run's tag.
-  absl::StatusOr<slurm::JobList> ListForTag(const Slurm& s, TagSource source) {
+  // The jobs of `source` that carry one of `tags`. The live queue is read
+  // from the tracker's shared list of the cluster when there is a tracker (a
+  // list sent no earlier than d.search_not_before, which then dates the
+  // search: out_.tag_lookup_at), else with a GET of its own.
+  absl::StatusOr<std::vector<slurm::JobInfo>> FindTagged(const Slurm& s, const Decision& d,
+                                                         TagSource source,
+                                                         const std::vector<std::string>& tags) {
     const slurm::Dialect& dialect = **s.dialect;
+    if (source == TagSource::kLiveQueue && ex_.tracker_) {
+      ClusterEndpoint endpoint{cluster_.key, d.api_version, s.where, *s.creds};
+      absl::StatusOr<JobTracker::LiveJobs> live = ex_.tracker_->FindLive(
+          endpoint, [&](const slurm::JobInfo& j) { return IsTagged(j, tags); }, d.search_not_before,
+          key_);
+      if (!live.ok()) return live.status();
+      out_.tag_lookup_at = std::min(out_.tag_lookup_at, live->listed_at);
+      return std::move(live->jobs);
+    }
     const bool live = source == TagSource::kLiveQueue;
     absl::StatusOr<agentplatform::SlurmResponse> r =
         Call(s, agentplatform::HttpMethod::kGet,
@@ -409,7 +423,10 @@ class Executor::Attempt {
                                        AccountingSearchStart(object_, ex_.clock_.Now())),
              nullptr);
     if (!r.ok()) return r.status();
-    return live ? dialect.ParseJobs(r->status, r->body) : dialect.ParseDbJobs(r->status, r->body);
+    absl::StatusOr<slurm::JobList> list =
+        live ? dialect.ParseJobs(r->status, r->body) : dialect.ParseDbJobs(r->status, r->body);
+    if (!list.ok()) return list.status();
+    return std::move(list->jobs);
   }
 
   Next FindByTag(const Decision& d) {
@@ -422,12 +439,12 @@ class Executor::Attempt {
     const std::vector<std::string> tags = RunTags(facts_);
     std::optional<int64_t> found;
     for (TagSource source : kTagSearchOrder) {
-      absl::StatusOr<slurm::JobList> list = ListForTag(s, source);
-      if (!list.ok()) {
-        out_.tag_lookup = list.status();
+      absl::StatusOr<std::vector<slurm::JobInfo>> jobs = FindTagged(s, d, source, tags);
+      if (!jobs.ok()) {
+        out_.tag_lookup = jobs.status();
         return kDecideAgain;
       }
-      if ((found = PickTaggedJob(list->jobs, tags))) break;
+      if ((found = PickTaggedJob(*jobs, tags))) break;
     }
     LOG(INFO) << key_ << ": tag search "
               << (found ? absl::StrCat("found job ", *found) : "found nothing");

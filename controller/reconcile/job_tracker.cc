@@ -104,6 +104,7 @@ void JobTracker::FetchLoop() {
     fetch_queue_.pop_front();
     ++in_flight_;
     absl::Status s = FetchLocked(lock, key);
+    DropIfUnusedLocked(key);  // listed for a search that gave up waiting
     --in_flight_;
     idle_cv_.notify_all();
     if (!s.ok()) VLOG(1) << "SlurmCluster " << key << ": listing jobs failed: " << s;
@@ -139,13 +140,10 @@ void JobTracker::Untrack(const std::string& job_key) {
   auto it = by_key_.find(job_key);
   if (it == by_key_.end()) return;
   auto c = clusters_.find(it->second.cluster_key);
-  if (c != clusters_.end()) {
-    c->second.tracked.erase(it->second.job_id);
-    if (c->second.tracked.empty() && !c->second.registered && !c->second.fetching) {
-      clusters_.erase(c);
-    }
-  }
+  if (c != clusters_.end()) c->second.tracked.erase(it->second.job_id);
+  const std::string cluster_key = it->second.cluster_key;
   by_key_.erase(it);
+  DropIfUnusedLocked(cluster_key);
 }
 
 void JobTracker::RegisterCluster(const ClusterEndpoint& cluster) {
@@ -160,12 +158,62 @@ void JobTracker::ForgetCluster(const std::string& cluster_key) {
   auto it = clusters_.find(cluster_key);
   if (it == clusters_.end()) return;
   it->second.registered = false;
-  if (it->second.tracked.empty() && !it->second.fetching) clusters_.erase(it);
+  DropIfUnusedLocked(cluster_key);
 }
 
 size_t JobTracker::TrackedCount() const {
   std::lock_guard<std::mutex> lock(mu_);
   return by_key_.size();
+}
+
+absl::Status JobTracker::AwaitListLocked(std::unique_lock<std::mutex>& lock, const std::string& key,
+                                         Time not_before, const std::string& job_key) {
+  auto fresh = [&](const Cluster& c) { return c.fetched_at && *c.fetched_at >= not_before; };
+  {
+    const Cluster& c = clusters_[key];
+    if (c.last_error && c.retry_at && clock_.Now() < *c.retry_at && !fresh(c)) {
+      return *c.last_error;
+    }
+  }
+  // The list is fetched on a fetch thread; this caller waits for it only so long.
+  const auto give_up = std::chrono::steady_clock::now() + options_.get_wait;
+  clusters_[key].readers += 1;
+  absl::Status result;
+  for (;;) {
+    Cluster& c = clusters_[key];
+    if (fresh(c)) break;
+    const uint64_t done_before = c.fetches_done;
+    QueueFetchLocked(key);
+    const bool ended = fetched_.wait_until(
+        lock, give_up, [&] { return clusters_[key].fetches_done > done_before; });
+    Cluster& after = clusters_[key];
+    if (!ended) {
+      if (!job_key.empty()) after.waiters.insert(job_key);
+      result = absl::UnavailableError(absl::StrCat(
+          "the job list of SlurmCluster ", key, " did not arrive within ",
+          options_.get_wait.count(), " ms; the SlurmJob is looked at again when it does"));
+      break;
+    }
+    if (after.last_error && !fresh(after)) {
+      result = *after.last_error;
+      break;
+    }
+  }
+  clusters_[key].readers -= 1;
+  return result;
+}
+
+void JobTracker::DropIfUnusedLocked(const std::string& key) {
+  auto it = clusters_.find(key);
+  if (it == clusters_.end()) return;
+  Cluster& c = it->second;
+  if (!c.tracked.empty() || c.registered || c.fetching || c.readers > 0) return;
+  if (c.last_error) {
+    c.jobs.clear();  // the failure's backoff stays: searches do not hammer the cluster
+    c.fetched_at.reset();
+  } else {
+    clusters_.erase(it);
+  }
 }
 
 absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluster, int64_t job_id,
@@ -184,35 +232,32 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
         not_before = std::max(not_before, t->second.since);
       }
     }
-    if (c.last_error && c.retry_at && now < *c.retry_at &&
-        !(c.fetched_at && *c.fetched_at >= not_before)) {
-      return *c.last_error;
+  }
+  if (absl::Status s = AwaitListLocked(lock, cluster.key, not_before, job_key); !s.ok()) return s;
+  const Cluster& c = clusters_[cluster.key];
+  Answer a;
+  if (auto it = c.jobs.find(job_id); it != c.jobs.end()) a.job = it->second;
+  return a;
+}
+
+absl::StatusOr<JobTracker::LiveJobs> JobTracker::FindLive(
+    const ClusterEndpoint& cluster, const std::function<bool(const slurm::JobInfo&)>& match,
+    Time not_before, const std::string& job_key) {
+  std::unique_lock<std::mutex> lock(mu_);
+  SetEndpoint(clusters_[cluster.key], cluster);
+  absl::Status s = AwaitListLocked(lock, cluster.key, not_before, job_key);
+  LiveJobs live;
+  if (s.ok()) {
+    const Cluster& c = clusters_[cluster.key];
+    live.listed_at = *c.fetched_at;
+    for (const auto& [id, job] : c.jobs) {
+      (void)id;
+      if (match(job)) live.jobs.push_back(job);
     }
   }
-  // The list is fetched on a fetch thread; this caller waits for it only so long.
-  const auto give_up = std::chrono::steady_clock::now() + options_.get_wait;
-  for (;;) {
-    Cluster& c = clusters_[cluster.key];
-    if (c.fetched_at && *c.fetched_at >= not_before) {
-      Answer a;
-      if (auto it = c.jobs.find(job_id); it != c.jobs.end()) a.job = it->second;
-      return a;
-    }
-    const uint64_t done_before = c.fetches_done;
-    QueueFetchLocked(cluster.key);
-    const bool ended = fetched_.wait_until(
-        lock, give_up, [&] { return clusters_[cluster.key].fetches_done > done_before; });
-    Cluster& after = clusters_[cluster.key];
-    if (!ended) {
-      if (!job_key.empty()) after.waiters.insert(job_key);
-      return absl::UnavailableError(absl::StrCat(
-          "the job list of SlurmCluster ", cluster.key, " did not arrive within ",
-          options_.get_wait.count(), " ms; the SlurmJob is looked at again when it does"));
-    }
-    if (after.last_error && !(after.fetched_at && *after.fetched_at >= not_before)) {
-      return *after.last_error;
-    }
-  }
+  DropIfUnusedLocked(cluster.key);
+  if (!s.ok()) return s;
+  return live;
 }
 
 absl::StatusOr<slurm::JobList> JobTracker::ListJobs(const ClusterEndpoint& endpoint,

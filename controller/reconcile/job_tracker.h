@@ -28,6 +28,10 @@
 //    now: a fresh answer), so that reconciles do not add lists to the
 //    tracker's own. While a failed list's backoff runs, Get() answers that
 //    failure without a call.
+//  * Tag searches (FindLive) read the same snapshot: any list of the whole
+//    queue sent after the search's `not_before` answers it, so the searches
+//    of many SlurmJobs (after a restart, every SlurmJob without a job id
+//    searches) share one list per cluster instead of one list each.
 //  * A job absent from a list fetched after it was tracked has left the live
 //    queue (Get answers job == nullopt); the executor then reads /slurmdb.
 //  * Isolation: clusters are listed on `fetch_threads` threads, one fetch at
@@ -137,6 +141,22 @@ class JobTracker {
   absl::StatusOr<Answer> Get(const ClusterEndpoint& cluster, int64_t job_id, Time not_before,
                              const std::string& job_key = "");
 
+  // The jobs of the cluster's live queue that `match`, from a list of the
+  // whole queue whose request was sent no earlier than `not_before` (the
+  // snapshot if it is that recent, else a list fetched now and shared with
+  // every caller waiting for one), and when that list was sent. This is how
+  // tag searches share one list per cluster (#13 item 11): what a list sent
+  // at `listed_at` does not show was not in the queue at `listed_at`.
+  // Waits and fails as Get() does; `job_key` is notified when a list it gave
+  // up on arrives.
+  struct LiveJobs {
+    std::vector<slurm::JobInfo> jobs;
+    Time listed_at{};
+  };
+  absl::StatusOr<LiveJobs> FindLive(const ClusterEndpoint& cluster,
+                                    const std::function<bool(const slurm::JobInfo&)>& match,
+                                    Time not_before, const std::string& job_key = "");
+
   // Hands the clusters that are due to the fetch threads (the ticker thread
   // calls this); returns at once.
   void Tick();
@@ -181,7 +201,19 @@ class JobTracker {
     std::map<int64_t, std::string> tracked;  // job id -> job key
     std::set<std::string> waiters;           // keys whose Get() gave up on the list in flight
     uint64_t endpoint_changes = 0;           // SetEndpoint's resets: a list in flight is stale
+    int readers = 0;                         // callers in AwaitListLocked
   };
+
+  // Waits (mu_ held on entry and exit) until the snapshot of `key` comes from
+  // a list sent no earlier than `not_before`: OK, or the list's failure, or
+  // kUnavailable after get_wait (then `job_key` waits for the list). During
+  // a failed list's backoff, answers that failure without a call.
+  absl::Status AwaitListLocked(std::unique_lock<std::mutex>& lock, const std::string& key,
+                               Time not_before, const std::string& job_key);
+  // Drops the entry of `key` if nothing tracks, registers, lists or reads it
+  // (a search on a cluster with no tracked job leaves no snapshot behind);
+  // of a failing cluster only the failure and its backoff are kept.
+  void DropIfUnusedLocked(const std::string& key);
 
   // The cluster's endpoint becomes `e`. Another cluster (SameCluster) drops
   // the snapshot, Slurm's last_update and the sweep's candidates; another

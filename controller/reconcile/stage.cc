@@ -70,8 +70,10 @@ bool TagSearchFoundNothing(const Outcomes& out) {
 }
 
 bool SettleWindowOpen(const Known& k) {
-  return k.memo.settle_until && *k.memo.settle_until > k.now &&
-         (!TagSearchDone(k.out) || TagSearchFoundNothing(k.out));
+  if (!k.memo.settle_until) return false;
+  // UpdateMemo keeps settle_until only while nothing was proven: a search
+  // that found nothing now read a list sent before the window closed.
+  return TagSearchFoundNothing(k.out) || (!TagSearchDone(k.out) && *k.memo.settle_until > k.now);
 }
 
 namespace {

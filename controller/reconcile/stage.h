@@ -244,7 +244,9 @@ bool TagSearchDone(const Outcomes& out);
 bool TagSearchFailed(const Outcomes& out);
 bool TagSearchFoundJob(const Outcomes& out);
 bool TagSearchFoundNothing(const Outcomes& out);
-// A search that finds nothing proves nothing yet (memo.settle_until).
+// A search that finds nothing proves nothing yet (memo.settle_until): the
+// window is still open, or this reconcile's search read a list sent before
+// it closed (a list shared with other searches, JobTracker::FindLive).
 bool SettleWindowOpen(const Known& k);
 // The last submit of this spec was refused and nothing changed since (or an
 // access refusal is not due for a retry yet).

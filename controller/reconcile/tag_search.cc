@@ -22,12 +22,15 @@ std::vector<std::string> RunTags(const JobFacts& job) {
   return tags;
 }
 
+bool IsTagged(const slurm::JobInfo& job, const std::vector<std::string>& tags) {
+  return std::find(tags.begin(), tags.end(), job.comment) != tags.end();
+}
+
 std::optional<int64_t> PickTaggedJob(const std::vector<slurm::JobInfo>& jobs,
                                      const std::vector<std::string>& tags) {
   std::optional<int64_t> found;
   for (const slurm::JobInfo& j : jobs) {
-    const bool tagged = std::find(tags.begin(), tags.end(), j.comment) != tags.end();
-    if (tagged && (!found || j.job_id > *found)) found = j.job_id;
+    if (IsTagged(j, tags) && (!found || j.job_id > *found)) found = j.job_id;
   }
   return found;
 }

@@ -15,6 +15,9 @@
 //  * A job of the run carries its tag (SubmissionTag), or the legacy tag that
 //    the previous version gave it (a submit in flight across the upgrade):
 //    both name this SlurmJob's uid, so both are its own.
+//  * A search is as of when its list was sent (Outcomes::tag_lookup_at): the
+//    live queue may come from the tracker's shared list of the cluster, sent
+//    no earlier than Decision::search_not_before (SearchNotBefore, decide.h).
 //  * When several jobs carry the tag (a submit that landed twice), the one
 //    with the highest id, the latest, is adopted; the orphan sweep cancels
 //    the others (tracking_policy.h).
@@ -49,6 +52,9 @@ std::string AccountingSearchName(const JobFacts& job);
 // The tags a job of the current run may carry: RunTag first, then the
 // legacy tag if it differs.
 std::vector<std::string> RunTags(const JobFacts& job);
+
+// `job` carries one of `tags`.
+bool IsTagged(const slurm::JobInfo& job, const std::vector<std::string>& tags);
 
 // The job to adopt among `jobs`: the highest id carrying one of `tags`, if any.
 std::optional<int64_t> PickTaggedJob(const std::vector<slurm::JobInfo>& jobs,

@@ -59,7 +59,7 @@ class TrackingCost : public ::testing::Test {
                                    *dir_ + "/ap.port",
                                    "--slurm-api-version",
                                    "v0.0.42"};
-    for (const char* c : {"alpha", "beta", "hole"}) {
+    for (const char* c : {"alpha", "beta", "hole", "quiet"}) {
       ap.push_back("--cluster");
       ap.push_back(absl::StrCat(kProjectRegion, c));
     }
@@ -73,35 +73,50 @@ class TrackingCost : public ::testing::Test {
     ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
     ASSERT_EQ(Kubectl({"create", "namespace", kNs}).exit_code, 0);
     std::string clusters;
-    for (const char* c : {"alpha", "beta", "hole", "missing"}) clusters += ClusterManifest(c);
+    for (const char* c : {"alpha", "beta", "hole", "quiet", "missing"}) {
+      clusters += ClusterManifest(c);
+    }
     CommandResult applied = Kubectl({"apply", "-f", "-"}, clusters);
     ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
 
+    StartOperator("operator.log");
+  }
+
+  static constexpr int kSettleSeconds = 10;
+  // The operator, logging to `log` in dir_ (operator_log_ names it).
+  static void StartOperator(const std::string& log) {
+    *operator_log_ = *dir_ + "/" + log;
+    std::filesystem::remove(*dir_ + "/health.port");
     operator_ = new Subprocess(
         {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
-         "--health-port-file=" + *dir_ + "/health.port", "--submit-settle-seconds=10",
+         "--health-port-file=" + *dir_ + "/health.port",
+         absl::StrCat("--submit-settle-seconds=", kSettleSeconds),
          "--allow-operator-identity-for-namespaced-clusters", testing::AllowStandInFlag(ap_port_)},
-        *dir_ + "/operator.log",
+        *operator_log_,
         {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
          {"GOOGLE_APPLICATION_CREDENTIALS", ""},
          {"HOME", *dir_}});
-    ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
+    ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*operator_log_);
+  }
+  static void StopOperator() {
+    if (operator_) operator_->Stop(SIGTERM, seconds(10));
+    delete operator_;
+    operator_ = nullptr;
   }
 
   static void TearDownTestSuite() {
-    if (operator_) operator_->Stop(SIGTERM, seconds(10));
-    delete operator_;
+    StopOperator();
     delete agent_;
     delete apiserver_;
     testing::RemoveDirUnlessKept(*dir_,
                                  ::testing::UnitTest::GetInstance()->failed_test_count() > 0);
     delete dir_;
+    delete operator_log_;
   }
 
   void TearDown() override {
     if (HasFailure()) {
-      std::cerr << "---- operator log (tail) ----\n"
-                << testing::LogTail(*dir_ + "/operator.log") << "\n";
+      std::cerr << "---- operator log (tail) ----\n" << testing::LogTail(*operator_log_) << "\n";
     }
   }
 
@@ -117,11 +132,11 @@ class TrackingCost : public ::testing::Test {
   }
 
   static std::string JobManifest(const std::string& name, const std::string& cluster,
-                                 const std::string& script) {
+                                 const std::string& script, const std::string& spec_extra = "") {
     std::string yaml = absl::StrCat(
         "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\nmetadata: {name: ", name,
         ", namespace: ", kNs, "}\nspec:\n  clusterRef: {name: ", cluster,
-        "}\n  timeLimitMinutes: 120\n  script: |\n");
+        "}\n  timeLimitMinutes: 120\n", spec_extra, "  script: |\n");
     std::stringstream in(script);
     for (std::string line; std::getline(in, line);) yaml += "    " + line + "\n";
     return yaml + "---\n";
@@ -181,6 +196,7 @@ class TrackingCost : public ::testing::Test {
   }
 
   static std::string* dir_;
+  static std::string* operator_log_;
   static Subprocess* apiserver_;
   static Subprocess* agent_;
   static Subprocess* operator_;
@@ -188,6 +204,7 @@ class TrackingCost : public ::testing::Test {
 };
 
 std::string* TrackingCost::dir_ = nullptr;
+std::string* TrackingCost::operator_log_ = new std::string();
 Subprocess* TrackingCost::apiserver_ = nullptr;
 Subprocess* TrackingCost::agent_ = nullptr;
 Subprocess* TrackingCost::operator_ = nullptr;
@@ -273,6 +290,65 @@ TEST_F(TrackingCost, ABlackHoledClusterDelaysNoOtherCluster) {
             << " with a black-holed cluster (" << hits() << " calls held)\n";
   EXPECT_TRUE(done) << CountInState("quick-", "COMPLETED") << " of 3 COMPLETED";
   AdminCall("POST", "/__admin/faults", {{"clear", true}});
+}
+
+// How many lines of `path` contain `needle`.
+int CountLinesWith(const std::string& path, const std::string& needle) {
+  std::stringstream in(ReadFile(path));
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+// After a restart every SlurmJob without a job id searches for its tag, first
+// inside the settle window (which finds nothing conclusive) and again after
+// it: 2 searches each. They read the cluster's shared list (#13 item 11)
+// instead of listing the whole queue each: the old operator made 2 lists per
+// SlurmJob here (40 for 20 SlurmJobs), each the size of the cluster's queue.
+TEST_F(TrackingCost, TagSearchesAfterARestartShareTheClustersList) {
+  constexpr int kJobs = 20;
+  std::string jobs;
+  for (int i = 0; i < kJobs; ++i) {
+    jobs += JobManifest(absl::StrCat("later-", i), "quiet", "#!/bin/bash\nsleep 1\n",
+                        "  suspend: true\n");
+  }
+  CommandResult applied = Kubectl({"apply", "-f", "-"}, jobs);
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  auto suspended = [] {
+    CommandResult r = Kubectl({"get", "-n", kNs, "sj", "-o",
+                               "jsonpath={range .items[*]}{.metadata.name}={.status.reason}"
+                               "{\"\\n\"}{end}"});
+    int n = 0;
+    std::stringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      n += line.rfind("later-", 0) == 0 && line.substr(line.find('=') + 1) == "Suspended";
+    }
+    return n;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return suspended() == kJobs; }, seconds(60))) << suspended();
+
+  StopOperator();
+  ASSERT_FALSE(AdminCall("POST", "/__admin/calls", nlohmann::json::object()).is_null());
+  StartOperator("operator-restarted.log");
+  const std::string found_nothing = "tag search found nothing";
+  const bool all_searched =
+      WaitUntil([&] { return CountLinesWith(*operator_log_, found_nothing) >= 2 * kJobs; },
+                seconds(kSettleSeconds + 40));
+  const bool all_suspended = WaitUntil([&] { return suspended() == kJobs; }, seconds(30));
+  const Calls quiet = CallsTo(AdminCall("GET", "/__admin/calls"), "quiet");
+  std::cerr << "METRIC tag_search_lists_after_restart jobs=" << kJobs
+            << " searches=" << CountLinesWith(*operator_log_, found_nothing)
+            << " lists=" << quiet.lists << " calls=" << quiet.all << "\n";
+  EXPECT_TRUE(all_searched) << "not every SlurmJob searched twice";
+  EXPECT_TRUE(all_suspended) << suspended() << " of " << kJobs << " back to Suspended";
+  // One shared list for the searches inside the window, one after it, one
+  // for the cluster's registration; 6 allows for a slow machine.
+  EXPECT_GE(quiet.lists, 1);
+  EXPECT_LE(quiet.lists, 6);
+  EXPECT_EQ(CountInState("later-", "PENDING") + CountInState("later-", "RUNNING") +
+                CountInState("later-", "COMPLETED"),
+            0)
+      << "a suspended SlurmJob was submitted";
 }
 
 }  // namespace

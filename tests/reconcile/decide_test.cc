@@ -390,6 +390,61 @@ TEST(DecideSubmit, AfterARestartNotFoundIsConclusiveOnlyAfterTheWindow) {
   EXPECT_EQ(d.status.job_id(), 77);
 }
 
+// A tag search says how old a shared list of the cluster's queue may be
+// (#13 item 11): after the settle window any list sent after its end proves
+// as much as a fresh one (and one sent before it would never prove anything);
+// inside it, our own unknown submit wants a list sent now, an earlier
+// process's any list since this process's window began.
+TEST(DecideSubmit, ATagSearchSaysHowOldASharedListMayBe) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  DecideOptions opt;
+  opt.process_start = kT0;
+  Memo memo;
+  memo.uid = "uid-1";
+  Decision d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(5), opt);
+  ASSERT_EQ(d.action, Action::kFindByTag) << d.why;
+  EXPECT_EQ(d.search_not_before, kT0) << "an earlier process's submit: any list since the start";
+  d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(75), opt);
+  ASSERT_EQ(d.action, Action::kFindByTag) << d.why;
+  EXPECT_EQ(d.search_not_before, kT0 + seconds(60)) << "after the window: a list sent after it";
+
+  memo.submit_outcome_unknown = true;
+  memo.submit_attempt_at = kT0 + seconds(100);
+  d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(101), opt);
+  ASSERT_EQ(d.action, Action::kFindByTag) << d.why;
+  EXPECT_EQ(d.search_not_before, kT0 + seconds(101)) << "our own unknown submit: a list sent now";
+  d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(200), opt);
+  ASSERT_EQ(d.action, Action::kFindByTag) << d.why;
+  EXPECT_EQ(d.search_not_before, kT0 + seconds(160));
+
+  job.deleting = true;  // the deletion's search follows the same rule
+  d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(200), opt);
+  ASSERT_EQ(d.action, Action::kFindByTag) << d.why;
+  EXPECT_EQ(d.search_not_before, kT0 + seconds(160));
+}
+
+// A shared list sent before the window's end (but after not_before) proves
+// nothing: the search ends in settling, never in a submit.
+TEST(DecideSubmit, NothingFoundInAListSentInsideTheWindowNeverSubmits) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  DecideOptions opt;
+  opt.process_start = kT0;
+  Memo memo;
+  memo.uid = "uid-1";
+  Outcomes out;
+  out.tag_lookup = std::optional<int64_t>();
+  out.tag_lookup_at = kT0 + seconds(59);  // the list's time, though the search ran at +90 s
+  UpdateMemo(&memo, out, job, Cluster(), kT0 + seconds(90), opt);
+  Decision d = Decide(job, Cluster(), {}, out, memo, kT0 + seconds(90), opt);
+  EXPECT_NE(d.action, Action::kSubmit) << d.why;
+  EXPECT_FALSE(memo.no_earlier_submit);
+  d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(90), opt);
+  ASSERT_EQ(d.action, Action::kFindByTag) << d.why;
+  EXPECT_EQ(d.search_not_before, kT0 + seconds(60)) << "the next search cannot take that list";
+}
+
 TEST(DecideSubmit, FailedTagSearchNeverSubmits) {
   JobFacts job = NewJob();
   job.has_finalizer = true;

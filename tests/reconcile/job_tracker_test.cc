@@ -363,6 +363,78 @@ TEST_F(JobTrackerTest, AListInFlightFromTheOldClusterIsDropped) {
   EXPECT_EQ(tracker_.ListCalls(), 2);
 }
 
+// Tag searches (#13 item 11) read the cluster's shared list: any list sent
+// after the search's not_before answers it, and says when it was sent.
+// (Every SlurmCluster is registered by the cluster reconciler.)
+TEST_F(JobTrackerTest, TagSearchesReadTheSharedListAndSayWhenItWasSent) {
+  tracker_.RegisterCluster(Endpoint());
+  slurm_.jobs = {{5, {"RUNNING", "tag-a"}}, {6, {"PENDING", "tag-b"}}, {7, {"RUNNING", "tag-a"}}};
+  auto tagged_a = [](const slurm::JobInfo& j) { return j.comment == "tag-a"; };
+  const Time t0 = clock_.Now();
+  auto first = tracker_.FindLive(Endpoint(), tagged_a, t0);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->listed_at, t0);
+  std::vector<int64_t> ids;
+  for (const slurm::JobInfo& j : first->jobs) ids.push_back(j.job_id);
+  EXPECT_THAT(ids, UnorderedElementsAre(5, 7));
+  EXPECT_EQ(tracker_.ListCalls(), 1);
+
+  clock_.Advance(seconds(3));
+  slurm_.jobs[8] = {"PENDING", "tag-a"};
+  slurm_.last_update += 2;
+  auto shared = tracker_.FindLive(Endpoint(), tagged_a, t0);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_EQ(tracker_.ListCalls(), 1) << "a list sent after not_before answers without a call";
+  EXPECT_EQ(shared->listed_at, t0) << "the answer is as of its list, not as of now";
+  EXPECT_EQ(shared->jobs.size(), 2u);
+
+  auto fresh = tracker_.FindLive(Endpoint(), tagged_a, clock_.Now());
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(tracker_.ListCalls(), 2);
+  EXPECT_EQ(fresh->listed_at, clock_.Now());
+  EXPECT_EQ(fresh->jobs.size(), 3u);
+}
+
+// Searches that arrive while the cluster's list is in flight, or while it is
+// being asked for, wait for one list between them: after a restart every
+// SlurmJob without a job id searches, and each used to list the whole queue.
+TEST_F(JobTrackerTest, ConcurrentTagSearchesWaitForOneList) {
+  slurm_.jobs = {{5, {"RUNNING", "tag-a"}}};
+  const ClusterEndpoint hole{kHole, "v0.0.42", {}, nullptr};
+  constexpr int kSearches = 8;
+  std::vector<std::future<absl::StatusOr<JobTracker::LiveJobs>>> searches;
+  const Time now = clock_.Now();
+  for (int i = 0; i < kSearches; ++i) {
+    searches.push_back(std::async(std::launch::async, [&, i] {
+      return tracker_.FindLive(
+          hole, [](const slurm::JobInfo& j) { return j.comment == "tag-a"; }, now,
+          absl::StrCat("team-b/j", i));
+    }));
+  }
+  ASSERT_TRUE(WaitFor([this] { return Held() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let every search queue up
+  OpenHole();
+  for (auto& f : searches) {
+    absl::StatusOr<JobTracker::LiveJobs> r = f.get();
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->jobs.size(), 1u);
+  }
+  EXPECT_EQ(tracker_.ListCalls(), 1) << kSearches << " searches made their own lists";
+}
+
+// A search answered by a failing cluster says why, and during the failure's
+// backoff answers it again without a call.
+TEST_F(JobTrackerTest, ATagSearchOnAFailingClusterFailsWithoutHammeringIt) {
+  slurm_.fail = true;
+  auto any = [](const slurm::JobInfo&) { return true; };
+  auto r = tracker_.FindLive(Endpoint(), any, clock_.Now());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  clock_.Advance(std::chrono::milliseconds(500));
+  r = tracker_.FindLive(Endpoint(), any, clock_.Now());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(tracker_.ListCalls(), 1);
+}
+
 TEST_F(JobTrackerTest, ADuplicateOfTheCurrentRunAndAStaleRunAreCancelled) {
   owners_["team-a/u"] = {true, 2, 20};  // run 2 is Slurm job 20
   slurm_.jobs = {
