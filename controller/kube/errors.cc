@@ -198,6 +198,12 @@ bool IsTooManyRequests(const absl::Status& status) {
   return status.code() == absl::StatusCode::kResourceExhausted;
 }
 
+bool IsUnreachable(const absl::Status& status) {
+  const absl::StatusCode code = status.code();
+  return (code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded) &&
+         HttpStatusCode(status) == 0;
+}
+
 bool IsResourceVersionTooLarge(const absl::Status& status) {
   if (HttpStatusCode(status) != 504) return false;
   const std::string causes = PayloadString(status, kCausesUrl);

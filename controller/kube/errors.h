@@ -55,6 +55,10 @@ bool IsAlreadyExists(const absl::Status& status);  // kAlreadyExists (409 Alread
 bool IsGone(const absl::Status& status);
 bool IsInvalid(const absl::Status& status);          // HTTP 422 only (400 is kInvalidArgument too)
 bool IsTooManyRequests(const absl::Status& status);  // kResourceExhausted (429)
+// The request got no HTTP answer: the connection was refused, reset or timed
+// out (a transport failure: kUnavailable or kDeadlineExceeded without an HTTP
+// code). A 503 or 504 is an answer: that server is reachable.
+bool IsUnreachable(const absl::Status& status);
 // 504 "Too large resource version" (cause ResourceVersionTooLarge): the
 // informer relists with resourceVersion "" for it, as for IsGone().
 bool IsResourceVersionTooLarge(const absl::Status& status);

@@ -312,7 +312,9 @@ class Executor::Attempt {
     LOG(WARNING) << key_ << ": " << what << " failed: " << s;
     std::optional<Duration> after = honour_retry_after ? kube::RetryAfter(s) : std::nullopt;
     if (after) return Finish({*after, false});
-    return Finish({std::nullopt, true});
+    // No answer at all: the retry waits for the API server to answer again,
+    // not out the key's backoff (ReconcileResult::api_server_unreachable).
+    return Finish({std::nullopt, true, kube::IsUnreachable(s)});
   }
 
   // The values of spec.environment[].valueFrom.secretKeyRef: they go into the submit's

@@ -10,6 +10,7 @@
 #include "controller/api/resources.h"
 #include "controller/api/types.h"
 #include "controller/common/log_context.h"
+#include "controller/kube/request_deadline.h"
 #include "controller/kube/watch_event.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/server/metric_names.h"
@@ -54,6 +55,17 @@ kube::InformerOptions JobInformerOptions() {
   return options;
 }
 
+// The probe of RetryScheduler: does the API server answer at all? Any answer
+// counts (a 403 too). kube-system exists in every cluster and the operator
+// may get it (it reads its UID as the installation id): a point read, sent
+// only while keys wait for the API server, at most once a second.
+constexpr std::chrono::seconds kProbeTimeout{5};
+bool ApiServerAnswers(kube::Client& kube) {
+  kube::ScopedRequestDeadline deadline(std::chrono::steady_clock::now() + kProbeTimeout);
+  absl::StatusOr<nlohmann::json> ns = kube.Get(kube::Namespaces(), "", "kube-system");
+  return ns.ok() || !kube::IsUnreachable(ns.status());
+}
+
 }  // namespace
 
 std::shared_ptr<const nlohmann::json> Manager::CacheView::Get(std::string_view ns,
@@ -67,6 +79,7 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
     : clock_(clock),
       options_(std::move(options)),
       queue_(clock, {}, "slurmjob"),
+      retry_(queue_, clock, [&kube] { return ApiServerAnswers(kube); }),
       jobs_view_(jobs_),
       clusters_view_(clusters_),
       cluster_clusters_view_(cluster_clusters_),
@@ -262,6 +275,11 @@ void Manager::Work() {
       queue_.Done(*key);
       return;
     }
+    if (RetryScheduler::IsProbeKey(*key)) {
+      retry_.Probe();
+      queue_.Done(*key);
+      continue;
+    }
     const bool is_protect = key->rfind(kProtectKeyPrefix, 0) == 0;
     const bool is_cluster = is_protect || key->rfind(kClusterKeyPrefix, 0) == 0;
     const auto started = std::chrono::steady_clock::now();
@@ -282,12 +300,7 @@ void Manager::Work() {
     if (r.retry_with_backoff) m.Add(metric::kReconcileErrorsTotal, controller);
     m.Observe(metric::kReconcileTimeSeconds, controller,
               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    if (r.retry_with_backoff) {
-      queue_.AddRateLimited(*key);
-    } else {
-      queue_.Forget(*key);
-      if (r.requeue_after) queue_.AddAfter(*key, *r.requeue_after);
-    }
+    retry_.Requeue(*key, r);
     queue_.Done(*key);
   }
 }

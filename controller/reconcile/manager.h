@@ -2,10 +2,9 @@
 //
 // Wires the SlurmJob controller together: an informer per watched kind
 // (SlurmJob, SlurmCluster, ClusterSlurmCluster, Namespace), the rate-limited work queue they feed,
-// N worker threads that hand keys to the Executor, and the controller-runtime result contract:
-//   retry_with_backoff  -> AddRateLimited (per-key exponential backoff)
-//   requeue_after = d   -> Forget, then AddAfter(d)
-//   otherwise           -> Forget
+// N worker threads that hand keys to the Executor, and the controller-runtime result contract
+// (RetryScheduler, retry_scheduler.h: keys whose Kubernetes requests got no answer are also
+// retried as soon as the API server answers again).
 // A SlurmCluster spec change enqueues every SlurmJob that names it, and the
 // cluster itself under the key "scl:namespace/name" (its probe); likewise a
 // ClusterSlurmCluster ("scl:/name"). A Namespace change enqueues its SlurmJobs
@@ -31,6 +30,7 @@
 #include "controller/reconcile/cluster_reconciler.h"
 #include "controller/reconcile/executor.h"
 #include "controller/reconcile/job_index.h"
+#include "controller/reconcile/retry_scheduler.h"
 
 namespace slurmop::reconcile {
 
@@ -94,6 +94,7 @@ class Manager {
   const Clock& clock_;
   const ManagerOptions options_;
   kube::WorkQueue queue_;
+  RetryScheduler retry_;  // puts keys back into queue_
   // Last generation seen per SlurmCluster: only spec changes (not our own
   // status writes) fan out to the SlurmJobs that name it.
   std::mutex generations_mu_;

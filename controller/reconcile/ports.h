@@ -29,6 +29,11 @@ namespace v1alpha1 = ::slurmoperator::v1alpha1;
 struct ReconcileResult {
   std::optional<Duration> requeue_after;
   bool retry_with_backoff = false;
+  // With retry_with_backoff: a Kubernetes request got no answer at all
+  // (kube::IsUnreachable), so the retry waits for the API server, not for the
+  // key's backoff: the manager retries the key as soon as the API server
+  // answers again (retry_scheduler.h, #13 item 9).
+  bool api_server_unreachable = false;
 };
 
 // Objects of one kind as the informer last saw them. Thread-safe.

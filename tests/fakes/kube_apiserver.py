@@ -3882,7 +3882,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     if l["remaining"] > 0:
                         l["remaining"] -= 1
             for f in api.faults:
-                if f["remaining"] != 0 and re.search(f["method"], req.method) and re.search(f["path"], target):
+                if f["remaining"] != 0 and re.search(f["method"], req.method) and re.search(f["path"], target) \
+                        and re.search(f.get("user_agent") or "", req.user_agent):
                     if f["remaining"] > 0:
                         f["remaining"] -= 1
                     f["hits"] += 1
@@ -4318,7 +4319,11 @@ def _admin(self, cmd, method, body):
             self.fault_seq += 1
             item = {"id": self.fault_seq, "method": body.get("method") or ".*", "path": body.get("path") or ".*",
                     "remaining": int(body.get("count", 1 if cmd == "faults" else -1)), "hits": 0}
-            for k in ("method", "path"):
+            if cmd == "faults":
+                item["user_agent"] = body.get("user_agent") or ""
+            for k in ("method", "path", "user_agent"):
+                if k not in item:
+                    continue
                 try:
                     re.compile(item[k])
                 except re.error as e:

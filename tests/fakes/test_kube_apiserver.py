@@ -964,6 +964,14 @@ class FaultTest(unittest.TestCase):
         self.assertEqual(SRV.request("PUT", sj_path(self.ns, "j"), cur)[0], 500)
         self.assertEqual(SRV.request("GET", sj_path(self.ns, "j"))[1]["spec"]["nodes"], 9)
 
+    def test_fault_for_one_client(self):
+        # user_agent picks one client's requests: the others are served; drop closes with no answer
+        SRV.admin("faults", {"path": "slurmjobs/j$", "user_agent": "^one-client/", "drop": True, "count": -1})
+        self.assertEqual(SRV.request("GET", sj_path(self.ns, "j"), headers={"User-Agent": "other/1"})[0], 200)
+        with self.assertRaises((http.client.HTTPException, ConnectionError)):
+            SRV.request("GET", sj_path(self.ns, "j"), headers={"User-Agent": "one-client/1.0"})
+        self.assertEqual(SRV.admin("faults", method="GET")["faults"][0]["hits"], 1)
+
     def test_latency(self):
         SRV.admin("latency", {"method": "GET", "path": "slurmjobs/j$", "delay_ms": 300, "count": 1})
         t0 = time.time()

@@ -83,6 +83,21 @@ TEST(ErrorsTest, GoneFromHttpOrReason) {
   EXPECT_FALSE(kube::IsGone(absl::UnavailableError("connection refused")));
 }
 
+// Only a request that got no HTTP answer at all says the API server cannot be
+// reached; any answer (a 503, a 504) says it can.
+TEST(ErrorsTest, UnreachableOnlyWithoutAnHttpAnswer) {
+  EXPECT_TRUE(kube::IsUnreachable(
+      http::TransportError(absl::StatusCode::kUnavailable, "connection refused", false)));
+  EXPECT_TRUE(kube::IsUnreachable(
+      http::TransportError(absl::StatusCode::kDeadlineExceeded, "request timed out", true)));
+  EXPECT_FALSE(
+      kube::IsUnreachable(StatusFromResponse(StatusResponse(503, "ServiceUnavailable", "busy"))));
+  EXPECT_FALSE(kube::IsUnreachable(StatusFromResponse(StatusResponse(504, "Timeout", "slow"))));
+  EXPECT_FALSE(kube::IsUnreachable(StatusFromResponse(StatusResponse(500, "InternalError", ""))));
+  EXPECT_FALSE(kube::IsUnreachable(StatusFromResponse(StatusResponse(422, "Invalid", "bad"))));
+  EXPECT_FALSE(kube::IsUnreachable(absl::OkStatus()));
+}
+
 TEST(ErrorsTest, RetryAfterFromHeaderOrDetails) {
   absl::Status header = StatusFromResponse(
       StatusResponse(429, "TooManyRequests", "slow down", {{"retry-after", "3"}}));
