@@ -330,13 +330,12 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
 
   lock.lock();
   Cluster& after = clusters_[key];
-  after.fetching = false;
-  after.fetches_done += 1;
   std::vector<std::string> changed;
   if (after.endpoint_changes != endpoint_changes) {
     // Listed the cluster the key pointed at before: it says nothing of the
     // one it points at now, which is listed next (a Get() waiting sees this
     // fetch end and waits for that one; the waiters stay for it).
+    EndFetchLocked(after);
     QueueFetchLocked(key);
     fetched_.notify_all();
     return list.status();
@@ -365,6 +364,10 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
       SweepLocked(lock, clusters_[key], started);
     }
   }
+  // The fetch ends only now, after its sweep (which drops mu_ while it
+  // cancels): a Get() waiting for it answers once nothing of it runs any
+  // more, and no second fetch of the cluster starts meanwhile.
+  EndFetchLocked(clusters_[key]);
   // Those whose Get() gave up on this list look again now, changed or not.
   for (const std::string& k : clusters_[key].waiters) {
     if (std::find(changed.begin(), changed.end(), k) == changed.end()) changed.push_back(k);
@@ -377,6 +380,11 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
     lock.lock();
   }
   return list.status();
+}
+
+void JobTracker::EndFetchLocked(Cluster& c) {
+  c.fetching = false;
+  c.fetches_done += 1;
 }
 
 void JobTracker::SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Time now) {

@@ -54,7 +54,9 @@
 //    handed to DecideSweep (tracking_policy.h, pure: which jobs belong to no
 //    current run of an existing SlurmJob, seen so in two sweeps in a row, so
 //    that a brand-new SlurmJob is never mistaken for a gone one), and the
-//    tracker cancels what it returns.
+//    tracker cancels what it returns. The sweep is part of the fetch: until
+//    its cancels are answered the cluster is not fetched again, and a Get()
+//    waiting for that fetch does not answer (it gives up after get_wait).
 //
 // Thread-safety: all methods may be called from any thread.
 
@@ -195,7 +197,7 @@ class JobTracker {
     std::optional<absl::Status> last_error;
     std::optional<Time> retry_at;  // after a failed list, the ticker waits
     int failures = 0;              // failed lists in a row
-    uint64_t fetches_done = 0;     // fetches ended (ok or not), for Get()'s wait
+    uint64_t fetches_done = 0;     // fetches ended (ok or not, sweep included), for Get()'s wait
     int unchanged_lists = 0;       // lists in a row that changed no tracked job
     std::set<int64_t> orphan_candidates;
     std::map<int64_t, std::string> tracked;  // job id -> job key
@@ -236,6 +238,9 @@ class JobTracker {
   // Replaces the snapshot; returns the keys of tracked jobs whose record changed.
   static std::vector<std::string> ApplyList(Cluster& c, slurm::JobList list);
   void SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Time now);
+  // `c`'s fetch has ended, its sweep included: another may start, and the
+  // Get() calls waiting for it look at the snapshot.
+  static void EndFetchLocked(Cluster& c);
 
   Caller caller_;
   const Clock& clock_;

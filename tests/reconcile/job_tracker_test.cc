@@ -9,6 +9,7 @@
 
 #include "controller/reconcile/job_tracker.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <future>
@@ -101,6 +102,7 @@ class JobTrackerTest : public ::testing::Test {
                 return r;
               }
               if (e.key == kHole) HoldWhileHoled();
+              if (m == agentplatform::HttpMethod::kDelete && hold_cancels_) HoldWhileHoled();
               std::lock_guard<std::mutex> lock(slurm_mu_);
               slurm_.options.push_back(options.job_fields);
               return slurm_.Call(m, path);
@@ -156,6 +158,8 @@ class JobTrackerTest : public ::testing::Test {
   int held_ = 0;
   // The hole's answer is what Slurm said when the call was made (a list in flight).
   bool answer_before_hold_ = false;
+  // Cancels (of any cluster) hold like the hole's calls.
+  std::atomic<bool> hold_cancels_{false};
   std::mutex slurm_mu_;
 
   FakeClock clock_;
@@ -305,6 +309,35 @@ TEST_F(JobTrackerTest, OrphanSweepCancelsOnlyTaggedActiveJobsSeenOrphanedTwice) 
   Tick();  // second sweep: still orphaned -> cancelled
   EXPECT_THAT(slurm_.deletes, ElementsAre("/slurm/v0.0.42/job/2"));
   EXPECT_EQ(tracker_.OrphansCancelled(), 1);
+}
+
+// A fetch ends only once its orphan sweep has: a Get() waiting for the list
+// does not answer while the fetch thread still cancels (before: the fetch was
+// counted done before the sweep, which drops the lock while it cancels, so
+// any other cluster's list arriving meanwhile let the Get() answer).
+TEST_F(JobTrackerTest, GetWaitsUntilTheFetchsSweepHasEnded) {
+  known_ = {};
+  slurm_.jobs = {{2, {"RUNNING", "slurmjob-operator:team-a/gone/1"}}};
+  tracker_.RegisterCluster(Endpoint());
+  Tick();  // first sweep: job 2 becomes a candidate
+  clock_.Advance(seconds(61));
+  slurm_mu_.lock();
+  slurm_.last_update = 1001;
+  slurm_mu_.unlock();
+  hold_cancels_ = true;
+  auto waiting =
+      std::async(std::launch::async, [this] { return tracker_.Get(Endpoint(), 2, clock_.Now()); });
+  ASSERT_TRUE(WaitFor([this] { return Held() == 1; })) << "the second sweep did not cancel";
+  // Another cluster's list arrives while the sweep's cancel is in flight.
+  const ClusterEndpoint other{"team-c/other", "v0.0.42", {}, nullptr};
+  ASSERT_TRUE(tracker_.Get(other, 2, clock_.Now()).ok());
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout)
+      << "Get() answered while its fetch was still cancelling";
+  OpenHole();
+  ASSERT_EQ(waiting.wait_for(seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(waiting.get().ok());
+  std::lock_guard<std::mutex> lock(slurm_mu_);
+  EXPECT_THAT(slurm_.deletes, ElementsAre("/slurm/v0.0.42/job/2"));
 }
 
 // #13 L1/E3: the SlurmCluster is repointed. What the tracker knew of the old
