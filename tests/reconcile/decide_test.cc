@@ -41,6 +41,28 @@ JobFacts Submitted() {
 }
 
 // The memo of a process that added the finalizer itself: no earlier submit.
+// Options of a process (or leader) that started at `t`.
+DecideOptions StartedAt(Time t) {
+  DecideOptions opt;
+  opt.process_start = t;
+  return opt;
+}
+
+// An empty memo of the SlurmJob with `uid`.
+Memo MemoOf(const std::string& uid) {
+  Memo memo;
+  memo.uid = uid;
+  return memo;
+}
+
+// A tag search that found nothing in a list sent at `listed_at`.
+Outcomes FoundNothingIn(Time listed_at) {
+  Outcomes out;
+  out.tag_lookup = std::optional<int64_t>();
+  out.tag_lookup_at = listed_at;
+  return out;
+}
+
 Memo Fresh() {
   Memo m;
   m.uid = "uid-1";
@@ -368,13 +390,9 @@ TEST(DecideSubmit, TagNotFoundWhileASubmitMayBeInFlightWaitsThenSearchesAgain) {
 TEST(DecideSubmit, AfterARestartNotFoundIsConclusiveOnlyAfterTheWindow) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
-  DecideOptions opt;
-  opt.process_start = kT0;
-  Memo memo;
-  memo.uid = "uid-1";
-  Outcomes out;
-  out.tag_lookup = std::optional<int64_t>();
-  out.tag_lookup_at = kT0 + seconds(1);
+  const DecideOptions opt = StartedAt(kT0);
+  Memo memo = MemoOf("uid-1");
+  const Outcomes out = FoundNothingIn(kT0 + seconds(1));
   UpdateMemo(&memo, out, job, Cluster(), kT0 + seconds(1), opt);
   Decision d = Decide(job, Cluster(), {}, out, memo, kT0 + seconds(1), opt);
   EXPECT_EQ(d.action, Action::kWriteStatus) << d.why;
@@ -398,10 +416,8 @@ TEST(DecideSubmit, AfterARestartNotFoundIsConclusiveOnlyAfterTheWindow) {
 TEST(DecideSubmit, ATagSearchSaysHowOldASharedListMayBe) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
-  DecideOptions opt;
-  opt.process_start = kT0;
-  Memo memo;
-  memo.uid = "uid-1";
+  const DecideOptions opt = StartedAt(kT0);
+  Memo memo = MemoOf("uid-1");
   Decision d = Decide(job, Cluster(), {}, {}, memo, kT0 + seconds(5), opt);
   ASSERT_EQ(d.action, Action::kFindByTag) << d.why;
   EXPECT_EQ(d.search_not_before, kT0) << "an earlier process's submit: any list since the start";
@@ -429,13 +445,9 @@ TEST(DecideSubmit, ATagSearchSaysHowOldASharedListMayBe) {
 TEST(DecideSubmit, NothingFoundInAListSentInsideTheWindowNeverSubmits) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
-  DecideOptions opt;
-  opt.process_start = kT0;
-  Memo memo;
-  memo.uid = "uid-1";
-  Outcomes out;
-  out.tag_lookup = std::optional<int64_t>();
-  out.tag_lookup_at = kT0 + seconds(59);  // the list's time, though the search ran at +90 s
+  const DecideOptions opt = StartedAt(kT0);
+  Memo memo = MemoOf("uid-1");
+  const Outcomes out = FoundNothingIn(kT0 + seconds(59));  // the search itself ran at +90 s
   UpdateMemo(&memo, out, job, Cluster(), kT0 + seconds(90), opt);
   Decision d = Decide(job, Cluster(), {}, out, memo, kT0 + seconds(90), opt);
   EXPECT_NE(d.action, Action::kSubmit) << d.why;
