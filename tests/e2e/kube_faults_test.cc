@@ -745,7 +745,12 @@ TEST_F(KubeFaults, RotatedTokenIsReReadAfterUnauthorized) {
   json first = KubeAdmin("POST", "/__admin/rotate_token", json::object());
   ASSERT_TRUE(first.is_object() && first.contains("token"));
   ASSERT_GE(DropWatches(""), 1);  // the re-watches must authenticate again
-  ASSERT_TRUE(WaitUntil([] { return OperatorWatching("slurmjobs"); }, seconds(20)));
+  // The stand-in lists only watches that are open now (a dropped one leaves at once), so this
+  // waits for the re-watches themselves; before, a dropped watch whose thread had not yet ended
+  // passed for one, and the second drop below found nothing open.
+  ASSERT_TRUE(
+      WaitUntil([] { return OperatorWatching("slurmjobs") && OperatorWatching("slurmclusters"); },
+                seconds(20)));
   std::vector<std::string> more = ApplyJobs("rot", 2, 4);
   names.insert(names.end(), more.begin(), more.end());
   json second = KubeAdmin("POST", "/__admin/rotate_token", json::object());

@@ -4280,11 +4280,14 @@ def _admin(self, cmd, method, body):
     st = self.store
     if cmd == "drop_watches":
         n = 0
+        # A dropped watch leaves the store at once: its serving thread may take a while to notice,
+        # and until then neither "watches" nor a second drop may count it as open.
         with st.lock:
             for w in list(st.watchers):
                 if body.get("resource") and body["resource"] != w.res.plural:
                     continue
                 w.drop()
+                st.watchers.discard(w)
                 n += 1
         return {"dropped": n}
     if cmd == "watches":

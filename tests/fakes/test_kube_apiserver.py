@@ -911,6 +911,18 @@ class WatchTest(unittest.TestCase):
         self.assertTrue(w.eof)
         w.close()
 
+    def test_a_dropped_watch_is_no_longer_listed_nor_dropped_again(self):
+        w = RawWatch(SRV, sj_path(self.ns) + "?watch=1")
+        mine = lambda: [x for x in SRV.admin("watches", method="GET")["watches"] if x["namespace"] == self.ns]
+        for _ in range(40):
+            if mine():
+                break
+            time.sleep(0.02)
+        self.assertGreaterEqual(SRV.admin("drop_watches")["dropped"], 1)
+        self.assertEqual(mine(), [])
+        self.assertEqual(SRV.admin("drop_watches")["dropped"], 0)
+        w.close()
+
     def test_chunk_splitting_and_coalescing(self):
         SRV.admin("chunking", {"split": True, "coalesce": True, "seed": 7, "max_coalesce": 3})
         try:
