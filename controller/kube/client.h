@@ -20,7 +20,8 @@
 //    JSON body is valid YAML) with force=true; kApply requires
 //    `field_manager`. `status_subresource` patches .../status.
 //  * Delete returns the body: the object (finalizers pending, 200/202) or a
-//    Status of kind "Status" (deleted at once).
+//    Status of kind "Status" (deleted at once). DeleteOptions go in the
+//    request body; a failed uid precondition is a 409 (kAborted).
 //  * List returns the whole List object; ListOptions map to resourceVersion,
 //    labelSelector, limit and continue (empty/zero values are not sent).
 //  * Watch sends watch=true&allowWatchBookmarks&timeoutSeconds and calls
@@ -66,6 +67,15 @@ struct ListOptions {
   std::string continue_token;
 };
 
+// The body of a DELETE (meta/v1 DeleteOptions); empty fields are not sent.
+struct DeleteOptions {
+  // preconditions.uid: only the object with this uid is deleted (409 Conflict when the name now
+  // belongs to another incarnation).
+  std::string precondition_uid;
+  // Background | Foreground | Orphan ("": the server's default for the kind).
+  std::string propagation_policy;
+};
+
 struct WatchOptions {
   std::string resource_version;
   bool allow_bookmarks = true;
@@ -94,7 +104,8 @@ class Client {  // thread-safe
                                                bool status_subresource = false,
                                                std::string_view field_manager = "") = 0;
   virtual absl::StatusOr<nlohmann::json> Delete(const ResourceType& rt, std::string_view ns,
-                                                std::string_view name) = 0;
+                                                std::string_view name,
+                                                const DeleteOptions& opts = {}) = 0;
   // Streams watch events until the server ends the watch (OK), the callback
   // returns false, or handle->Cancel().
   virtual absl::Status Watch(const ResourceType& rt, std::string_view ns, const WatchOptions& opts,

@@ -224,8 +224,19 @@ absl::StatusOr<nlohmann::json> RestClient::Patch(const ResourceType& rt, std::st
 }
 
 absl::StatusOr<nlohmann::json> RestClient::Delete(const ResourceType& rt, std::string_view ns,
-                                                  std::string_view name) {
-  return Call(NewRequest("DELETE", rt.ObjectPath(ns, name), {}));
+                                                  std::string_view name,
+                                                  const DeleteOptions& opts) {
+  http::Request request = NewRequest("DELETE", rt.ObjectPath(ns, name), {});
+  nlohmann::json body = nlohmann::json::object();
+  if (!opts.precondition_uid.empty()) body["preconditions"]["uid"] = opts.precondition_uid;
+  if (!opts.propagation_policy.empty()) body["propagationPolicy"] = opts.propagation_policy;
+  if (!body.empty()) {
+    body["kind"] = "DeleteOptions";
+    body["apiVersion"] = "v1";
+    request.headers["Content-Type"] = kJson;
+    request.body = body.dump();
+  }
+  return Call(std::move(request));
 }
 
 absl::Status RestClient::Watch(const ResourceType& rt, std::string_view ns,

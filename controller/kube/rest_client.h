@@ -58,7 +58,8 @@ class RestClient final : public Client {
                                        const nlohmann::json& patch, bool status_subresource,
                                        std::string_view field_manager) override;
   absl::StatusOr<nlohmann::json> Delete(const ResourceType& rt, std::string_view ns,
-                                        std::string_view name) override;
+                                        std::string_view name,
+                                        const DeleteOptions& opts = {}) override;
   absl::Status Watch(const ResourceType& rt, std::string_view ns, const WatchOptions& opts,
                      const std::function<bool(const WatchEvent&)>& on_event,
                      std::shared_ptr<http::StreamHandle> handle) override;

@@ -28,6 +28,8 @@ inline constexpr std::string_view kSubmitted = "Submitted";
 inline constexpr std::string_view kRunning = "Running";
 inline constexpr std::string_view kSucceeded = "Succeeded";
 inline constexpr std::string_view kFailed = "Failed";
+// spec.ttlSecondsAfterFinished is not applied (a GitOps tool manages the SlurmJob).
+inline constexpr std::string_view kTtlSkipped = "TTLSkipped";
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
 

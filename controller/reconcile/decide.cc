@@ -7,8 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/common/condition_reason.h"
+#include "controller/common/time_format.h"
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
+#include "controller/reconcile/job_lifetime.h"
 #include "controller/reconcile/ownership.h"
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/stage.h"
@@ -535,6 +537,44 @@ Decision Ended(const Known& k) {
                         Stop("the Slurm job has ended"));
 }
 
+// A finished SlurmJob that a GitOps tool manages is kept whatever its TTL:
+// said once, by the condition TTLSkipped and its Event.
+Decision KeptForGitOps(const Known& k, const TtlVerdict& ttl) {
+  const GitOpsMarker& m = *ttl.gitops;
+  const std::string msg = absl::StrCat(
+      "spec.ttlSecondsAfterFinished is ", k.job.spec.ttl_seconds_after_finished(),
+      ", but this SlurmJob is not deleted: ", m.tool, " manages it (", m.kind, " ", m.key, "=",
+      m.value,
+      ") and would create it again under a new uid, so Slurm would run the job again. "
+      "Remove it from the ",
+      m.tool, " source and let ", m.tool, " prune it, or remove spec.ttlSecondsAfterFinished.");
+  v1alpha1::SlurmJobStatus s = WithGeneration(k.job.status, k.job.generation);
+  SetCondition(s.mutable_conditions(), kTtlSkipped, ConditionStatus::kTrue, "GitOpsManaged", msg,
+               k.job.generation, k.now);
+  return WriteIfChanged(k.job, std::move(s), {{kNormal, "TTLSkippedGitOpsManaged", "Delete", msg}},
+                        Stop("finished; kept: a GitOps tool manages it"));
+}
+
+// Finished, its TTL not passed yet: looked at again exactly at the expiry.
+Decision TtlWaiting(const Known& k, const TtlVerdict& ttl) {
+  return WriteIfChanged(k.job, WithGeneration(k.job.status, k.job.generation), {},
+                        StopAndRequeue(ttl.wait, "finished; deleted once its TTL passed"));
+}
+
+// The TTL passed: the SlurmJob is deleted, this incarnation only; the
+// finalizer then comes off without a cancel (kDeletingEnded).
+Decision TtlExpired(const Known& k) {
+  Decision d = Do(Action::kDeleteJob, "spec.ttlSecondsAfterFinished passed");
+  d.uid = k.job.id.uid;
+  d.events.push_back(
+      {kNormal, "TTLExpired", "Delete",
+       absl::StrCat("Deleting the SlurmJob: it finished at ",
+                    FormatRfc3339(Time(std::chrono::seconds(k.job.status.end_time().seconds()))),
+                    " and spec.ttlSecondsAfterFinished (", k.job.spec.ttl_seconds_after_finished(),
+                    " s) has passed.")});
+  return d;
+}
+
 // The cluster is gone, or this job may not use it any more (cluster_access.h).
 Decision ClusterGone(const Known& k) {
   const bool refused = k.cluster.kind == ClusterFacts::Kind::kRefused;
@@ -792,6 +832,12 @@ Decision DecideStage(const Known& k, Assessment a) {
       return ReadyToSubmit(std::move(*a.plan));
     case Stage::kSubmitFailed:
       return SubmitFailed(k);
+    case Stage::kKeptForGitOps:
+      return KeptForGitOps(k, DecideTtl(k.job, k.now));
+    case Stage::kTtlWaiting:
+      return TtlWaiting(k, DecideTtl(k.job, k.now));
+    case Stage::kTtlExpired:
+      return TtlExpired(k);
     case Stage::kEnded:
       return Ended(k);
     case Stage::kClusterGone:

@@ -26,6 +26,7 @@
 #ifndef SLURMOP_CONTROLLER_RECONCILE_DECIDE_H_
 #define SLURMOP_CONTROLLER_RECONCILE_DECIDE_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,8 +58,10 @@ struct DependencyFacts {
 struct JobFacts {
   JobIdentity id;
   int64_t generation = 0;
-  bool deleting = false;       // metadata.deletionTimestamp is set
-  bool has_finalizer = false;  // our finalizer is in metadata.finalizers
+  bool deleting = false;                           // metadata.deletionTimestamp is set
+  bool has_finalizer = false;                      // our finalizer is in metadata.finalizers
+  std::map<std::string, std::string> labels;       // metadata.labels
+  std::map<std::string, std::string> annotations;  // metadata.annotations
   v1alpha1::SlurmJobSpec spec;
   v1alpha1::SlurmJobStatus status;
   std::vector<DependencyFacts> dependencies;  // one per spec.dependsOn entry, in order
@@ -202,6 +205,7 @@ enum class Action {
   kCancel,       // job_id
   kUpdateJob,    // job_id + update (hold, release, disown)
   kWriteStatus,  // status
+  kDeleteJob,    // the SlurmJob itself, uid as precondition (spec.ttlSecondsAfterFinished)
 };
 
 struct Decision {
@@ -218,6 +222,7 @@ struct Decision {
   // sent no earlier than this (SearchNotBefore), shared with other searches.
   Time search_not_before{};
   v1alpha1::SlurmJobStatus status;  // kWriteStatus
+  std::string uid;                  // kDeleteJob: preconditions.uid
   // Recorded once the action succeeded (for kNone: right away).
   std::vector<EventSpec> events;
   // kNone: when to look again (nullopt: only when something changes).

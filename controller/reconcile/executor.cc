@@ -52,8 +52,21 @@ const char* ActionName(Action a) {
       return "update-job";
     case Action::kWriteStatus:
       return "write-status";
+    case Action::kDeleteJob:
+      return "delete-job";
   }
   return "?";
+}
+
+// The string values of metadata.labels or metadata.annotations.
+std::map<std::string, std::string> StringMap(const nlohmann::json& meta, const char* field) {
+  std::map<std::string, std::string> out;
+  auto it = meta.find(field);
+  if (it == meta.end() || !it->is_object()) return out;
+  for (const auto& [key, value] : it->items()) {
+    if (value.is_string()) out[key] = value.get<std::string>();
+  }
+  return out;
 }
 
 // JobFacts from a SlurmJob object. A spec the codec cannot read (wrong types
@@ -72,6 +85,8 @@ absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj,
   f.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   std::vector<std::string> fins = api::Finalizers(obj);
   f.has_finalizer = std::find(fins.begin(), fins.end(), api::kSlurmJobFinalizer) != fins.end();
+  f.labels = StringMap(meta, "labels");
+  f.annotations = StringMap(meta, "annotations");
   f.spec = job->spec();
   f.status = job->status();
   return f;
@@ -227,6 +242,8 @@ class Executor::Attempt {
         return UpdateJob(d);
       case Action::kWriteStatus:
         return WriteStatus(d);
+      case Action::kDeleteJob:
+        return DeleteJob(d);
     }
     return Finish({std::nullopt, true});
   }
@@ -298,6 +315,23 @@ class Executor::Attempt {
       RecordFinishedJob(d.status);
     }
     if (CurrentRun(d.status) > CurrentRun(facts_.status)) out_.started_run = true;
+    AdoptResponse(std::move(*r));
+    return kDecideAgain;
+  }
+
+  // DELETE of this incarnation only (a SlurmJob re-created under the name
+  // meanwhile is a conflict: re-read and decide again). Its finalizer then
+  // comes off through the deletion stages, in this reconcile.
+  Next DeleteJob(const Decision& d) {
+    const kube::DeleteOptions opts{d.uid, "Background"};
+    absl::StatusOr<nlohmann::json> r = ex_.kube_.Delete(SlurmJobsResource(), ns_, name_, opts);
+    if (!r.ok()) return WriteFailed(r.status(), ActionName(d.action), /*honour_retry_after=*/false);
+    Record(d.events);
+    LOG(INFO) << key_ << ": deleted; " << d.why;
+    if (r->value("kind", "") == "Status") {  // deleted at once: no finalizer was left
+      ex_.Forget(key_);
+      return ReconcileResult{};
+    }
     AdoptResponse(std::move(*r));
     return kDecideAgain;
   }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/reconcile/conditions.h"
+#include "controller/reconcile/job_lifetime.h"
 #include "controller/reconcile/ownership.h"
 #include "controller/reconcile/runs.h"
 #include "controller/slurm/dialects.h"
@@ -284,8 +285,9 @@ Stage DeletionStage(const Known& k) {
         EarlierSubmitPossible(k.memo) && ClusterFound(k.cluster) && SettleWindowOpen(k);
     return may_land ? Stage::kDeletionSettling : Stage::kDeletingUnsubmitted;
   }
-  if (OrphanPolicy(k.job)) return Stage::kDisowning;
+  // An ended job is neither left running nor re-tagged (a TTL's delete).
   if (JobEnded(k.job)) return Stage::kDeletingEnded;
+  if (OrphanPolicy(k.job)) return Stage::kDisowning;
   if (!ClusterFound(k.cluster)) return Stage::kCancelBlocked;
   if (ClusterMovedSinceSubmit(k)) return Stage::kDeletionClusterMoved;
   if (RecordNotOurs(k)) return Stage::kDeletionNotOurs;
@@ -308,8 +310,23 @@ Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
   return Stage::kReadyToSubmit;
 }
 
+// A job that ended: what spec.ttlSecondsAfterFinished asks (job_lifetime.h).
+Stage EndedStage(const Known& k) {
+  switch (DecideTtl(k.job, k.now).kind) {
+    case TtlVerdict::Kind::kKeptForGitOps:
+      return Stage::kKeptForGitOps;
+    case TtlVerdict::Kind::kWaiting:
+      return Stage::kTtlWaiting;
+    case TtlVerdict::Kind::kExpired:
+      return Stage::kTtlExpired;
+    case TtlVerdict::Kind::kNone:
+      break;
+  }
+  return Stage::kEnded;
+}
+
 Stage TrackingStage(const Known& k) {
-  if (JobEnded(k.job)) return Stage::kEnded;
+  if (JobEnded(k.job)) return EndedStage(k);
   if (!ClusterFound(k.cluster)) return Stage::kClusterGone;
   if (ClusterMovedSinceSubmit(k)) return Stage::kClusterMoved;
   if (!QueryDone(k.out)) return Stage::kFollowing;
@@ -385,6 +402,12 @@ const char* StageName(Stage s) {
       return "ReadyToSubmit";
     case Stage::kSubmitFailed:
       return "SubmitFailed";
+    case Stage::kKeptForGitOps:
+      return "KeptForGitOps";
+    case Stage::kTtlWaiting:
+      return "TtlWaiting";
+    case Stage::kTtlExpired:
+      return "TtlExpired";
     case Stage::kEnded:
       return "Ended";
     case Stage::kClusterGone:

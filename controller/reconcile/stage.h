@@ -26,12 +26,12 @@
 //                                                  (failed: backoff); else      empty too early:
 //                                                  RemoveFinalizer              kDeletionSettling;
 //                                                                               else kReleased
-// kDisowning          OrphanPolicy                 UpdateJob comment :=         kReleased
-//                                                  DisownedTag (unless Disowned,
-//                                                  JobEnded or !ClusterFound;
-//                                                  transient failure: backoff),
-//                                                  then RemoveFinalizer
 // kDeletingEnded      JobEnded                     RemoveFinalizer              kReleased
+// kDisowning          OrphanPolicy                 UpdateJob comment :=         kReleased
+//                                                  DisownedTag (unless Disowned
+//                                                  or !ClusterFound; transient
+//                                                  failure: backoff), then
+//                                                  RemoveFinalizer
 // kCancelBlocked      !ClusterFound                none, Event CancelBlocked,   kCancelling
 //                                                  requeue 30 s                 (cluster back)
 // kDeletionClusterMoved ClusterMovedSinceSubmit    none, Event CancelBlocked    kCancelling
@@ -77,6 +77,13 @@
 // kReadyToSubmit      otherwise                    Submit (descriptor and body  kRecordingSubmit
 //                                                  rendered here, once)         or kSubmitFailed
 // SUBMITTED (HasSlurmJob)
+// kKeptForGitOps      JobEnded and DecideTtl:      WriteStatus(TTLSkipped),     (kept)
+//                     kKeptForGitOps (a GitOps     Event TTLSkippedGitOps-
+//                     tool manages it)             Managed (once), stop
+// kTtlWaiting         JobEnded and DecideTtl:      WriteStatus if changed,      kTtlExpired
+//                     kWaiting                     requeue at the expiry
+// kTtlExpired         JobEnded and DecideTtl:      DeleteJob (uid precondition, kDeletingEnded
+//                     kExpired (job_lifetime.h)    Background), Event TTLExpired
 // kEnded              JobEnded                     RunIdChanged: WriteStatus    kReadyToSubmit
 //                                                  (next run); else stop        (next run)
 // kClusterGone        !ClusterFound                WriteStatus(Retrying),       kFollowing
@@ -132,8 +139,8 @@ enum class Stage {
   kReleased,
   kDeletionSettling,
   kDeletingUnsubmitted,
-  kDisowning,
   kDeletingEnded,
+  kDisowning,
   kCancelBlocked,
   kDeletionClusterMoved,
   kDeletionNotOurs,
@@ -152,6 +159,9 @@ enum class Stage {
   kReadyToSubmit,
   kSubmitFailed,
   // A Slurm job recorded in the status.
+  kKeptForGitOps,
+  kTtlWaiting,
+  kTtlExpired,
   kEnded,
   kClusterGone,
   kClusterMoved,

@@ -783,5 +783,40 @@ TEST_F(E2E, StandbyTakesOverAfterTheLeaderIsKilled) {
   StartOperator();
 }
 
+// examples/ttl-slurmjob.yaml (spec.ttlSecondsAfterFinished) as a user applies it: the finished
+// SlurmJob is kept until its TTL passed and then deleted; the one Argo CD's label marks is kept,
+// with the condition TTLSkipped and one Event saying why.
+TEST_F(E2E, TtlExampleDeletesAFinishedSlurmJobButKeepsAGitOpsManagedOne) {
+  CommandResult r = Kubectl(
+      {"apply", "-n", kNs, "-f", std::string(SLURMOP_SOURCE_DIR) + "/examples/ttl-slurmjob.yaml"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  CommandResult done = Kubectl({"wait", "-n", kNs, "sj/ttl-demo",
+                                "--for=jsonpath={.status.jobState}=COMPLETED", "--timeout=60s"});
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  const auto finished = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(seconds(5));
+  EXPECT_EQ(Get("ttl-demo", "{.status.phase}"), "Succeeded") << "deleted before its TTL of 10 s";
+  CommandResult gone = Kubectl({"wait", "-n", kNs, "sj/ttl-demo", "--for=delete", "--timeout=30s"});
+  ASSERT_EQ(gone.exit_code, 0) << gone.out << gone.err;
+  EXPECT_GE(std::chrono::steady_clock::now() - finished, seconds(9));
+
+  CommandResult skipped = Kubectl(
+      {"wait", "-n", kNs, "sj/ttl-gitops-demo", "--for=condition=TTLSkipped", "--timeout=60s"});
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.out << skipped.err;
+  EXPECT_THAT(Get("ttl-gitops-demo", "{.status.conditions[?(@.type==\"TTLSkipped\")].message}"),
+              HasSubstr("app.kubernetes.io/instance=demo-app"));
+  std::this_thread::sleep_for(seconds(3));  // later reconciles neither delete it nor say it again
+  EXPECT_EQ(Get("ttl-gitops-demo", "{.status.phase}"), "Succeeded");
+  CommandResult events =
+      Kubectl({"get", "events", "-n", kNs, "--field-selector",
+               "involvedObject.name=ttl-gitops-demo,reason=TTLSkippedGitOpsManaged", "-o",
+               "jsonpath={range .items[*]}{.reason} {.count}{\"\\n\"}{end}"});
+  ASSERT_EQ(events.exit_code, 0) << events.err;
+  EXPECT_THAT(events.out, HasSubstr("TTLSkippedGitOpsManaged"));
+  EXPECT_EQ(std::count(events.out.begin(), events.out.end(), '\n'), 1) << events.out;
+  CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "ttl-gitops-demo"});
+  EXPECT_THAT(describe.out, HasSubstr("TTLSkippedGitOpsManaged"));
+}
+
 }  // namespace
 }  // namespace slurmop

@@ -490,6 +490,9 @@ TEST_F(TenantIdentity, RbacMatchesTheCode) {
            "  environment:\n    - name: API_KEY\n"
            "      valueFrom: {secretKeyRef: {name: wandb, key: api-key}}\n");
   ApplyJob("team-a", "shared-job", "{kind: ClusterSlurmCluster, name: shared}");
+  // spec.ttlSecondsAfterFinished: the finished SlurmJob is deleted (slurmjobs delete).
+  ApplyJob("team-a", "short-lived", "{kind: ClusterSlurmCluster, name: shared}",
+           "  ttlSecondsAfterFinished: 0\n");
   // A status write that conflicts once: the SlurmJob is read again (slurmjobs get).
   const json conflict = {
       {"method", "PUT"}, {"path", "/slurmjobs/shared-job/status"}, {"status", 409}, {"count", 1}};
@@ -499,6 +502,9 @@ TEST_F(TenantIdentity, RbacMatchesTheCode) {
   CommandResult done = WaitJobState("team-a", "sj/shared-job", "COMPLETED");
   ASSERT_EQ(done.exit_code, 0) << done.err;
   ASSERT_TRUE(WaitReason("", "cscl/shared-sa", "Ready", "Reachable"));
+  CommandResult expired =
+      Kubectl({"wait", "--for=delete", "-n", "team-a", "sj/short-lived", "--timeout=60s"});
+  ASSERT_EQ(expired.exit_code, 0) << expired.err;
 
   // The same Event twice (events.k8s.io create, then patch): a stalled job edited.
   auto stall_twice = [&](const std::string& name) {

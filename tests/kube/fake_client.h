@@ -116,8 +116,8 @@ class FakeClient : public Client {
     }
     return on_patch ? on_patch(call) : absl::StatusOr<nlohmann::json>(nlohmann::json::object());
   }
-  absl::StatusOr<nlohmann::json> Delete(const ResourceType&, std::string_view,
-                                        std::string_view) override {
+  absl::StatusOr<nlohmann::json> Delete(const ResourceType&, std::string_view, std::string_view,
+                                        const DeleteOptions& = {}) override {
     return absl::UnimplementedError("Delete");
   }
   absl::Status Watch(const ResourceType&, std::string_view, const WatchOptions& opts,

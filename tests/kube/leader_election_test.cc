@@ -98,8 +98,8 @@ class LeaseStore : public Client {
                                        std::string_view) override {
     return absl::UnimplementedError("");
   }
-  absl::StatusOr<nlohmann::json> Delete(const ResourceType&, std::string_view,
-                                        std::string_view) override {
+  absl::StatusOr<nlohmann::json> Delete(const ResourceType&, std::string_view, std::string_view,
+                                        const DeleteOptions& = {}) override {
     return absl::UnimplementedError("");
   }
   absl::Status Watch(const ResourceType&, std::string_view, const WatchOptions&,

@@ -233,6 +233,23 @@ TEST_F(RestClientTest, DeleteReturnsTheBody) {
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ((*deleted)["status"], "Success");
   EXPECT_EQ(transport_.requests[0].method, "DELETE");
+  EXPECT_TRUE(transport_.requests[0].body.empty()) << "no options, no body";
+}
+
+// DeleteOptions go in the body, as kubectl sends them: a uid precondition
+// and the propagation policy.
+TEST_F(RestClientTest, DeleteSendsItsOptionsInTheBody) {
+  transport_.on_send = [](const http::Request&) { return Json(200, {{"kind", "SlurmJob"}}); };
+  auto client = NewTestClient();
+  ASSERT_TRUE(client->Delete(kJobs, "ns", "j1", DeleteOptions{"uid-7", "Background"}).ok());
+  ASSERT_EQ(transport_.requests.size(), 1u);
+  const http::Request& r = transport_.requests[0];
+  EXPECT_EQ(r.headers.at("Content-Type"), "application/json");
+  const nlohmann::json body = nlohmann::json::parse(r.body);
+  EXPECT_EQ(body["kind"], "DeleteOptions");
+  EXPECT_EQ(body["apiVersion"], "v1");
+  EXPECT_EQ(body["preconditions"]["uid"], "uid-7");
+  EXPECT_EQ(body["propagationPolicy"], "Background");
 }
 
 TEST_F(RestClientTest, Unauthorized401RereadsTokenFileAndRetriesOnce) {

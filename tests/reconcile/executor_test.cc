@@ -47,6 +47,8 @@ using testing::GoogleErrorReply;
 using ::testing::HasSubstr;
 using testing::InMemoryKube;
 using ::testing::IsEmpty;
+using testing::KubeCall;
+using testing::Meta;
 using ::testing::Not;
 using testing::RecordingEventSink;
 using testing::ScriptedAgentPlatform;
@@ -1003,6 +1005,60 @@ TEST_F(ExecutorTest, DeletingARunningJobCancelsItThenReleasesTheFinalizer) {
   ap_.ClearCalls();
   Reconcile();
   EXPECT_EQ(ap_.calls().size(), 0u);
+}
+
+// spec.ttlSecondsAfterFinished: a finished job is looked at again exactly at
+// its expiry and then deleted, this incarnation only, in the background; the
+// finalizer comes off without a cancel.
+TEST_F(ExecutorTest, AFinishedJobIsDeletedOnceItsTtlPassed) {
+  RunJob42();
+  kube_.MutateBehindTheBack("slurmjobs", kNs, kName,
+                            [](nlohmann::json& o) { o["spec"]["ttlSecondsAfterFinished"] = 30; });
+  clock_.Set(Time(seconds(1700000020)));
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
+  ReconcileResult r = Reconcile();
+  ASSERT_EQ(Status().job_state(), "COMPLETED");
+  EXPECT_EQ(r.requeue_after, std::optional<Duration>(seconds(27))) << "ended at 1700000017";
+  EXPECT_EQ(kube_.Count("delete"), 0);
+
+  clock_.Set(Time(seconds(1700000047)));
+  ap_.ClearCalls();
+  kube_.ClearCalls();
+  r = Reconcile();
+  EXPECT_FALSE(Object().has_value()) << "deleted, and its finalizer removed";
+  ASSERT_EQ(kube_.Count("delete"), 1);
+  const KubeCall del = kube_.calls()[0];
+  EXPECT_EQ(del.verb, "delete");
+  EXPECT_EQ(del.body["preconditions"]["uid"], kUid);
+  EXPECT_EQ(del.body["propagationPolicy"], "Background");
+  EXPECT_EQ(ap_.calls().size(), 0u) << "a finished job is neither looked at nor cancelled";
+  EXPECT_THAT(events_.WithReason("TTLExpired"), ElementsAre(EventIs("Normal", "TTLExpired")));
+  EXPECT_EQ(exec_->MemoCount(), 0u);
+}
+
+// The cache still shows the finished SlurmJob, but the name now belongs to a
+// new one (another uid): the uid precondition fails and the new one stays.
+TEST_F(ExecutorTest, TheTtlNeverDeletesASlurmJobReCreatedUnderTheName) {
+  RunJob42();
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
+  clock_.Advance(seconds(20));
+  Reconcile();
+  ASSERT_EQ(Status().job_state(), "COMPLETED");
+  kube_.MutateBehindTheBack("slurmjobs", kNs, kName,
+                            [](nlohmann::json& o) { o["spec"]["ttlSecondsAfterFinished"] = 0; });
+  jobs_.Freeze();
+  kube_.MutateBehindTheBack("slurmjobs", kNs, kName, [](nlohmann::json& o) {
+    o["metadata"]["uid"] = "new-uid";
+    o["spec"].erase("ttlSecondsAfterFinished");
+  });
+  kube_.ClearCalls();
+  Reconcile();
+  ASSERT_TRUE(Object().has_value()) << "the re-created SlurmJob was deleted";
+  EXPECT_EQ(Meta(*Object(), "uid"), "new-uid");
+  ASSERT_GE(kube_.Count("delete"), 1);
+  EXPECT_EQ(kube_.calls()[0].body["preconditions"]["uid"], kUid);
+  EXPECT_EQ(kube_.Count("delete", /*only_ok=*/true), 0);
+  EXPECT_THAT(events_.WithReason("TTLExpired"), IsEmpty());
 }
 
 TEST_F(ExecutorTest, DeletionPolicyOrphanReleasesWithoutCancelling) {

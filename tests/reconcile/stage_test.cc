@@ -169,6 +169,9 @@ void DeletingEnded() {
   w.Submitted("COMPLETED");
   w.job.deleting = true;
   ExpectRow(w, Stage::kDeletingEnded, Action::kRemoveFinalizer);
+  w.job.spec.set_deletion_policy("Orphan");
+  ExpectRow(w, Stage::kDeletingEnded, Action::kRemoveFinalizer);
+  EXPECT_TRUE(w.decide().events.empty()) << "an ended job is not said to be left running";
   w.job.has_finalizer = false;
   EXPECT_EQ(w.stage(), Stage::kReleased);
 }
@@ -431,6 +434,60 @@ void Ended() {
   EXPECT_EQ(w.stage(), Stage::kReadyToSubmit) << "the next run";
 }
 
+// A run that ended at kT0 with spec.ttlSecondsAfterFinished `ttl`.
+void FinishedWithTtl(World& w, int32_t ttl) {
+  w.Submitted("COMPLETED");
+  w.job.status.mutable_end_time()->set_seconds(
+      std::chrono::duration_cast<seconds>(kT0.time_since_epoch()).count());
+  w.job.spec.set_ttl_seconds_after_finished(ttl);
+}
+
+// Waits exactly until the TTL passes (not stretched, not early), then deletes.
+void TtlWaiting() {
+  World w;
+  FinishedWithTtl(w, 600);
+  w.now = kT0 + seconds(100);
+  ExpectRow(w, Stage::kTtlWaiting, Action::kNone);
+  EXPECT_EQ(w.decide().requeue_after, std::optional<Duration>(seconds(500)));
+  w.now = kT0 + seconds(600);
+  EXPECT_EQ(w.stage(), Stage::kTtlExpired);
+}
+
+// The delete carries the uid: a SlurmJob re-created under the name is never
+// deleted; the deletion then removes the finalizer without a cancel.
+void TtlExpired() {
+  World w;
+  FinishedWithTtl(w, 0);
+  ExpectRow(w, Stage::kTtlExpired, Action::kDeleteJob);
+  const Decision d = w.decide();
+  EXPECT_EQ(d.uid, "uid-1");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "TTLExpired");
+  w.job.deleting = true;
+  ExpectRow(w, Stage::kDeletingEnded, Action::kRemoveFinalizer);
+}
+
+// Argo CD or Flux would re-create it (new uid, run again): kept, said once.
+void KeptForGitOps() {
+  World w;
+  FinishedWithTtl(w, 0);
+  w.job.labels["kustomize.toolkit.fluxcd.io/name"] = "apps";
+  ExpectRow(w, Stage::kKeptForGitOps, Action::kWriteStatus);
+  const Decision d = w.decide();
+  const v1alpha1::Condition* skipped = FindCondition(d.status.conditions(), kTtlSkipped);
+  ASSERT_NE(skipped, nullptr);
+  EXPECT_EQ(skipped->status(), "True");
+  EXPECT_EQ(skipped->reason(), "GitOpsManaged");
+  EXPECT_NE(skipped->message().find("Flux"), std::string::npos) << skipped->message();
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "TTLSkippedGitOpsManaged");
+  w.Wrote(d);
+  w.NextReconcile(std::chrono::hours(1));
+  ExpectRow(w, Stage::kKeptForGitOps, Action::kNone);
+  EXPECT_TRUE(w.decide().events.empty()) << "the Event is not sent again";
+  EXPECT_FALSE(w.decide().requeue_after.has_value());
+}
+
 void ClusterGone() {
   World w;
   w.Submitted();
@@ -663,6 +720,9 @@ const std::vector<std::pair<Stage, void (*)()>>& Rows() {
       {Stage::kWaitingForDeps, WaitingForDeps},
       {Stage::kReadyToSubmit, ReadyToSubmit},
       {Stage::kSubmitFailed, SubmitFailed},
+      {Stage::kKeptForGitOps, KeptForGitOps},
+      {Stage::kTtlWaiting, TtlWaiting},
+      {Stage::kTtlExpired, TtlExpired},
       {Stage::kEnded, Ended},
       {Stage::kClusterGone, ClusterGone},
       {Stage::kSuperseded, Superseded},

@@ -238,11 +238,12 @@ TEST(RealCrdsTest, EnvelopeThenFieldsInDeclarationOrder) {
   EXPECT_EQ(root["properties"]["metadata"].size(), 1u);
   EXPECT_THAT(Strings(root["required"]), ElementsAre("spec"));
   const std::vector<std::string> spec_keys = Keys(At(root, {"spec"})["properties"]);
-  ASSERT_EQ(spec_keys.size(), 29u);
+  ASSERT_EQ(spec_keys.size(), 30u);
   EXPECT_EQ(spec_keys.front(), "clusterRef");
   EXPECT_EQ(spec_keys[13], "memoryPerNodeMB");  // json_name honoured, field 14
   EXPECT_EQ(spec_keys[23], "deletionPolicy");
-  EXPECT_EQ(spec_keys.back(), "dependsOn");
+  EXPECT_EQ(spec_keys[28], "dependsOn");
+  EXPECT_EQ(spec_keys.back(), "ttlSecondsAfterFinished");
 }
 
 TEST(RealCrdsTest, RequiredFieldsAreListedOnTheirParent) {

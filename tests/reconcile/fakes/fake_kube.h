@@ -18,7 +18,9 @@
 //    status_subresource, .status in the patch is ignored; with it, only
 //    .status is taken.
 //  * Delete: an object with finalizers gets metadata.deletionTimestamp (and
-//    stays); one without is removed. A write that leaves a deleting object
+//    stays); one without is removed. A DeleteOptions precondition_uid that is
+//    not the stored object's uid is a 409 (kAborted); the call's body records
+//    the options as the API server would get them. A write that leaves a deleting object
 //    without finalizers removes it (the answer is the last object).
 //  * Watch: answers OK at once (not used by the executor).
 //  * Every call is recorded (verb: get, list, create, update, update-status,
@@ -268,11 +270,19 @@ class InMemoryKube : public kube::Client {
   }
 
   absl::StatusOr<nlohmann::json> Delete(const kube::ResourceType& rt, std::string_view ns,
-                                        std::string_view name) override {
+                                        std::string_view name,
+                                        const kube::DeleteOptions& opts = {}) override {
     KubeCall call = MakeCall("delete", rt.plural, std::string(ns), std::string(name));
+    call.body = {{"preconditions", {{"uid", opts.precondition_uid}}},
+                 {"propagationPolicy", opts.propagation_policy}};
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> {
       auto it = objects_.find(Key(call));
       if (it == objects_.end()) return NotFound(call);
+      if (!opts.precondition_uid.empty() &&
+          opts.precondition_uid != it->second["metadata"].value("uid", "")) {
+        return absl::AbortedError("Precondition failed: UID in precondition: " +
+                                  opts.precondition_uid);
+      }
       const auto& fins = it->second["metadata"].value("finalizers", nlohmann::json::array());
       if (fins.empty()) {
         objects_.erase(it);

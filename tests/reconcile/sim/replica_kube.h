@@ -53,8 +53,9 @@ class ReplicaKube : public kube::Client {
         [&] { return kube_.Patch(rt, ns, name, type, patch, status_subresource, field_manager); });
   }
   absl::StatusOr<nlohmann::json> Delete(const kube::ResourceType& rt, std::string_view ns,
-                                        std::string_view name) override {
-    return Write([&] { return kube_.Delete(rt, ns, name); });
+                                        std::string_view name,
+                                        const kube::DeleteOptions& opts = {}) override {
+    return Write([&] { return kube_.Delete(rt, ns, name, opts); });
   }
   absl::Status Watch(const kube::ResourceType&, std::string_view, const kube::WatchOptions&,
                      const std::function<bool(const kube::WatchEvent&)>&,

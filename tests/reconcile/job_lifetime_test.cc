@@ -1,0 +1,97 @@
+// File: tests/reconcile/job_lifetime_test.cc
+//
+// spec.ttlSecondsAfterFinished (controller/reconcile/job_lifetime.h): when a
+// finished SlurmJob is kept, waited for or deleted. Plain values.
+
+#include "controller/reconcile/job_lifetime.h"
+
+#include "gtest/gtest.h"
+#include "tests/reconcile/decide_fixtures.h"
+
+namespace slurmop::reconcile {
+namespace {
+
+using fixtures::kT0;
+using std::chrono::seconds;
+using Kind = TtlVerdict::Kind;
+
+int64_t Unix(Time t) { return std::chrono::duration_cast<seconds>(t.time_since_epoch()).count(); }
+
+// A job that ended COMPLETED at kT0, with a TTL of `ttl` seconds.
+JobFacts Finished(std::optional<int32_t> ttl) {
+  JobFacts job = fixtures::NewJob();
+  job.status.set_job_id(42);
+  job.status.set_job_state("COMPLETED");
+  job.status.mutable_end_time()->set_seconds(Unix(kT0));
+  if (ttl) job.spec.set_ttl_seconds_after_finished(*ttl);
+  return job;
+}
+
+TEST(DecideTtl, WithoutTtlTheJobIsKeptForever) {
+  EXPECT_EQ(DecideTtl(Finished(std::nullopt), kT0 + std::chrono::hours(24 * 365)).kind,
+            Kind::kNone);
+}
+
+TEST(DecideTtl, AJobThatHasNotFinishedIsNotTimed) {
+  JobFacts running = Finished(0);
+  running.status.set_job_state("RUNNING");
+  EXPECT_EQ(DecideTtl(running, kT0 + seconds(5)).kind, Kind::kNone);
+  JobFacts no_end = Finished(0);
+  no_end.status.clear_end_time();
+  EXPECT_EQ(DecideTtl(no_end, kT0 + seconds(5)).kind, Kind::kNone);
+  JobFacts next_run = Finished(0);
+  next_run.spec.set_run_id("again");
+  EXPECT_EQ(DecideTtl(next_run, kT0 + seconds(5)).kind, Kind::kNone) << "another run is due";
+}
+
+TEST(DecideTtl, TheClockStartsAtEndTime) {
+  const JobFacts job = Finished(60);
+  TtlVerdict v = DecideTtl(job, kT0 + seconds(15));
+  EXPECT_EQ(v.kind, Kind::kWaiting);
+  EXPECT_EQ(v.wait, seconds(45));
+  EXPECT_EQ(v.expires_at, kT0 + seconds(60));
+  EXPECT_EQ(DecideTtl(job, kT0 + seconds(60) - std::chrono::milliseconds(1)).kind, Kind::kWaiting);
+  EXPECT_EQ(DecideTtl(job, kT0 + seconds(60)).kind, Kind::kExpired);
+  EXPECT_EQ(DecideTtl(Finished(0), kT0).kind, Kind::kExpired) << "0: at once";
+}
+
+TEST(DecideTtl, AFailedJobIsFinishedToo) {
+  JobFacts failed = Finished(10);
+  failed.status.set_job_state("FAILED");
+  EXPECT_EQ(DecideTtl(failed, kT0 + seconds(10)).kind, Kind::kExpired);
+}
+
+TEST(DecideTtl, AJobAGitOpsToolManagesIsNeverDeleted) {
+  JobFacts job = Finished(0);
+  job.annotations["argocd.argoproj.io/tracking-id"] = "app:hpc.slurmoperator.dev/SlurmJob:ns/x";
+  TtlVerdict v = DecideTtl(job, kT0 + std::chrono::hours(24));
+  EXPECT_EQ(v.kind, Kind::kKeptForGitOps);
+  ASSERT_TRUE(v.gitops.has_value());
+  EXPECT_EQ(v.gitops->tool, "Argo CD");
+  EXPECT_EQ(v.gitops->kind, "annotation");
+}
+
+TEST(GitOpsManager, EveryMarkerIsRecognised) {
+  const std::vector<std::pair<std::string, std::string>> labels = {
+      {"app.kubernetes.io/instance", "Argo CD"},
+      {"argocd.argoproj.io/instance", "Argo CD"},
+      {"kustomize.toolkit.fluxcd.io/name", "Flux"},
+      {"kustomize.toolkit.fluxcd.io/namespace", "Flux"},
+      {"helm.toolkit.fluxcd.io/name", "Flux"},
+      {"helm.toolkit.fluxcd.io/namespace", "Flux"},
+  };
+  for (const auto& [key, tool] : labels) {
+    std::optional<GitOpsMarker> m = GitOpsManager({{key, "v"}}, {});
+    ASSERT_TRUE(m.has_value()) << key;
+    EXPECT_EQ(m->tool, tool) << key;
+    EXPECT_EQ(m->key, key);
+    EXPECT_EQ(m->value, "v");
+    EXPECT_FALSE(GitOpsManager({}, {{key, "v"}}).has_value()) << key << " is a label, not an "
+                                                              << "annotation";
+  }
+  EXPECT_TRUE(GitOpsManager({}, {{"argocd.argoproj.io/tracking-id", "t"}}).has_value());
+  EXPECT_FALSE(GitOpsManager({{"app", "x"}, {"team", "a"}}, {{"note", "y"}}).has_value());
+}
+
+}  // namespace
+}  // namespace slurmop::reconcile
