@@ -217,12 +217,12 @@ Decision Disowning(const Known& k) {
   const int64_t job_id = guards::KnownJobId(k);
   // Replace the tag first, so that the orphan sweep does not cancel the job
   // once its SlurmJob is gone.
-  if (ClusterMoved(k.job, k.cluster)) {
+  if (guards::ClusterMovedSinceSubmit(k)) {
     Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan; the cluster moved");
     d.events.push_back(
         {kWarning, "OrphanNotRetagged", "Delete",
          absl::StrCat("Slurm job ", job_id, " is left running (deletionPolicy Orphan) on ",
-                      DescribeLocation(k.job.status.submitted_to()),
+                      DescribeLocation(*guards::KnownLocation(k)),
                       "; it was not re-tagged, since SlurmCluster \"", k.cluster.name,
                       "\" now points elsewhere.")});
     return d;
@@ -289,7 +289,7 @@ Decision DeletionClusterMoved(const Known& k) {
   const int64_t job_id = guards::KnownJobId(k);
   const std::string msg = absl::StrCat(
       "Cannot cancel Slurm job ", job_id, ": it was submitted to ",
-      DescribeLocation(k.job.status.submitted_to()), ", but SlurmCluster \"", k.cluster.name,
+      DescribeLocation(*guards::KnownLocation(k)), ", but SlurmCluster \"", k.cluster.name,
       "\" now points at ", DescribeLocation(LocationOf(k.cluster.spec)),
       ". Point the SlurmCluster back to cancel the job, or remove the finalizer "
       "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob without cancelling it (the job "

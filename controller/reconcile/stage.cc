@@ -46,7 +46,18 @@ bool ClusterFound(const ClusterFacts& cluster) {
   return cluster.kind == ClusterFacts::Kind::kFound;
 }
 
-bool ClusterMovedSinceSubmit(const Known& k) { return ClusterMoved(k.job, k.cluster); }
+std::optional<v1alpha1::SlurmJobLocation> KnownLocation(const Known& k) {
+  if (k.job.status.has_submitted_to()) return k.job.status.submitted_to();
+  if (k.job.status.job_id() == 0 && k.memo.submitted_job_id) return k.memo.submitted_to;
+  return std::nullopt;
+}
+
+// (The memo's location counts too: a job id known only from the memo was
+// submitted where the memo says, #13 repoint step of the simulation.)
+bool ClusterMovedSinceSubmit(const Known& k) {
+  const std::optional<v1alpha1::SlurmJobLocation> where = KnownLocation(k);
+  return where && ClusterFound(k.cluster) && !SameLocation(*where, LocationOf(k.cluster.spec));
+}
 
 bool RecordNotOurs(const Known& k) {
   if (!k.out.query || !k.out.query->ok() || !k.out.query->value().job) return false;

@@ -241,8 +241,12 @@ bool OrphanPolicy(const JobFacts& job);
 bool Disowned(const Memo& memo);
 bool JobEnded(const JobFacts& job);
 bool ClusterFound(const ClusterFacts& cluster);
-// status.submittedTo is not where the SlurmCluster points now (ownership.h).
+// KnownLocation is not where the SlurmCluster points now (ownership.h).
 bool ClusterMovedSinceSubmit(const Known& k);
+// Where the job KnownJobId names was submitted: status.submittedTo, or (no
+// job in the status yet: its status write failed) the memo's; nullopt when
+// neither says (a status of the previous version).
+std::optional<v1alpha1::SlurmJobLocation> KnownLocation(const Known& k);
 // This reconcile's look found a record that is not the job's own.
 bool RecordNotOurs(const Known& k);
 // An earlier submit of this run (ours with an unknown outcome, or one by an

@@ -266,6 +266,24 @@ void Blocked() {
 
 // A job already submitted to a SlurmCluster being deleted is still followed (and so cancelled
 // when its SlurmJob goes).
+// A job id known only from the memo (the status write recording it failed)
+// was submitted where the memo says: after a repoint it is neither cancelled
+// nor disowned by that id on the other cluster (the simulation's repoint
+// step, seed 8640: the disown's update went to the new cluster).
+TEST(StageTable, AJobKnownOnlyFromTheMemoIsNotTouchedAfterARepoint) {
+  World w;
+  w.job.has_finalizer = true;
+  w.job.deleting = true;
+  w.memo.no_earlier_submit = true;
+  w.memo.submitted_job_id = 42;
+  w.memo.submitted_to = LocationOf(w.cluster.spec);
+  w.cluster.spec.set_cluster_id("elsewhere");
+  ExpectRow(w, Stage::kDeletionClusterMoved, Action::kNone);
+  w.job.spec.set_deletion_policy("Orphan");
+  ExpectRow(w, Stage::kDisowning, Action::kRemoveFinalizer);
+  EXPECT_EQ(w.decide().events.at(0).reason, "OrphanNotRetagged");
+}
+
 TEST(StageTable, AJobOnAClusterBeingDeletedIsStillFollowed) {
   World w;
   w.job.has_finalizer = true;

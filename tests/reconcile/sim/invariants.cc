@@ -14,6 +14,14 @@ namespace {
 
 bool Ours(const SimJob& j) { return j.origin && j.origin->installation == kInstallation; }
 
+// The reason of the status condition of type `type` ("" without one).
+std::string ReasonOf(const nlohmann::json& status, const std::string& type) {
+  for (const nlohmann::json& c : status.value("conditions", nlohmann::json::array())) {
+    if (c.value("type", "") == type) return c.value("reason", "");
+  }
+  return "";
+}
+
 std::string Describe(const SimJob& j, Time now) {
   return absl::StrCat("job ", j.id, " [", j.comment, "] ",
                       j.Visible(now) ? j.State(now) : "not landed yet");
@@ -33,53 +41,84 @@ std::map<std::string, JobView> JobsByUid(testing::InMemoryKube& kube) {
     v.deleting = meta.contains("deletionTimestamp");
     const nlohmann::json spec = o.value("spec", nlohmann::json::object());
     v.policy = spec.value("deletionPolicy", "Cancel");
+    v.cluster = absl::StrCat(meta.value("namespace", ""), "/",
+                             spec.value("clusterRef", nlohmann::json::object()).value("name", ""));
     v.spec_run_id = spec.value("runId", "");
     const nlohmann::json status = o.value("status", nlohmann::json::object());
     v.job_id = status.value("jobId", int64_t{0});
     v.run = status.value("run", 1);
     v.status_run_id = status.value("runId", "");
     v.job_state = status.value("jobState", "");
+    v.submitted_to =
+        status.value("submittedTo", nlohmann::json::object()).value("clusterId", std::string());
+    v.reconciling = ReasonOf(status, "Reconciling");
     out[v.uid] = v;
   }
   return out;
 }
 
-std::vector<const SimJob*> Invariants::JobsOf(const std::string& uid) const {
+std::vector<const SimJob*> Invariants::JobsOf(const std::string& uid,
+                                              const std::string& cluster) const {
   std::vector<const SimJob*> out;
-  for (const auto& [id, j] : slurm_.jobs()) {
-    if (Ours(j) && j.origin->uid == uid) out.push_back(&j);
+  for (const SimFleet::Cluster& c : fleet_.all()) {
+    if (!cluster.empty() && c.id != cluster) continue;
+    for (const auto& [id, j] : c.slurm->jobs()) {
+      if (Ours(j) && j.origin->uid == uid) out.push_back(&j);
+    }
   }
   return out;
 }
 
-void Invariants::CheckDuplicates(std::vector<std::string>& out) const {
-  std::map<std::pair<std::string, int32_t>, std::vector<int64_t>> by_run;
-  for (const auto& [id, j] : slurm_.jobs()) {
-    if (Ours(j)) by_run[{j.origin->uid, j.origin->run}].push_back(id);
-  }
-  for (const auto& [run, ids] : by_run) {
-    if (ids.size() > 1) {
-      out.push_back(absl::StrCat("[1 at most one job per run] SlurmJob ", run.first, " run ",
-                                 run.second, " has ", ids.size(),
-                                 " Slurm jobs: ", absl::StrJoin(ids, ", ")));
+std::string Invariants::PointsAt(const std::string& key) const {
+  const size_t slash = key.find('/');
+  std::optional<nlohmann::json> c =
+      kube_.Object(api::kSlurmClusterPlural.data(), key.substr(0, slash), key.substr(slash + 1));
+  if (!c) return "";
+  return (*c)["spec"].value("clusterId", "");
+}
+
+void Invariants::CheckDuplicates(std::vector<std::string>& out) {
+  std::map<std::pair<std::string, int32_t>, std::map<std::string, std::vector<int64_t>>> by_run;
+  for (const SimFleet::Cluster& c : fleet_.all()) {
+    for (const auto& [id, j] : c.slurm->jobs()) {
+      if (Ours(j)) by_run[{j.origin->uid, j.origin->run}][c.id].push_back(id);
     }
+  }
+  for (const auto& [run, on] : by_run) {
+    for (const auto& [cluster, ids] : on) {
+      if (ids.size() < 2) continue;
+      out.push_back(absl::StrCat("[1 at most one job per run] SlurmJob ", run.first, " run ",
+                                 run.second, " has ", ids.size(), " Slurm jobs on cluster ",
+                                 cluster, ": ", absl::StrJoin(ids, ", ")));
+    }
+    if (on.size() > 1 && gap_runs_.insert(run).second) ++gaps_[kGapSecondJob];
   }
 }
 
 void Invariants::CheckActions(const std::map<std::string, JobView>& jobs,
                               std::vector<std::string>& out) {
-  const std::vector<SlurmAction>& actions = slurm_.actions();
-  for (; actions_checked_ < actions.size(); ++actions_checked_) {
-    const SlurmAction& a = actions[actions_checked_];
-    const SimJob* j = slurm_.Find(a.job_id);
+  actions_checked_.resize(fleet_.all().size());
+  for (size_t i = 0; i < fleet_.all().size(); ++i) {
+    CheckActionsOn(fleet_.all()[i], actions_checked_[i], jobs, out);
+  }
+}
+
+void Invariants::CheckActionsOn(const SimFleet::Cluster& c, size_t& checked,
+                                const std::map<std::string, JobView>& jobs,
+                                std::vector<std::string>& out) {
+  const std::vector<SlurmAction>& actions = c.slurm->actions();
+  for (; checked < actions.size(); ++checked) {
+    const SlurmAction& a = actions[checked];
+    const SimJob* j = c.slurm->Find(a.job_id);
     if (j == nullptr) {
-      out.push_back(absl::StrCat("[2 only our jobs] ", a.kind, " of job ", a.job_id,
-                                 ", which Slurm never had"));
+      out.push_back(absl::StrCat("[2 only our jobs] ", a.kind, " of job ", a.job_id, " on cluster ",
+                                 c.id, ", whose Slurm never had it"));
       continue;
     }
     if (!Ours(*j)) {
-      out.push_back(absl::StrCat("[2 only our jobs] ", a.kind, " of job ", j->id,
-                                 " that this installation did not submit: [", j->comment, "]"));
+      out.push_back(absl::StrCat("[2 only our jobs] ", a.kind, " of job ", j->id, " on cluster ",
+                                 c.id, " that this installation did not submit: [", j->comment,
+                                 "]"));
       continue;
     }
     if (a.kind != "cancel") continue;
@@ -98,14 +137,23 @@ void Invariants::CheckActions(const std::map<std::string, JobView>& jobs,
 }
 
 void Invariants::CheckReleases(const std::map<std::string, JobView>& jobs, Time now,
-                               std::vector<std::string>& out) const {
+                               std::vector<std::string>& out) {
   for (const auto& [uid, before] : last_) {
     if (jobs.count(uid) || before.policy == "Orphan") continue;
-    for (const SimJob* j : JobsOf(uid)) {
-      if (j->Visible(now) && j->EndedAt(now)) continue;
-      out.push_back(absl::StrCat("[3 finalizer] SlurmJob ", before.key, " (", uid,
-                                 ", deletionPolicy ", before.policy, ") released while its ",
-                                 Describe(*j, now)));
+    const std::string points = PointsAt(before.cluster);
+    for (const SimFleet::Cluster& c : fleet_.all()) {
+      for (const SimJob* j : JobsOf(uid, c.id)) {
+        if (j->Visible(now) && j->EndedAt(now)) continue;
+        // Submitted with an unknown outcome before a repoint, and never
+        // recorded: the operator does not know where to look (known gap).
+        if (!points.empty() && c.id != points && before.job_id != j->id) {
+          ++gaps_[kGapStranded];
+          continue;
+        }
+        out.push_back(absl::StrCat("[3 finalizer] SlurmJob ", before.key, " (", uid,
+                                   ", deletionPolicy ", before.policy, ") released while its ",
+                                   Describe(*j, now), " on cluster ", c.id));
+      }
     }
   }
 }
@@ -114,10 +162,11 @@ void Invariants::CheckStatusJobs(const std::map<std::string, JobView>& jobs,
                                  std::vector<std::string>& out) const {
   for (const auto& [uid, v] : jobs) {
     if (v.job_id == 0) continue;
-    const SimJob* j = slurm_.Find(v.job_id);
+    const SimSlurm* slurm = fleet_.At(v.submitted_to);
+    const SimJob* j = slurm ? slurm->Find(v.job_id) : nullptr;
     if (j == nullptr || !Ours(*j) || j->origin->uid != uid || j->origin->run != v.run) {
       out.push_back(absl::StrCat("[4 status names our job] ", v.key, " run ", v.run,
-                                 " records job ", v.job_id, ": ",
+                                 " records job ", v.job_id, " on cluster ", v.submitted_to, ": ",
                                  j ? absl::StrCat("[", j->comment, "]") : "unknown to Slurm"));
     }
   }
@@ -142,15 +191,37 @@ std::vector<std::string> Invariants::Check(Time now) {
   return out;
 }
 
+std::string Invariants::MoveReported(const JobView& v, Time now) const {
+  // A job that ended (and the status says so) needs nothing from anyone.
+  const SimSlurm* slurm = fleet_.At(v.submitted_to);
+  const SimJob* j = slurm ? slurm->Find(v.job_id) : nullptr;
+  if (j != nullptr && j->EndedAt(now) && j->State(now) == v.job_state && !v.deleting) return "";
+  const std::string where =
+      absl::StrCat(v.key, "'s job ", v.job_id, " was submitted to ", v.submitted_to,
+                   ", its SlurmCluster points at ", PointsAt(v.cluster));
+  if (v.deleting) {
+    if (reported_(v.key, "CancelBlocked")) return "";
+    return absl::StrCat("[converge] ", where, ", and no CancelBlocked Event says so");
+  }
+  if (v.reconciling == "ClusterChanged") return "";
+  return absl::StrCat("[converge] ", where, ", and its status says ", v.reconciling);
+}
+
 std::vector<std::string> Invariants::Converged(Time now) {
   std::vector<std::string> out;
   for (const auto& [uid, v] : Jobs()) {
+    // (A SlurmCluster that is gone is no move: the job must still be cancelled.)
+    const std::string points = PointsAt(v.cluster);
+    if (v.job_id != 0 && !points.empty() && v.submitted_to != points) {
+      if (std::string d = MoveReported(v, now); !d.empty()) out.push_back(std::move(d));
+      continue;
+    }
     if (v.deleting) {
       out.push_back(absl::StrCat("[converge] ", v.key, " is still being deleted"));
       continue;
     }
     const SimJob* current = nullptr;
-    for (const SimJob* j : JobsOf(uid)) {
+    for (const SimJob* j : JobsOf(uid, points)) {
       if (j->origin->run == v.run) current = j;
     }
     if (current == nullptr) {

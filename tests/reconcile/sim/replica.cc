@@ -10,6 +10,8 @@
 namespace slurmop::reconcile::sim {
 namespace {
 
+constexpr char kProtectPrefix[] = "protect:";
+
 std::string Describe(const ReconcileResult& r) {
   if (r.retry_with_backoff) return "backoff";
   if (r.requeue_after) {
@@ -26,9 +28,9 @@ Replica::Replica(int index, ReplicaDeps deps)
     : number_(index),
       d_(deps),
       kube_(d_.kube, d_.faults, link_),
-      transport_(d_.slurm, d_.faults, link_, d_.clock, d_.refused_tags),
+      transport_(d_.fleet, d_.faults, link_, d_.clock, d_.refused_tags),
       token_(std::make_shared<testing::FixedTokenSource>("ya29.sim")),
-      creds_(token_) {
+      creds_(kube_, token_) {
   agentplatform::ClientOptions o;
   o.transport = &transport_;
   o.clock = &d_.clock;
@@ -60,6 +62,12 @@ void Replica::Build() {
   executor_ =
       std::make_unique<Executor>(kube_, *jobs_, *clusters_, *api_, creds_, events_, d_.clock, o);
   executor_->SetSubmitFence(fence_.get());
+  protector_ = std::make_unique<ClusterProtector>(
+      kube_, *clusters_,
+      ClusterProtector::JobsView{[] { return true; },
+                                 [this](const std::string& ns, const std::string& name) {
+                                   return !index_->Naming(ns, name, "").empty();
+                                 }});
   if (d_.batched) {
     TrackerOptions t;
     t.fetch_threads = 1;
@@ -93,6 +101,7 @@ void Replica::Build() {
 }
 
 void Replica::Restart() {
+  protector_.reset();
   tracker_.reset();
   executor_.reset();
   notified_.clear();
@@ -108,6 +117,7 @@ void Replica::BecomeLeader() {
   jobs_->frozen = false;
   RefreshCaches();
   for (const std::string& key : jobs_->Keys()) Queue(key, d_.clock.Now());
+  QueueProtection(d_.clock.Now());
 }
 
 void Replica::Stall() {
@@ -132,15 +142,29 @@ void Replica::Queue(const std::string& key, Time at) {
   if (!inserted) it->second = std::min(it->second, at);
 }
 
+void Replica::QueueProtection(Time at) {
+  for (const std::string& key : clusters_->Keys()) Queue(kProtectPrefix + key, at);
+}
+
 void Replica::RefreshCaches() {
   const Time now = d_.clock.Now();
-  for (const SimCache::Event& e : jobs_->Refresh()) {
+  const std::vector<SimCache::Event> job_events = jobs_->Refresh();
+  for (const SimCache::Event& e : job_events) {
     for (const std::string& k : index_->Apply(e.type, *e.object)) Queue(k, now);
     Queue(e.key, now);
   }
-  if (!clusters_->Refresh().empty()) {
+  const bool clusters_changed = !clusters_->Refresh().empty();
+  if (clusters_changed) {
     for (const auto& [key, at] : std::map<std::string, Time>(due_)) Queue(key, now);
   }
+  if (clusters_changed || !job_events.empty()) QueueProtection(now);
+}
+
+bool Replica::Reported(const std::string& key, const std::string& reason) const {
+  for (const testing::RecordedEvent& e : events_.events()) {
+    if (e.object == key && e.event.reason == reason) return true;
+  }
+  return false;
 }
 
 void Replica::FreezeCaches(bool frozen) {
@@ -175,7 +199,9 @@ void Replica::QueueNotified() {
 
 std::string Replica::Reconcile(const std::string& key) {
   due_.erase(key);
-  const ReconcileResult r = executor_->Reconcile(key);
+  const bool protect = key.rfind(kProtectPrefix, 0) == 0;
+  const ReconcileResult r = protect ? protector_->Reconcile(key.substr(sizeof(kProtectPrefix) - 1))
+                                    : executor_->Reconcile(key);
   QueueNotified();
   const Time now = d_.clock.Now();
   if (r.retry_with_backoff) {

@@ -7,7 +7,10 @@
 // SimAgentPlatform) and kube::Client (ReplicaKube), its informer caches
 // (SimCache) and the manager's JobIndex over them, and a work queue with the
 // manager's result contract (retry_with_backoff: 5 ms * 2^n up to 1000 s;
-// requeue_after: then; a watch event: now).
+// requeue_after: then; a watch event: now). The manager's ClusterProtector
+// keeps the SlurmClusters and credentials Secrets SlurmJobs name (its keys
+// "protect:ns/name" are queued whenever a SlurmJob or SlurmCluster changes);
+// credentials are resolved from the Secret (sim_credentials.h).
 //
 // Leadership: a standby does nothing; a leader renews its Lease at every
 // step (its fence is open); a deposed leader (stalled: its renewals fail)
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "controller/agentplatform/client.h"
+#include "controller/reconcile/cluster_protector.h"
 #include "controller/reconcile/executor.h"
 #include "controller/reconcile/job_index.h"
 #include "controller/reconcile/job_tracker.h"
@@ -36,6 +40,7 @@
 #include "tests/reconcile/sim/replica_kube.h"
 #include "tests/reconcile/sim/sim_agent_platform.h"
 #include "tests/reconcile/sim/sim_cache.h"
+#include "tests/reconcile/sim/sim_credentials.h"
 
 namespace slurmop::reconcile::sim {
 
@@ -45,7 +50,7 @@ inline constexpr Duration kRenewDeadline = std::chrono::seconds(10);
 
 struct ReplicaDeps {
   testing::InMemoryKube& kube;
-  SimSlurm& slurm;
+  SimFleet& fleet;
   Faults& faults;
   FakeClock& clock;
   std::set<std::string>& refused_tags;
@@ -85,10 +90,14 @@ class Replica {
   void ArmCrash(int n) { link_.crash_at_call = link_.calls + n; }
   void Disarm() { link_.crash_at_call.reset(); }
   bool dead() const { return link_.dead; }
+  // Whether this replica recorded an Event with `reason` for "ns/name".
+  bool Reported(const std::string& key, const std::string& reason) const;
 
  private:
   void Build();
   void Queue(const std::string& key, Time at);
+  // The protector's keys ("protect:ns/name") of every cached SlurmCluster.
+  void QueueProtection(Time at);
   // Waits for the tracker's fetch thread, then queues the keys it notified.
   void QueueNotified();
 
@@ -99,13 +108,14 @@ class Replica {
   SimAgentPlatform transport_;
   std::unique_ptr<agentplatform::SlurmApi> api_;
   std::shared_ptr<testing::FixedTokenSource> token_;
-  testing::FakeCredentialsResolver creds_;
+  SimCredentials creds_;
   testing::RecordingEventSink events_;
   std::unique_ptr<SimCache> jobs_;
   std::unique_ptr<SimCache> clusters_;
   std::unique_ptr<JobIndex> index_;
   std::unique_ptr<LeaseSubmitFence> fence_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<ClusterProtector> protector_;
   std::unique_ptr<JobTracker> tracker_;
   Role role_ = Role::kStandby;
   Time stalled_at_{};

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/api/resources.h"
+#include "controller/kube/resource_types.h"
 #include "controller/reconcile/job_descriptor.h"
 #include "controller/reconcile/resource_types.h"
 #include "tests/reconcile/fakes/fake_kube.h"
@@ -15,13 +16,16 @@
 #include "tests/reconcile/sim/faults.h"
 #include "tests/reconcile/sim/invariants.h"
 #include "tests/reconcile/sim/replica.h"
-#include "tests/reconcile/sim/sim_slurm.h"
+#include "tests/reconcile/sim/sim_fleet.h"
 
 namespace slurmop::reconcile::sim {
 namespace {
 
 constexpr char kNs[] = "team-a";
+constexpr char kSecret[] = "a3-credentials";
 const char* const kNames[] = {"j0", "j1", "j2"};
+// The Agent Platform clusters SlurmCluster a3 may point at.
+const char* const kClusterIds[] = {"c1", "c2"};
 
 int64_t Millis(Duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -32,13 +36,18 @@ class World {
   World(uint64_t seed, const ScheduleOptions& o)
       : o_(o),
         faults_(seed),
-        slurm_(faults_.Between(1, 5000), std::chrono::seconds(faults_.Between(20, 300))),
         batched_(faults_.Chance(0.5)),
-        inv_(kube_, slurm_, refused_) {
+        inv_(kube_, fleet_, refused_, [this](const std::string& key, const std::string& reason) {
+          return r_[0]->Reported(key, reason) || r_[1]->Reported(key, reason);
+        }) {
     result_.seed = seed;
     result_.batched = batched_;
     kube_.record_calls = false;
-    ReplicaDeps deps{kube_, slurm_, faults_, clock_, refused_, batched_};
+    // Both clusters hand out the same job ids.
+    const int64_t first_id = faults_.Between(1, 5000);
+    const Duration min_job_age = std::chrono::seconds(faults_.Between(20, 300));
+    for (const char* id : kClusterIds) fleet_.Add(id, first_id, min_job_age);
+    ReplicaDeps deps{kube_, fleet_, faults_, clock_, refused_, batched_};
     for (int i = 0; i < 2; ++i) r_[i] = std::make_unique<Replica>(i, deps);
   }
 
@@ -50,6 +59,7 @@ class World {
     }
     if (result_.violations.empty()) QuietPhase();
     result_.faults = faults_.counts;
+    result_.gaps = inv_.gaps();
     return std::move(result_);
   }
 
@@ -60,23 +70,41 @@ class World {
     result_.trace.push_back(std::move(line));
   }
 
-  void Setup() {
-    start_ = clock_.Now();
-    (void)kube_.Create(SlurmClustersResource(), kNs,
-                       testing::SlurmClusterObject(kNs, "a3", "v0.0.42"));
-    // Jobs that are not this installation's: another installation's with the
-    // same namespace, names and even uids as our first SlurmJobs (the
-    // SlurmCluster is uid-1); a legacy tag of a gone SlurmJob; a user's job
-    // without a tag. None of them may ever be touched or adopted.
+  // The namespace's SlurmCluster a3 (pointing at c1) and its credentials
+  // Secret, as a user creates them.
+  void CreateNamespace() {
+    nlohmann::json cluster = testing::SlurmClusterObject(kNs, "a3", "v0.0.42");
+    cluster["spec"]["credentialsSecretRef"] = {{"name", kSecret}};
+    (void)kube_.Create(SlurmClustersResource(), kNs, cluster);
+    (void)kube_.Create(kube::Secrets(), kNs,
+                       {{"apiVersion", "v1"},
+                        {"kind", "Secret"},
+                        {"metadata", {{"name", kSecret}, {"namespace", kNs}}},
+                        {"data", {{"credentials.json", "e30="}}}});
+    namespace_ = Namespace::kActive;
+  }
+
+  // Jobs that are not this installation's, on every cluster: another
+  // installation's with the same namespace, names and even uids as our
+  // first SlurmJobs (the SlurmCluster is uid-1, its Secret uid-2); a legacy
+  // tag of a gone SlurmJob; a user's job without a tag. None of them may
+  // ever be touched or adopted.
+  void AddForeignJobs(SimSlurm& slurm) {
     for (int i = 0; i < 3; ++i) {
-      slurm_.AddForeignJob(
+      slurm.AddForeignJob(
           kNames[i],
-          SubmissionTag({kNs, kNames[i], absl::StrCat("uid-", i + 2), "inst-other"}, 1 + i % 2),
+          SubmissionTag({kNs, kNames[i], absl::StrCat("uid-", i + 3), "inst-other"}, 1 + i % 2),
           clock_.Now(), std::chrono::seconds(5), std::chrono::minutes(30));
     }
-    slurm_.AddForeignJob("j1", LegacySubmissionTag({kNs, "j1", "uid-gone", ""}, 1), clock_.Now(),
-                         std::chrono::seconds(1), std::chrono::minutes(30));
-    slurm_.AddForeignJob("j2", "", clock_.Now(), std::chrono::seconds(0), std::chrono::minutes(30));
+    slurm.AddForeignJob("j1", LegacySubmissionTag({kNs, "j1", "uid-gone", ""}, 1), clock_.Now(),
+                        std::chrono::seconds(1), std::chrono::minutes(30));
+    slurm.AddForeignJob("j2", "", clock_.Now(), std::chrono::seconds(0), std::chrono::minutes(30));
+  }
+
+  void Setup() {
+    start_ = clock_.Now();
+    CreateNamespace();
+    for (const SimFleet::Cluster& c : fleet_.all()) AddForeignJobs(*c.slurm);
     r_[0]->BecomeLeader();
     Trace(absl::StrCat("start: ", batched_ ? "batched (tracker)" : "unbatched", ", r0 leads"));
     OpCreate();
@@ -95,7 +123,7 @@ class World {
         {8, &World::OpCreate},     {4, &World::OpBumpRunId}, {5, &World::OpDelete},
         {3, &World::OpCrash},      {4, &World::OpArmCrash},  {3, &World::OpStall},
         {6, &World::OpTakeover},   {3, &World::OpNotice},    {3, &World::OpWatchDrop},
-        {4, &World::OpRelist},
+        {4, &World::OpRelist},     {2, &World::OpRepoint},   {0, &World::OpDeleteNamespace},
     };
     int total = 0;
     for (const Op& op : kOps) total += op.weight;
@@ -164,6 +192,14 @@ class World {
   void OpCreate() {
     const std::string name = kNames[faults_.Between(0, 2)];
     if (Object(name)) return;
+    if (namespace_ == Namespace::kTerminating) {
+      return Trace(absl::StrCat("user creates ", name, ": forbidden, namespace ", kNs,
+                                " is being terminated"));
+    }
+    if (namespace_ == Namespace::kGone) {
+      CreateNamespace();
+      Trace(absl::StrCat("user creates namespace ", kNs, " again, its SlurmCluster and Secret"));
+    }
     const std::string policy = faults_.Chance(0.5) ? "Cancel" : "Orphan";
     nlohmann::json job = {{"apiVersion", std::string(api::kApiVersion)},
                           {"kind", "SlurmJob"},
@@ -192,6 +228,46 @@ class World {
     if (!Object(name)) return;
     (void)kube_.Delete(SlurmJobsResource(), kNs, name);
     Trace(absl::StrCat("user deletes ", name));
+  }
+
+  // The user points SlurmCluster a3 at the other Agent Platform cluster
+  // (whose job ids are the same numbers).
+  void OpRepoint() {
+    std::optional<nlohmann::json> c = kube_.Object(api::kSlurmClusterPlural.data(), kNs, "a3");
+    if (!c) return;
+    const std::string to = (*c)["spec"].value("clusterId", "") == "c1" ? "c2" : "c1";
+    (*c)["spec"]["clusterId"] = to;
+    absl::StatusOr<nlohmann::json> r = kube_.Update(SlurmClustersResource(), *c);
+    faults_.Count("cluster.repoint");
+    Trace(absl::StrCat("user points SlurmCluster a3 at cluster ", to, r.ok() ? "" : " (failed)"));
+  }
+
+  // The user deletes the namespace: Kubernetes deletes everything in it
+  // (NamespaceController, after every step) and the namespace is gone once
+  // nothing is left.
+  void OpDeleteNamespace() {
+    if (namespace_ != Namespace::kActive) return;
+    namespace_ = Namespace::kTerminating;
+    faults_.Count("namespace.delete");
+    Trace(absl::StrCat("user deletes namespace ", kNs));
+    NamespaceController();
+  }
+
+  void NamespaceController() {
+    if (namespace_ != Namespace::kTerminating) return;
+    bool left = false;
+    for (const kube::ResourceType& rt :
+         {SlurmJobsResource(), SlurmClustersResource(), kube::Secrets()}) {
+      absl::StatusOr<nlohmann::json> list = kube_.List(rt, kNs, kube::ListOptions());
+      for (const nlohmann::json& o : list.ok() ? (*list)["items"] : nlohmann::json::array()) {
+        left = true;
+        if (o["metadata"].contains("deletionTimestamp")) continue;
+        (void)kube_.Delete(rt, kNs, testing::Meta(o, "name"));
+      }
+    }
+    if (left) return;
+    namespace_ = Namespace::kGone;
+    Trace(absl::StrCat("namespace ", kNs, " is gone"));
   }
 
   void OpCrash() {
@@ -267,6 +343,7 @@ class World {
 
   void AfterStep() {
     ++result_.steps;
+    NamespaceController();
     // A standby's manager has not started: it has no informers yet.
     for (auto& r : r_) {
       if (r->role() != Replica::Role::kStandby) r->RefreshCaches();
@@ -301,6 +378,7 @@ class World {
       }
       AfterStep();
       std::vector<std::string> diff = inv_.Converged(clock_.Now());
+      if (diff.empty()) diff = NamespaceConverged();
       if (diff.empty()) return;
       if (clock_.Now() - quiet_start > o_.quiet_max || i + 1 == o_.max_quiet_steps) {
         for (std::string& d : diff) {
@@ -309,6 +387,16 @@ class World {
         }
       }
     }
+  }
+
+  // A namespace being deleted is gone once no SlurmJob is left (those that
+  // are left are accounted for by Converged: blocked by a repoint).
+  std::vector<std::string> NamespaceConverged() {
+    if (namespace_ != Namespace::kTerminating) return {};
+    absl::StatusOr<nlohmann::json> jobs = kube_.List(SlurmJobsResource(), kNs, kube::ListOptions());
+    if (jobs.ok() && !(*jobs)["items"].empty()) return {};
+    return {absl::StrCat("[converge] namespace ", kNs,
+                         " is still Terminating with no SlurmJob left in it")};
   }
 
   void QuietStep(Replica& leader) {
@@ -329,7 +417,7 @@ class World {
   FakeClock clock_;
   Faults faults_;
   testing::InMemoryKube kube_;
-  SimSlurm slurm_;
+  SimFleet fleet_;
   std::set<std::string> refused_;
   const bool batched_;
   Invariants inv_;
@@ -337,6 +425,7 @@ class World {
   Time start_{};
   Time lease_free_at_{};
   int run_ids_ = 0;
+  enum class Namespace { kActive, kTerminating, kGone } namespace_ = Namespace::kActive;
   ScheduleResult result_;
 };
 

@@ -10,7 +10,10 @@
 // a replica between or in the middle of a reconcile, stall the leader
 // (its Lease runs out; the standby takes over after it expired and may
 // overlap with the old leader's last steps), drop a replica's watch (its
-// cache lags) or relist (410: it catches up); faults in the calls
+// cache lags) or relist (410: it catches up), repoint the SlurmCluster at
+// the other Agent Platform cluster (the same job ids name other jobs
+// there), delete the namespace (not drawn yet: weight 0, see
+// OpDeleteNamespace); faults in the calls
 // themselves come from the dice of SimAgentPlatform and ReplicaKube. Then
 // a quiet phase: no faults, one leader, time advancing to each due key,
 // until the status converged to Slurm's truth (or the bound passes).
@@ -43,6 +46,7 @@ struct ScheduleResult {
   bool batched = false;
   int steps = 0;
   std::map<std::string, int64_t> faults;  // injected, by kind
+  std::map<std::string, int64_t> gaps;    // known gaps hit (Invariants::gaps)
   std::vector<std::string> violations;    // empty: none
   std::vector<std::string> trace;         // every step, for a failure's report
 };

@@ -56,6 +56,15 @@ SlurmAnswer GatewayAnswer(Faults& faults) {
   }
 }
 
+// The cluster id in ".../modelDevelopmentClusters/<id>:callSlurmRestApi".
+std::string ClusterIdOf(const std::string& url) {
+  const std::string kMarker = "/modelDevelopmentClusters/";
+  const size_t at = url.find(kMarker);
+  if (at == std::string::npos) return "";
+  const size_t from = at + kMarker.size();
+  return url.substr(from, url.find_first_of(":/?", from) - from);
+}
+
 std::string MethodOf(const std::string& envelope_method) {
   const std::string kPrefix = "HTTP_METHOD_";
   return absl::StartsWith(envelope_method, kPrefix) ? envelope_method.substr(kPrefix.size())
@@ -71,9 +80,9 @@ SlurmAnswer SimAgentPlatform::Perform(const Call& call, Duration land_delay) {
     life.pending = faults_.Millis(0, 5000);
     life.running = faults_.Millis(1000, 15000);
     life.fails = faults_.Chance(0.2);
-    slurm_.SetNextLife(life);
+    call.slurm->SetNextLife(life);
   }
-  return slurm_.Handle(call.method, call.path, call.body, clock_.Now());
+  return call.slurm->Handle(call.method, call.path, call.body, clock_.Now());
 }
 
 absl::StatusOr<http::Response> SimAgentPlatform::Send(const http::Request& request) {
@@ -84,6 +93,10 @@ absl::StatusOr<http::Response> SimAgentPlatform::Send(const http::Request& reque
   call.path = env.value("path", "");
   call.body = env.value("body", json());
   call.submit = SimSlurm::IsSubmit(call.method, call.path);
+  call.slurm = fleet_.At(ClusterIdOf(request.url));
+  if (call.slurm == nullptr) {
+    return GoogleError(404, "NOT_FOUND", "The cluster does not exist.");
+  }
   switch (link_.Next(faults_)) {
     case ReplicaLink::Fate::kDead:
       return http::TransportError(absl::StatusCode::kUnavailable, "the process is gone", false);

@@ -2,7 +2,8 @@
 //
 // The http::Transport under one replica's REAL Agent Platform client
 // (NewSlurmApiClient): decodes each callSlurmRestApi envelope, hands it to
-// the shared SimSlurm, and answers with the envelope Agent Platform sends
+// the SimSlurm of the cluster its URL names (SimFleet; a cluster Agent
+// Platform does not have is its NOT_FOUND), and answers with the envelope Agent Platform sends
 // ({"status": N, "structuredBody": ...}), unless the schedule's dice inject
 // a fault into the call:
 //   slurm.lost-reply        the effect happened, the answer never arrived
@@ -34,15 +35,15 @@
 #include "controller/http/http_transport.h"
 #include "tests/reconcile/sim/faults.h"
 #include "tests/reconcile/sim/replica_link.h"
-#include "tests/reconcile/sim/sim_slurm.h"
+#include "tests/reconcile/sim/sim_fleet.h"
 
 namespace slurmop::reconcile::sim {
 
 class SimAgentPlatform : public http::Transport {
  public:
-  SimAgentPlatform(SimSlurm& slurm, Faults& faults, ReplicaLink& link, const Clock& clock,
+  SimAgentPlatform(const SimFleet& fleet, Faults& faults, ReplicaLink& link, const Clock& clock,
                    std::set<std::string>& refused_tags)
-      : slurm_(slurm), faults_(faults), link_(link), clock_(clock), refused_tags_(refused_tags) {}
+      : fleet_(fleet), faults_(faults), link_(link), clock_(clock), refused_tags_(refused_tags) {}
 
   absl::StatusOr<http::Response> Send(const http::Request& request) override;
   absl::StatusOr<http::Response> Stream(const http::Request&, const http::LineCallback&,
@@ -55,13 +56,14 @@ class SimAgentPlatform : public http::Transport {
     std::string method, path;
     nlohmann::json body;
     bool submit = false;
+    SimSlurm* slurm = nullptr;  // of the cluster the URL names
   };
   absl::StatusOr<http::Response> Faulted(const std::string& fault, const Call& call);
   absl::StatusOr<http::Response> FaultedSubmit(const std::string& fault, const Call& call);
   // Slurm performs the call now.
   SlurmAnswer Perform(const Call& call, Duration land_delay = Duration::zero());
 
-  SimSlurm& slurm_;
+  const SimFleet& fleet_;
   Faults& faults_;
   ReplicaLink& link_;
   const Clock& clock_;
