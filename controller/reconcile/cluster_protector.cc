@@ -64,7 +64,8 @@ ReconcileResult ClusterProtector::Reconcile(const std::string& key) {
     if (absl::Status s = Apply(ns, *cached, step); !s.ok()) {
       LOG(WARNING) << "SlurmCluster " << key << ": keeping it (and its Secret) while SlurmJobs "
                    << "name it: " << s;
-      return {std::nullopt, true};
+      // No answer at all: retried as soon as the API server answers again (retry_scheduler.h).
+      return {std::nullopt, true, kube::IsUnreachable(s)};
     }
   }
   return {};

@@ -81,7 +81,8 @@ ReconcileResult ClusterReconciler::WriteStatus(const std::string& key, bool clus
   if (!w.ok()) {
     if (kube::IsNotFound(w.status())) return {};
     LOG(WARNING) << KindOf(cluster_scoped) << " " << key << ": status write failed: " << w.status();
-    return {std::nullopt, true};
+    // No answer at all: retried as soon as the API server answers again (retry_scheduler.h).
+    return {std::nullopt, true, kube::IsUnreachable(w.status())};
   }
   if (ready != was_ready || !ready) {
     const v1alpha1::Condition* c = FindCondition(desired.conditions(), kReady);

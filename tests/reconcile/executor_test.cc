@@ -25,6 +25,7 @@
 #include "controller/api/resources.h"
 #include "controller/api/types.h"
 #include "controller/common/clock.h"
+#include "controller/reconcile/cluster_protector.h"
 #include "controller/reconcile/cluster_reconciler.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
@@ -1370,6 +1371,38 @@ TEST_F(TenantAccessTest, NamespacedClusterWithoutCredentialsIsRefusedUnlessTheIn
   EXPECT_THAT(events_.WithReason("CredentialsRequired"),
               ElementsAre(EventIs("Warning", "CredentialsRequired")));
   EXPECT_EQ(Submits(), 0);
+}
+
+// #13 item 9 for SlurmCluster keys: a status write that got no answer parks
+// the "scl:" key until the API server answers (ReconcileResult::
+// api_server_unreachable), like a SlurmJob's; before, it waited out the
+// key's backoff.
+TEST_F(TenantAccessTest, AClusterStatusWriteWithoutAnAnswerWaitsForTheApiServer) {
+  NewExecutor(/*allow_operator_identity=*/false);
+  kube_.FailNext("update-status", absl::UnavailableError("dial tcp: connect: connection refused"));
+
+  const ReconcileResult r = Probe("team-a/a3", /*allow_operator_identity=*/false);
+
+  EXPECT_TRUE(r.retry_with_backoff);
+  EXPECT_TRUE(r.api_server_unreachable);
+}
+
+// ... and for the protector's "protect:" keys.
+TEST_F(ExecutorTest, AProtectorWriteWithoutAnAnswerWaitsForTheApiServer) {
+  ClusterProtector protector(
+      kube_, clusters_,
+      {[] { return true; }, [](const std::string&, const std::string&) { return true; }});
+  kube_.FailNext("patch", absl::UnavailableError("dial tcp: connect: connection refused"));
+
+  ReconcileResult r = protector.Reconcile("team-a/a3");
+  EXPECT_TRUE(r.retry_with_backoff);
+  EXPECT_TRUE(r.api_server_unreachable);
+
+  // An answer that refuses (a conflict) keeps the per-key backoff alone.
+  kube_.FailNext("patch", absl::AbortedError("the object has been modified"));
+  r = protector.Reconcile("team-a/a3");
+  EXPECT_TRUE(r.retry_with_backoff);
+  EXPECT_FALSE(r.api_server_unreachable);
 }
 
 TEST_F(TenantAccessTest, ProbeOfANamespacedClusterWithoutCredentialsSendsNothing) {
