@@ -384,6 +384,12 @@ Decision RecordingSubmit(const Known& k) {
   if (!adopted) s.set_job_tag(RunTag(k.job));
   s.set_run(CurrentRun(k.job.status));
   s.set_run_id(k.job.spec.run_id());
+  // spec.activeDeadlineSeconds counts from here (job_lifetime.h).
+  if (!s.has_first_submit_time()) {
+    const Time sent = k.out.submit_sent_at != Time{} ? k.out.submit_sent_at : k.now;
+    s.mutable_first_submit_time()->set_seconds(
+        std::chrono::duration_cast<std::chrono::seconds>(sent.time_since_epoch()).count());
+  }
   Decision d = Do(Action::kWriteStatus, "record the submitted job");
   d.status = std::move(s);
   d.events = std::move(events);
@@ -636,17 +642,25 @@ Decision NotOurJob(const Known& k) {
                         StopAndRequeue(k.opt.permission_retry, msg));
 }
 
+// `d`, or less: a job is looked at again when spec.activeDeadlineSeconds passes.
+Duration AtMostUntilDeadline(const Known& k, Duration d) {
+  const std::optional<Time> deadline = ActiveDeadline(k.job);
+  if (!deadline || *deadline <= k.now) return d;
+  return std::min<Duration>(d, *deadline - k.now);
+}
+
 Decision Following(const Known& k) {
   // The interval as it was at the last look: it grows with the job's age, so
   // one taken at `now` would move the due time on at every wake-up (a
   // requeue ten times shorter each time, never reaching the poll).
   const Duration poll = PollInterval(k.job.status, k.memo.last_query_at.value_or(k.now), k.opt);
-  if (guards::PolledRecently(k, poll)) {
+  if (guards::PolledRecently(k, poll) && !guards::DeadlinePassed(k)) {
     // Woken by our own status write or an unrelated change: the last look is
     // recent enough.
     return WriteIfChanged(
         k.job, WithGeneration(k.job.status, k.job.generation), {},
-        StopAndRequeue(poll - (k.now - *k.memo.last_query_at), "polled recently"));
+        StopAndRequeue(AtMostUntilDeadline(k, poll - (k.now - *k.memo.last_query_at)),
+                       "polled recently"));
   }
   Decision d = Do(Action::kQuery, "follow the Slurm job");
   d.api_version = ApiVersionOf(k.cluster);
@@ -687,12 +701,48 @@ v1alpha1::SlurmJobStatus Observed(const Known& k, std::vector<EventSpec>* events
   return s;
 }
 
+// spec.activeDeadlineSeconds passed while the job is queued or running: it
+// is cancelled (a look found it ours), and ends Failed (JobEnded).
+Decision DeadlineExceeded(const Known& k) {
+  const int64_t job_id = k.job.status.job_id();
+  if (guards::CancelDue(k)) {
+    Decision d = Do(Action::kCancel, "spec.activeDeadlineSeconds passed: cancel the job");
+    d.api_version = ApiVersionOf(k.cluster);
+    d.job_id = job_id;
+    d.events.push_back(
+        {kWarning, "DeadlineExceeded", "Cancel",
+         absl::StrCat("spec.activeDeadlineSeconds (", k.job.spec.active_deadline_seconds(),
+                      " s from the first submit) passed: cancelling Slurm job ", job_id, ".")});
+    return d;
+  }
+  if (guards::CancelFailed(k.out)) {
+    return StopAndBackoff(absl::StrCat("cancel of Slurm job ", job_id, " at its deadline failed: ",
+                                       k.out.cancel->status().message()));
+  }
+  return StopAndRequeue(k.opt.cancel_wait_poll, "waiting for the job cancelled at its deadline");
+}
+
+// A run the deadline ended (Slurm's DEADLINE, or our cancel): Failed, never retried.
+Decision EndedAtDeadline(const Known& k, v1alpha1::SlurmJobStatus desired) {
+  v1alpha1::SlurmJobStatus s = StatusDeadlineExceeded(k.job, std::move(desired), k.now);
+  std::string msg = s.message();
+  return WriteIfChanged(k.job, std::move(s), {{kWarning, "DeadlineExceeded", "Track", msg}},
+                        Stop("the Slurm job ended at its deadline"));
+}
+
 Decision JobEnded(const Known& k) {
   const int64_t gen = k.job.generation;
   std::vector<EventSpec> events;
   v1alpha1::SlurmJobStatus desired = Observed(k, &events);
   if (guards::RunIdChanged(k.job)) return StartSupersedingRun(k.job, gen, k.now, &desired);
+  if (EndedByDeadline(k.job, *k.out.query->value().job, k.now)) {
+    return EndedAtDeadline(k, std::move(desired));
+  }
   FailureVerdict verdict = EvaluateFailurePolicy(k.job.spec, desired);
+  if (const std::optional<Time> deadline = ActiveDeadline(k.job);
+      deadline && k.now >= *deadline && verdict.kind != FailureVerdict::Kind::kSucceeded) {
+    verdict = {FailureVerdict::Kind::kFail, "spec.activeDeadlineSeconds passed"};
+  }
   using K = FailureVerdict::Kind;
   if (verdict.kind == K::kRetry || verdict.kind == K::kRetryUncounted) {
     const int32_t retries = desired.retries() + (verdict.kind == K::kRetry ? 1 : 0);
@@ -776,7 +826,8 @@ Decision Active(const Known& k) {
          absl::StrCat("Slurm job ", job.status.job_id(),
                       job.spec.suspend() ? " is held (spec.suspend)." : " is released.")});
   }
-  Decision then = StopAndRequeue(PollInterval(desired, k.now, k.opt), "the Slurm job is active");
+  Decision then = StopAndRequeue(AtMostUntilDeadline(k, PollInterval(desired, k.now, k.opt)),
+                                 "the Slurm job is active");
   if (std::optional<Decision> later = DeferredWrite(k, desired, events, *then.requeue_after)) {
     return *later;
   }
@@ -854,6 +905,8 @@ Decision DecideStage(const Known& k, Assessment a) {
       return QueryFailed(k);
     case Stage::kJobMissing:
       return JobMissing(k);
+    case Stage::kDeadlineExceeded:
+      return DeadlineExceeded(k);
     case Stage::kJobEnded:
       return JobEnded(k);
     case Stage::kHolding:

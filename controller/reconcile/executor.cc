@@ -14,6 +14,7 @@
 #include "controller/kube/resource_types.h"
 #include "controller/reconcile/accounting_search.h"
 #include "controller/reconcile/conditions.h"
+#include "controller/reconcile/job_lifetime.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/secret_env.h"
@@ -612,10 +613,12 @@ class Executor::Attempt {
   ReconcileResult Finish(ReconcileResult r) {
     ex_.PutMemo(key_, memo_);
     if (!ex_.tracker_) return r;
-    TrackingVerdict v =
-        TrackingAfterReconcile(facts_, cluster_, r.requeue_after, r.retry_with_backoff,
-                               PollInterval(facts_.status, ex_.clock_.Now(), ex_.options_.decide),
-                               ex_.options_.tracked_requeue);
+    const Time now = ex_.clock_.Now();
+    const std::optional<Time> deadline = ActiveDeadline(facts_);
+    TrackingVerdict v = TrackingAfterReconcile(
+        facts_, cluster_, r.requeue_after, r.retry_with_backoff,
+        PollInterval(facts_.status, now, ex_.options_.decide), ex_.options_.tracked_requeue,
+        deadline ? std::optional<Duration>(*deadline - now) : std::nullopt);
     // Refused: no more lists with that identity for this job.
     if (v.kind == TrackingVerdict::Kind::kUntrack ||
         cluster_.kind == ClusterFacts::Kind::kRefused) {

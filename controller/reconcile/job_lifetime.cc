@@ -4,6 +4,9 @@
 
 #include <array>
 
+#include "absl/strings/str_cat.h"
+#include "controller/common/time_format.h"
+#include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_status.h"
 
 namespace slurmop::reconcile {
@@ -61,6 +64,53 @@ TtlVerdict DecideTtl(const JobFacts& job, Time now) {
     v.kind = TtlVerdict::Kind::kExpired;
   }
   return v;
+}
+
+std::optional<Time> ActiveDeadline(const JobFacts& job) {
+  if (!job.spec.has_active_deadline_seconds() || !job.status.has_first_submit_time()) {
+    return std::nullopt;
+  }
+  return Time(std::chrono::seconds(job.status.first_submit_time().seconds() +
+                                   job.spec.active_deadline_seconds()));
+}
+
+bool DeadlinePassed(const JobFacts& job, Time now) {
+  const std::optional<Time> deadline = ActiveDeadline(job);
+  return deadline && now >= *deadline && !IsFinalJobState(job.status.job_state());
+}
+
+std::optional<int64_t> SlurmDeadline(const JobFacts& job, Time now) {
+  if (!job.spec.has_active_deadline_seconds()) return std::nullopt;
+  const int64_t first =
+      job.status.has_first_submit_time()
+          ? job.status.first_submit_time().seconds()
+          : std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  return first + job.spec.active_deadline_seconds();
+}
+
+bool EndedByDeadline(const JobFacts& job, const slurm::JobInfo& record, Time now) {
+  const std::optional<Time> deadline = ActiveDeadline(job);
+  if (!deadline || record.state == slurm::BaseState::kCompleted) return false;
+  return record.state == slurm::BaseState::kDeadline || record.end_time.value_or(now) >= *deadline;
+}
+
+v1alpha1::SlurmJobStatus StatusDeadlineExceeded(const JobFacts& job, v1alpha1::SlurmJobStatus ended,
+                                                Time now) {
+  const std::string msg = absl::StrCat(
+      "Slurm job ", ended.job_id(), " ended ", ended.job_state(), ": spec.activeDeadlineSeconds (",
+      job.spec.active_deadline_seconds(), " s from the first submit at ",
+      FormatRfc3339(Time(std::chrono::seconds(ended.first_submit_time().seconds()))),
+      ") passed. Not retried.");
+  ended.set_phase(std::string(kPhaseFailed));
+  ended.set_reason("DeadlineExceeded");
+  ended.set_message(msg);
+  auto* conds = ended.mutable_conditions();
+  const int64_t gen = job.generation;
+  SetCondition(conds, kReady, ConditionStatus::kFalse, "DeadlineExceeded", msg, gen, now);
+  SetCondition(conds, kStalled, ConditionStatus::kTrue, "DeadlineExceeded", msg, gen, now);
+  SetCondition(conds, kFailed, ConditionStatus::kTrue, "DeadlineExceeded", msg, gen, now);
+  RemoveCondition(conds, kSucceeded);
+  return ended;
 }
 
 }  // namespace slurmop::reconcile

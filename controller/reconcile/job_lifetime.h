@@ -13,6 +13,12 @@
 //  * kWaiting: finished at E with TTL T and now < E + T; `wait` = E + T - now.
 //  * kExpired: now >= E + T: the SlurmJob is deleted (with its uid as
 //    precondition, so a SlurmJob re-created under the same name is not).
+//
+// And spec.activeDeadlineSeconds D, counted from status.firstSubmitTime F
+// (the first submit of the current runId; retries keep it, a new runId
+// starts it afresh): the job passed its deadline from F + D on. Each submit
+// sends Slurm the same deadline (F + D; F is the submit's own time for the
+// first), so Slurm ends the job there even while the operator is down.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_JOB_LIFETIME_H_
 #define SLURMOP_CONTROLLER_RECONCILE_JOB_LIFETIME_H_
@@ -50,6 +56,24 @@ struct TtlVerdict {
 };
 
 TtlVerdict DecideTtl(const JobFacts& job, Time now);
+
+// F + D; nullopt without spec.activeDeadlineSeconds or before the first submit.
+std::optional<Time> ActiveDeadline(const JobFacts& job);
+
+// The deadline passed and the job's status is not final yet.
+bool DeadlinePassed(const JobFacts& job, Time now);
+
+// Slurm's `deadline` (unix seconds) for a submit at `now`; nullopt: none.
+std::optional<int64_t> SlurmDeadline(const JobFacts& job, Time now);
+
+// A run that ended without success because of the deadline: Slurm's
+// DEADLINE state, or an end at or after it (our cancel).
+bool EndedByDeadline(const JobFacts& job, const slurm::JobInfo& record, Time now);
+
+// `ended` (the run's final status) as a run the deadline ended: phase
+// Failed, reason DeadlineExceeded, in the message and the conditions.
+v1alpha1::SlurmJobStatus StatusDeadlineExceeded(const JobFacts& job, v1alpha1::SlurmJobStatus ended,
+                                                Time now);
 
 }  // namespace slurmop::reconcile
 

@@ -101,6 +101,8 @@ v1alpha1::SlurmJobStatus StatusForNewRun(const v1alpha1::SlurmJobStatus& finishe
     s.mutable_runs()->DeleteSubrange(0, s.runs_size() - kMaxRunHistory);
   }
   s.set_run(CurrentRun(finished) + 1);
+  // A retry keeps the first submit's time (spec.activeDeadlineSeconds); a new runId starts afresh.
+  if (run_id != finished.run_id()) s.clear_first_submit_time();
   s.set_run_id(std::string(run_id));
   s.set_retries(retries);
   s.set_job_id(0);

@@ -52,7 +52,8 @@ FailureVerdict EvaluateFailurePolicy(const v1alpha1::SlurmJobSpec& spec,
 
 // The status that starts the next run: the finished run is appended to
 // status.runs (oldest dropped beyond kMaxRunHistory) with `record_message`,
-// the job fields are cleared, run is incremented, run_id and retries set, and
+// the job fields are cleared (but firstSubmitTime, unless run_id changes),
+// run is incremented, run_id and retries set, and
 // the conditions say the job is being submitted again (`reason`, `message`).
 v1alpha1::SlurmJobStatus StatusForNewRun(const v1alpha1::SlurmJobStatus& finished,
                                          std::string_view run_id, int32_t retries,

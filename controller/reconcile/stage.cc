@@ -145,6 +145,8 @@ bool HoldOutOfDate(const Known& k) {
 }
 bool HoldUpdated(const Outcomes& out) { return out.update && out.update->ok(); }
 
+bool DeadlinePassed(const Known& k) { return reconcile::DeadlinePassed(k.job, k.now); }
+
 }  // namespace guards
 
 namespace {
@@ -261,6 +263,7 @@ SubmitPlan PlanSubmit(const Known& k) {
     return plan;
   }
   plan.descriptor = std::move(*descriptor);
+  plan.descriptor.deadline = SlurmDeadline(k.job, k.now);
   plan.api_version = slurm::VersionOrDefault(k.cluster.spec.slurm_api_version());
   absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(plan.api_version);
   if (!dialect.ok()) {
@@ -344,6 +347,7 @@ Stage TrackingStage(const Known& k) {
   if (QueryFailed(k.out)) return Stage::kQueryFailed;
   if (SlurmKnowsNoJob(k.out)) return Stage::kJobMissing;
   if (RecordNotOurs(k)) return Stage::kNotOurs;
+  if (!SlurmSaysEnded(k.out) && DeadlinePassed(k)) return Stage::kDeadlineExceeded;
   if (SlurmSaysEnded(k.out)) return Stage::kJobEnded;
   if (RunIdChanged(k.job) && (CancelDue(k) || CancelFailed(k.out))) return Stage::kSuperseded;
   if (HoldOutOfDate(k) && !HoldUpdated(k.out)) return Stage::kHolding;
@@ -435,6 +439,8 @@ const char* StageName(Stage s) {
       return "QueryFailed";
     case Stage::kJobMissing:
       return "JobMissing";
+    case Stage::kDeadlineExceeded:
+      return "DeadlineExceeded";
     case Stage::kJobEnded:
       return "JobEnded";
     case Stage::kHolding:

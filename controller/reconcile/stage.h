@@ -93,8 +93,10 @@
 //                     where the cluster points)    requeue permission_retry
 // kFollowing          !QueryDone                   PolledRecently (since the    kQueryFailed,
 //                                                  spec's last change, its      kJobMissing,
-//                                                  status written): stop until  kNotOurs,
-//                                                  the poll is due; else Query  kJobEnded, ...
+//                                                  status written) and not      kNotOurs,
+//                                                  DeadlinePassed: stop until   kJobEnded, ...
+//                                                  the poll (or the deadline)
+//                                                  is due; else Query
 // kQueryFailed        QueryFailed                  transient: backoff; else     kFollowing
 //                                                  WriteStatus(Retrying)
 // kJobMissing         SlurmKnowsNoJob              WriteStatus(Unknown),        kFollowing
@@ -102,9 +104,16 @@
 // kNotOurs            RecordNotOurs (its comment   WriteStatus(Unknown,         kFollowing
 //                     is not the job's tag)        JobNotOurs), Event, requeue
 //                                                  permission_retry
+// kDeadlineExceeded   !SlurmSaysEnded and          CancelDue: Cancel, Event     kFollowing, then
+//                     DeadlinePassed (spec.active- DeadlineExceeded; Cancel-   kJobEnded
+//                     DeadlineSeconds from         Failed: backoff; else
+//                     status.firstSubmitTime)      requeue cancel_wait_poll
 // kJobEnded           SlurmSaysEnded               WriteStatus(final; or the    kEnded, or
 //                                                  next run: RunIdChanged, or   kReadyToSubmit
-//                                                  the failure policy retries)  (next run)
+//                                                  the failure policy retries,  (next run)
+//                                                  not past the deadline; one
+//                                                  it ended: Failed, reason
+//                                                  DeadlineExceeded)
 // kSuperseded         RunIdChanged and (CancelDue  Cancel (CancelFailed:        kFollowing
 //                     or CancelFailed)             backoff)
 // kHolding            HoldOutOfDate and            UpdateJob(hold) (failed:     kActive
@@ -113,7 +122,8 @@
 // kActive             otherwise                    WriteStatus if changed       kFollowing
 //                                                  (young queue details and
 //                                                  COMPLETING wait a little),
-//                                                  requeue PollInterval
+//                                                  requeue PollInterval (at
+//                                                  most until the deadline)
 // clang-format on
 //
 // The guards are the small functions in namespace `guards` below; each reads
@@ -169,6 +179,7 @@ enum class Stage {
   kQueryFailed,
   kJobMissing,
   kNotOurs,
+  kDeadlineExceeded,
   kJobEnded,
   kSuperseded,
   kHolding,
@@ -278,6 +289,8 @@ bool SlurmKnowsNoJob(const Outcomes& out);
 bool SlurmSaysEnded(const Outcomes& out);
 bool HoldOutOfDate(const Known& k);
 bool HoldUpdated(const Outcomes& out);
+// spec.activeDeadlineSeconds passed and the status is not final (job_lifetime.h).
+bool DeadlinePassed(const Known& k);
 }  // namespace guards
 
 }  // namespace slurmop::reconcile

@@ -11,7 +11,8 @@ namespace slurmop::reconcile {
 TrackingVerdict TrackingAfterReconcile(const JobFacts& job, const ClusterFacts& cluster,
                                        std::optional<Duration> requeue_after,
                                        bool retry_with_backoff, Duration job_poll,
-                                       Duration tracked_requeue) {
+                                       Duration tracked_requeue,
+                                       std::optional<Duration> until_deadline) {
   TrackingVerdict v;
   if (job.deleting) return v;
   if (job.status.job_id() == 0 || IsFinalJobState(job.status.job_state())) {
@@ -22,6 +23,7 @@ TrackingVerdict TrackingAfterReconcile(const JobFacts& job, const ClusterFacts& 
     v.kind = TrackingVerdict::Kind::kTrack;
     v.poll = job_poll;
     v.requeue = std::max(*requeue_after, tracked_requeue);
+    if (until_deadline) v.requeue = std::min(*v.requeue, std::max(*requeue_after, *until_deadline));
   }
   return v;
 }

@@ -8,7 +8,9 @@
 //  * An active job whose reconcile ended with a plain requeue (no backoff) on
 //    a cluster that exists is tracked at the job's poll interval; its
 //    requeue is stretched to `tracked_requeue`, since the tracker wakes it
-//    on any change and the timer is only a safety net.
+//    on any change and the timer is only a safety net; never past the job's
+//    spec.activeDeadlineSeconds (`until_deadline`), which no list change
+//    announces: at most to the deadline, and not at all once it passed.
 //  * A SlurmJob being deleted is left as it is (its finalizer removal
 //    untracks it).
 //  * A look at the job (kQuery) tracks it at the decision's max_age (the
@@ -98,7 +100,8 @@ struct TrackingVerdict {
 TrackingVerdict TrackingAfterReconcile(const JobFacts& job, const ClusterFacts& cluster,
                                        std::optional<Duration> requeue_after,
                                        bool retry_with_backoff, Duration job_poll,
-                                       Duration tracked_requeue);
+                                       Duration tracked_requeue,
+                                       std::optional<Duration> until_deadline = std::nullopt);
 
 // The poll a kQuery decision tracks its job at.
 Duration QueryPoll(const Decision& d, const DecideOptions& options);

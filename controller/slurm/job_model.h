@@ -75,7 +75,9 @@ struct JobDescriptor {
   std::string comment;  // the operator's tag; every dialect sends it
   // Slurm's --dependency expression, e.g. "afterok:12:13,afterany:14" ("" = none).
   std::string dependency;
-  bool hold = false;                                // submit held (priority 0)
+  bool hold = false;  // submit held (priority 0)
+  // Slurm's --deadline as a unix time: Slurm ends the job there (spec.activeDeadlineSeconds).
+  std::optional<int64_t> deadline;
   nlohmann::json extra = nlohmann::json::object();  // merged into the job object last, as given
 };
 

@@ -105,7 +105,7 @@ void PutSbatchNodes(json& object, const JobDescriptor& job) {
 }
 
 // The fields both dialects spell alike: the tag (comment), accounting,
-// output paths, placement and the hold.
+// output paths, placement, the deadline (a plain unix time in every version) and the hold.
 void PutSharedFields(json& out, const JobDescriptor& job) {
   out["comment"] = job.comment;
   PutString(out, "account", job.account);
@@ -115,6 +115,7 @@ void PutSharedFields(json& out, const JobDescriptor& job) {
   PutString(out, "constraints", job.constraints);
   PutString(out, "reservation", job.reservation);
   PutString(out, "dependency", job.dependency);
+  PutInteger(out, "deadline", job.deadline);
   if (job.hold) out["hold"] = true;
 }
 

@@ -41,6 +41,13 @@ using testing::WaitUntil;
 constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "e2e";
 
+// An RFC 3339 time ("2026-12-02T13:10:00Z") as unix seconds; 0 if it is not one.
+int64_t ParseTime(const std::string& rfc3339) {
+  std::tm tm{};
+  if (strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm) == nullptr) return 0;
+  return timegm(&tm);
+}
+
 // One environment for the whole suite: starting the servers once keeps the
 // suite short; each test uses its own SlurmJob names.
 class E2E : public ::testing::Test {
@@ -186,6 +193,18 @@ class E2E : public ::testing::Test {
     std::stringstream in(script_body);
     for (std::string line; std::getline(in, line);) yaml += "    " + line + "\n";
     return Kubectl({"apply", "-f", "-"}, yaml);
+  }
+
+  // Applies examples/`file` with kubectl in the suite's namespace, then waits until SlurmJob
+  // `name` shows jobState `state`.
+  static void ApplyExampleUntil(const std::string& file, const std::string& name,
+                                const std::string& state) {
+    CommandResult r =
+        Kubectl({"apply", "-n", kNs, "-f", std::string(SLURMOP_SOURCE_DIR) + "/examples/" + file});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    CommandResult wait = Kubectl({"wait", "-n", kNs, "sj/" + name,
+                                  "--for=jsonpath={.status.jobState}=" + state, "--timeout=60s"});
+    ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
   }
 
   static std::string* dir_;
@@ -787,18 +806,17 @@ TEST_F(E2E, StandbyTakesOverAfterTheLeaderIsKilled) {
 // SlurmJob is kept until its TTL passed and then deleted; the one Argo CD's label marks is kept,
 // with the condition TTLSkipped and one Event saying why.
 TEST_F(E2E, TtlExampleDeletesAFinishedSlurmJobButKeepsAGitOpsManagedOne) {
-  CommandResult r = Kubectl(
-      {"apply", "-n", kNs, "-f", std::string(SLURMOP_SOURCE_DIR) + "/examples/ttl-slurmjob.yaml"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  CommandResult done = Kubectl({"wait", "-n", kNs, "sj/ttl-demo",
-                                "--for=jsonpath={.status.jobState}=COMPLETED", "--timeout=60s"});
-  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
-  const auto finished = std::chrono::steady_clock::now();
+  ASSERT_NO_FATAL_FAILURE(ApplyExampleUntil("ttl-slurmjob.yaml", "ttl-demo", "COMPLETED"));
+  // The clock starts at status.endTime (whole seconds), not when the status said COMPLETED.
+  const int64_t ended = ParseTime(Get("ttl-demo", "{.status.endTime}"));
+  ASSERT_GT(ended, 0);
   std::this_thread::sleep_for(seconds(5));
   EXPECT_EQ(Get("ttl-demo", "{.status.phase}"), "Succeeded") << "deleted before its TTL of 10 s";
   CommandResult gone = Kubectl({"wait", "-n", kNs, "sj/ttl-demo", "--for=delete", "--timeout=30s"});
   ASSERT_EQ(gone.exit_code, 0) << gone.out << gone.err;
-  EXPECT_GE(std::chrono::steady_clock::now() - finished, seconds(9));
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GE(now, static_cast<double>(ended + 10)) << "deleted before endTime + 10 s";
 
   CommandResult skipped = Kubectl(
       {"wait", "-n", kNs, "sj/ttl-gitops-demo", "--for=condition=TTLSkipped", "--timeout=60s"});
@@ -816,6 +834,62 @@ TEST_F(E2E, TtlExampleDeletesAFinishedSlurmJobButKeepsAGitOpsManagedOne) {
   EXPECT_EQ(std::count(events.out.begin(), events.out.end(), '\n'), 1) << events.out;
   CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "ttl-gitops-demo"});
   EXPECT_THAT(describe.out, HasSubstr("TTLSkippedGitOpsManaged"));
+}
+
+// examples/deadline-slurmjob.yaml (spec.activeDeadlineSeconds 8) as a user applies it: the
+// submit carries Slurm's deadline; once it passed, the operator cancels the job and the SlurmJob is
+// Failed with reason DeadlineExceeded, with an Event.
+TEST_F(E2E, DeadlineExampleIsCancelledAndFailedOnceItPassed) {
+  ASSERT_NO_FATAL_FAILURE(ApplyExampleUntil("deadline-slurmjob.yaml", "deadline-demo", "RUNNING"));
+  const int64_t first = ParseTime(Get("deadline-demo", "{.status.firstSubmitTime}"));
+  ASSERT_GT(first, 0);
+  std::vector<nlohmann::json> jobs = SlurmJobsFor("deadline-demo");
+  ASSERT_EQ(jobs.size(), 1u);
+  // Slurm's own deadline, planned just before the submit was sent (firstSubmitTime).
+  EXPECT_NEAR(jobs[0]["job"].value("deadline", int64_t{0}), first + 8, 1) << jobs[0].dump();
+  CommandResult failed =
+      Kubectl({"wait", "-n", kNs, "sj/deadline-demo",
+               "--for=jsonpath={.status.reason}=DeadlineExceeded", "--timeout=60s"});
+  ASSERT_EQ(failed.exit_code, 0) << failed.out << failed.err;
+  EXPECT_EQ(Get("deadline-demo", "{.status.phase}"), "Failed");
+  EXPECT_EQ(Get("deadline-demo", "{.status.conditions[?(@.type==\"Failed\")].reason}"),
+            "DeadlineExceeded");
+  EXPECT_EQ(Get("deadline-demo", "{.status.run}"), "1") << "not retried";
+  const std::string state = Get("deadline-demo", "{.status.jobState}");
+  EXPECT_TRUE(state == "CANCELLED" || state == "DEADLINE") << state;
+  EXPECT_GE(ParseTime(Get("deadline-demo", "{.status.endTime}")), first + 8);
+  CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "deadline-demo"});
+  EXPECT_THAT(describe.out, HasSubstr("DeadlineExceeded"));
+}
+
+// The deadline holds while the operator is down: Slurm ends the job there (state DEADLINE), and
+// the operator, back, records it as DeadlineExceeded.
+TEST_F(E2E, TheDeadlineHoldsWhileTheOperatorIsDown) {
+  ASSERT_EQ(ApplyJob("deadline-down", "#!/bin/bash\nsleep 600\n", "  activeDeadlineSeconds: 6\n")
+                .exit_code,
+            0);
+  CommandResult running = Kubectl({"wait", "-n", kNs, "sj/deadline-down",
+                                   "--for=jsonpath={.status.jobState}=RUNNING", "--timeout=60s"});
+  ASSERT_EQ(running.exit_code, 0) << running.out << running.err;
+  operator_->Stop(SIGTERM, seconds(10));
+  delete operator_;
+  operator_ = nullptr;
+  std::vector<nlohmann::json> jobs;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        jobs = SlurmJobsFor("deadline-down");
+        return jobs.size() == 1 && jobs[0].value("state", "") == "DEADLINE";
+      },
+      seconds(30)))
+      << "Slurm ended the job at its deadline: " << (jobs.empty() ? "" : jobs[0].dump());
+  StartOperator();
+  ASSERT_GT(health_port_, 0);
+  CommandResult failed =
+      Kubectl({"wait", "-n", kNs, "sj/deadline-down",
+               "--for=jsonpath={.status.reason}=DeadlineExceeded", "--timeout=60s"});
+  ASSERT_EQ(failed.exit_code, 0) << failed.out << failed.err;
+  EXPECT_EQ(Get("deadline-down", "{.status.jobState}"), "DEADLINE");
+  EXPECT_EQ(Get("deadline-down", "{.status.phase}"), "Failed");
 }
 
 }  // namespace

@@ -10,9 +10,9 @@ What it models (spec: /work/shared/reference/slurm-rest-versions.md and slurm-lo
     (`ManualClock.advance`).  Every duration below is in *simulated* seconds and every timestamp in
     a response is simulated epoch seconds (the scaled clock starts at the real time).
   * job life: PENDING (pending_seconds, default 0.5) -> RUNNING -> COMPLETED / FAILED / TIMEOUT /
-    CANCELLED, then a COMPLETING flag for completing_seconds (default 0.2), then the job stays in
-    the live queue for min_job_age seconds (default 5) and disappears from /slurm/...; accounting
-    (/slurmdb/...) shows the job as it was accounting_delay seconds ago (default 0.5) and keeps it.
+    CANCELLED / DEADLINE (the job's `deadline`, a unix time, pending or running), then a
+    COMPLETING flag for completing_seconds (default 0.2), then the job stays in the live queue
+    for min_job_age seconds (default 5) and disappears from /slurm/...; accounting (/slurmdb/...) shows the job as it was accounting_delay seconds ago (default 0.5) and keeps it.
   * the script decides what the job does (see parse_script()).
   * the JSON shapes, HTTP statuses and errors of each REST version v0.0.38 .. v0.0.44, each
     served with the handler behaviour of the Slurm release in which it is the newest version
@@ -91,7 +91,8 @@ FATAL_CANCEL_SIGNALS = {1, 2, 3, 6, 9, 15}
 UNLIMITED = "UNLIMITED"  # time limit marker
 YEAR = 365 * 24 * 3600
 
-TERMINAL_STATES = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY"}
+TERMINAL_STATES = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY",
+                   "DEADLINE"}
 
 # ---------------------------------------------------------------------------------------------
 # Accepted job description keys per version.
@@ -410,6 +411,10 @@ class SimJob:
         self.account = desc["account"]
         self.qos = desc["qos"]
         self.time_limit = desc["time_limit"]  # minutes or UNLIMITED
+        # --deadline (unix time): Slurm ends the job there, state DEADLINE, pending or running.
+        raw_deadline = (desc.get("raw") or {}).get("deadline")
+        self.deadline = (raw_deadline if isinstance(raw_deadline, int) and
+                         not isinstance(raw_deadline, bool) and raw_deadline > 0 else None)
         self.stdout = desc["stdout"]
         self.stderr = desc["stderr"]
         self.stdin = desc["stdin"]
@@ -481,6 +486,8 @@ class SimJob:
         job cannot end (held)."""
         if self.cancel_time is not None and (self.hold or self.cancel_time <= self.start_time):
             return (self.cancel_time, "CANCELLED", "None", 0, False)
+        if self.deadline is not None and (self.hold or self.deadline <= self.start_time):
+            return (self.deadline, "DEADLINE", "DeadLine", 0, False)
         if self.hold:
             return None
         if not self.plan.has_shebang:
@@ -508,6 +515,8 @@ class SimJob:
                                "TimeLimit", 15))
         if self.cancel_time is not None:
             candidates.append((self.cancel_time, 2, "CANCELLED", "None", self.cancel_signal))
+        if self.deadline is not None:
+            candidates.append((float(self.deadline), 3, "DEADLINE", "DeadLine", 9))
         end, _, state, reason, raw = min(candidates)
         return (end, state, reason, raw, True)
 
@@ -1238,7 +1247,7 @@ class SlurmSimulator:
             "burst_buffer_state": "", "cluster": self.cluster_name, "cluster_features": "",
             "command": "", "comment": job.comment, "container": "", "contiguous": False,
             "cpus": u(max(1, job.tasks)), "cpus_per_task": u(1),
-            "current_working_directory": job.cwd, "deadline": t(0),
+            "current_working_directory": job.cwd, "deadline": t(job.deadline or 0),
             "dependency": job.dependency_text,
             "derived_exit_code": derived, "eligible_time": t(job.submit_time),
             "end_time": t(v["end"]), "excluded_nodes": "", "exit_code": exit_code,

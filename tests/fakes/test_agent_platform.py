@@ -312,6 +312,23 @@ class SimulatorTest(unittest.TestCase):
         with self.assertRaises(slurm_sim.SimError):
             self.sim.set_params(next_job_id=0)
 
+    def test_deadline_ends_a_running_or_pending_job_as_deadline(self):
+        # --deadline is a unix time in every version; Slurm ends the job there, state DEADLINE.
+        for version in ("v0.0.38", "v0.0.42"):
+            now = int(self.clock.now())
+            running = self.submit(version, "#!/bin/bash\nsleep 100\n", deadline=now + 5)
+            held = self.submit(version, "#!/bin/bash\nsleep 1\n", deadline=now + 3, hold=True)
+            self.clock.advance(1)
+            self.assertEqual(state_of(self.get(version, running).body["jobs"][0])[0], "RUNNING")
+            self.clock.advance(5)
+            for jid, end in ((running, now + 5), (held, now + 3)):
+                job = self.get(version, jid).body["jobs"][0]
+                self.assertEqual(state_of(job)[0], "DEADLINE", job)
+                ended = job["end_time"] if version == "v0.0.38" else job["end_time"]["number"]
+                self.assertEqual(ended, end)
+                deadline = job["deadline"] if version == "v0.0.38" else job["deadline"]["number"]
+                self.assertEqual(deadline, end)
+
     def test_lifecycle_and_completing_flag(self):
         jid = self.submit("v0.0.42", "#!/bin/bash\nsleep 10\n")
         self.assertEqual(self.get("v0.0.42", jid).body["jobs"][0]["job_state"], ["PENDING"])

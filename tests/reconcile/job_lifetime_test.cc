@@ -5,6 +5,7 @@
 
 #include "controller/reconcile/job_lifetime.h"
 
+#include "controller/reconcile/conditions.h"
 #include "gtest/gtest.h"
 #include "tests/reconcile/decide_fixtures.h"
 
@@ -17,11 +18,17 @@ using Kind = TtlVerdict::Kind;
 
 int64_t Unix(Time t) { return std::chrono::duration_cast<seconds>(t.time_since_epoch()).count(); }
 
-// A job that ended COMPLETED at kT0, with a TTL of `ttl` seconds.
-JobFacts Finished(std::optional<int32_t> ttl) {
+// Slurm job 42 in `state`.
+JobFacts JobIn(const std::string& state) {
   JobFacts job = fixtures::NewJob();
   job.status.set_job_id(42);
-  job.status.set_job_state("COMPLETED");
+  job.status.set_job_state(state);
+  return job;
+}
+
+// A job that ended COMPLETED at kT0, with a TTL of `ttl` seconds.
+JobFacts Finished(std::optional<int32_t> ttl) {
+  JobFacts job = JobIn("COMPLETED");
   job.status.mutable_end_time()->set_seconds(Unix(kT0));
   if (ttl) job.spec.set_ttl_seconds_after_finished(*ttl);
   return job;
@@ -69,6 +76,72 @@ TEST(DecideTtl, AJobAGitOpsToolManagesIsNeverDeleted) {
   ASSERT_TRUE(v.gitops.has_value());
   EXPECT_EQ(v.gitops->tool, "Argo CD");
   EXPECT_EQ(v.gitops->kind, "annotation");
+}
+
+// ------------------------------------------------- spec.activeDeadlineSeconds
+
+// A job running since its first submit at kT0, with a deadline of `d` seconds.
+JobFacts RunningWithDeadline(std::optional<int64_t> d) {
+  JobFacts job = JobIn("RUNNING");
+  job.status.mutable_first_submit_time()->set_seconds(Unix(kT0));
+  if (d) job.spec.set_active_deadline_seconds(*d);
+  return job;
+}
+
+TEST(ActiveDeadline, CountsFromTheFirstSubmit) {
+  EXPECT_FALSE(ActiveDeadline(RunningWithDeadline(std::nullopt)).has_value());
+  const JobFacts job = RunningWithDeadline(600);
+  EXPECT_EQ(ActiveDeadline(job), kT0 + seconds(600));
+  EXPECT_FALSE(DeadlinePassed(job, kT0 + seconds(599)));
+  EXPECT_TRUE(DeadlinePassed(job, kT0 + seconds(600)));
+  JobFacts ended = job;
+  ended.status.set_job_state("COMPLETED");
+  EXPECT_FALSE(DeadlinePassed(ended, kT0 + seconds(900))) << "an ended job is left as it ended";
+}
+
+TEST(SlurmDeadline, TheFirstSubmitSendsNowPlusTheDeadlineARetryTheSameTime) {
+  JobFacts fresh = fixtures::NewJob();
+  EXPECT_FALSE(SlurmDeadline(fresh, kT0).has_value());
+  fresh.spec.set_active_deadline_seconds(3600);
+  EXPECT_EQ(SlurmDeadline(fresh, kT0), Unix(kT0) + 3600);
+  const JobFacts retry = RunningWithDeadline(3600);
+  EXPECT_EQ(SlurmDeadline(retry, kT0 + seconds(1000)), Unix(kT0) + 3600)
+      << "queue time and earlier runs count";
+}
+
+TEST(EndedByDeadline, OnlyARunThatDidNotSucceedAndEndedAtTheDeadline) {
+  const JobFacts job = RunningWithDeadline(600);
+  slurm::JobInfo r;
+  r.state = slurm::BaseState::kCancelled;
+  r.end_time = kT0 + seconds(601);
+  EXPECT_TRUE(EndedByDeadline(job, r, kT0 + seconds(602)));
+  r.end_time = kT0 + seconds(100);
+  r.state = slurm::BaseState::kFailed;
+  EXPECT_FALSE(EndedByDeadline(job, r, kT0 + seconds(602))) << "it failed on its own before";
+  r.state = slurm::BaseState::kDeadline;
+  EXPECT_TRUE(EndedByDeadline(job, r, kT0 + seconds(602))) << "Slurm ended it at the deadline";
+  r.state = slurm::BaseState::kCompleted;
+  r.end_time = kT0 + seconds(700);
+  EXPECT_FALSE(EndedByDeadline(job, r, kT0 + seconds(702)));
+  EXPECT_FALSE(EndedByDeadline(RunningWithDeadline(std::nullopt), r, kT0));
+}
+
+TEST(StatusDeadlineExceeded, FailedWithTheReasonEverywhere) {
+  JobFacts job = RunningWithDeadline(600);
+  v1alpha1::SlurmJobStatus ended = job.status;
+  ended.set_job_state("CANCELLED");
+  ended.set_phase("Cancelled");
+  const v1alpha1::SlurmJobStatus s = StatusDeadlineExceeded(job, ended, kT0 + seconds(601));
+  EXPECT_EQ(s.phase(), "Failed");
+  EXPECT_EQ(s.reason(), "DeadlineExceeded");
+  EXPECT_EQ(s.job_state(), "CANCELLED") << "Slurm's state stays as Slurm says";
+  EXPECT_NE(s.message().find("activeDeadlineSeconds (600 s"), std::string::npos) << s.message();
+  for (std::string_view type : {kFailed, kStalled, kReady}) {
+    const v1alpha1::Condition* c = FindCondition(s.conditions(), type);
+    ASSERT_NE(c, nullptr) << type;
+    EXPECT_EQ(c->reason(), "DeadlineExceeded") << type;
+  }
+  EXPECT_EQ(FindCondition(s.conditions(), kFailed)->status(), "True");
 }
 
 TEST(GitOpsManager, EveryMarkerIsRecognised) {

@@ -692,6 +692,118 @@ void JobEnded() {
   EXPECT_EQ(w.stage(), Stage::kEnded);
 }
 
+// ------------------------------------------------- spec.activeDeadlineSeconds
+
+int64_t Unix(Time t) { return std::chrono::duration_cast<seconds>(t.time_since_epoch()).count(); }
+
+// Running since its first submit at kT0, with 600 s to go from there.
+void RunningWithDeadline(World& w, std::string_view state = "RUNNING") {
+  w.Submitted(state);
+  w.job.spec.set_active_deadline_seconds(600);
+  w.job.status.mutable_first_submit_time()->set_seconds(Unix(kT0));
+}
+
+// The deadline passed: a look first (however recent the last), then a
+// verified cancel, then Failed with reason DeadlineExceeded, not retried.
+void DeadlineExceeded() {
+  World w;
+  RunningWithDeadline(w);
+  w.now = kT0 + seconds(600);
+  w.memo.last_query_at = w.now - seconds(1);
+  ExpectRow(w, Stage::kFollowing, Action::kQuery);
+  w.SlurmSays(slurm::BaseState::kRunning, "someone else's job");
+  EXPECT_EQ(w.stage(), Stage::kNotOurs) << "another job is never cancelled";
+  w.SlurmSays(slurm::BaseState::kRunning);
+  ExpectRow(w, Stage::kDeadlineExceeded, Action::kCancel);
+  ASSERT_EQ(w.decide().events.size(), 1u);
+  EXPECT_EQ(w.decide().events[0].reason, "DeadlineExceeded");
+  w.out.cancel = slurm::CancelResponse{};
+  w.out.query.reset();  // the executor looks again after a cancel
+  w.step();
+  EXPECT_EQ(w.stage(), Stage::kFollowing);
+  w.SlurmSays(slurm::BaseState::kRunning);
+  ExpectRow(w, Stage::kDeadlineExceeded, Action::kNone);
+  EXPECT_EQ(w.decide().requeue_after, std::optional<Duration>(w.opt.cancel_wait_poll));
+  w.out.cancel = absl::UnavailableError("x");
+  EXPECT_TRUE(w.decide().retry_with_backoff);
+  w.out.cancel.reset();
+  w.job.spec.set_backoff_limit(3);  // CANCELLED is never retried; NODE_FAIL would be
+  w.SlurmSays(slurm::BaseState::kCancelled);
+  ExpectRow(w, Stage::kJobEnded, Action::kWriteStatus);
+  const Decision d = w.decide();
+  EXPECT_EQ(d.status.phase(), "Failed");
+  EXPECT_EQ(d.status.reason(), "DeadlineExceeded");
+  EXPECT_EQ(CurrentRun(d.status), 1);
+  EXPECT_EQ(FindCondition(d.status.conditions(), kFailed)->reason(), "DeadlineExceeded");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "DeadlineExceeded");
+}
+
+// Before the deadline, the requeue of an active job ends at the deadline.
+TEST(StageTable, AnActiveJobIsLookedAtAgainAtItsDeadline) {
+  World w;
+  RunningWithDeadline(w);
+  w.now = kT0 + seconds(597);
+  w.SlurmSays(slurm::BaseState::kRunning);
+  ASSERT_EQ(w.stage(), Stage::kActive);
+  w.Wrote(w.decide());
+  EXPECT_EQ(w.decide().requeue_after, std::optional<Duration>(seconds(3)));
+  w.memo.last_query_at = w.now;
+  w.NextReconcile(seconds(1));
+  ASSERT_EQ(w.stage(), Stage::kFollowing);
+  EXPECT_EQ(w.decide().requeue_after, std::optional<Duration>(seconds(2)))
+      << "polled recently: still due at the deadline";
+}
+
+// A run that failed by itself just before the deadline is not retried after it.
+TEST(StageTable, NoRetryIsStartedPastTheDeadline) {
+  World w;
+  RunningWithDeadline(w);
+  w.job.spec.set_backoff_limit(3);
+  w.now = kT0 + seconds(601);
+  w.SlurmSays(slurm::BaseState::kNodeFail);
+  w.out.query->value().job->end_time = kT0 + seconds(590);
+  ExpectRow(w, Stage::kJobEnded, Action::kWriteStatus);
+  const Decision d = w.decide();
+  EXPECT_EQ(CurrentRun(d.status), 1) << "not retried";
+  EXPECT_EQ(d.status.phase(), "Failed");
+  EXPECT_NE(d.status.message().find("activeDeadlineSeconds"), std::string::npos)
+      << d.status.message();
+  w.now = kT0 + seconds(595);
+  EXPECT_EQ(CurrentRun(w.decide().status), 2) << "before the deadline it is retried";
+}
+
+// firstSubmitTime is recorded by the first submit, kept by a retry, and
+// starts afresh with a new runId; every submit sends Slurm that deadline.
+TEST(StageTable, TheFirstSubmitTimeIsKeptByRetriesNotByANewRunId) {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  w.job.spec.set_active_deadline_seconds(600);
+  EXPECT_EQ(w.decide().descriptor.deadline, std::optional<int64_t>(Unix(kT0) + 600));
+  w.out.submit = int64_t{42};
+  w.out.submit_sent_at = kT0;
+  w.now = kT0 + seconds(2);
+  const Decision recorded = w.step();
+  ASSERT_EQ(w.stage(), Stage::kRecordingSubmit);
+  EXPECT_EQ(recorded.status.first_submit_time().seconds(), Unix(kT0));
+  const v1alpha1::SlurmJobStatus retry =
+      StatusForNewRun(recorded.status, "", 1, "retried", "Retrying", "m", 1, kT0 + seconds(60));
+  EXPECT_EQ(retry.first_submit_time().seconds(), Unix(kT0));
+  World again;
+  again.job = w.job;
+  again.job.status = retry;
+  again.job.has_finalizer = true;
+  again.memo.no_earlier_submit = true;
+  again.memo.started_run = true;
+  again.memo.run = 2;
+  again.now = kT0 + seconds(300);
+  ASSERT_EQ(again.stage(), Stage::kReadyToSubmit);
+  EXPECT_EQ(again.decide().descriptor.deadline, std::optional<int64_t>(Unix(kT0) + 600));
+  EXPECT_FALSE(StatusForNewRun(recorded.status, "v2", 0, "superseded", "NewRun", "m", 1, kT0)
+                   .has_first_submit_time());
+}
+
 void Holding() {
   World w;
   w.Submitted("PENDING");
@@ -749,6 +861,7 @@ const std::vector<std::pair<Stage, void (*)()>>& Rows() {
       {Stage::kFollowing, Following},
       {Stage::kQueryFailed, QueryFailed},
       {Stage::kJobMissing, JobMissing},
+      {Stage::kDeadlineExceeded, DeadlineExceeded},
       {Stage::kJobEnded, JobEnded},
       {Stage::kHolding, Holding},
       {Stage::kActive, Active},

@@ -155,6 +155,25 @@ TEST(TrackingAfterReconcile, AnActiveJobIsTrackedAtItsPollAndItsTimerStretched) 
   EXPECT_EQ(v.requeue, seconds(120));
 }
 
+// spec.activeDeadlineSeconds: no list change announces the deadline, so the
+// stretched timer ends there, and is not stretched at all once it passed.
+TEST(TrackingAfterReconcile, TheStretchNeverPassesTheDeadline) {
+  const ClusterFacts c = fixtures::Cluster();
+  EXPECT_EQ(
+      TrackingAfterReconcile(Active(), c, seconds(3), false, seconds(7), seconds(120), seconds(40))
+          .requeue,
+      seconds(40));
+  EXPECT_EQ(
+      TrackingAfterReconcile(Active(), c, seconds(3), false, seconds(7), seconds(120), seconds(-5))
+          .requeue,
+      seconds(3))
+      << "past the deadline: the reconcile's own requeue (a cancel's wait)";
+  EXPECT_EQ(
+      TrackingAfterReconcile(Active(), c, seconds(3), false, seconds(7), seconds(120), seconds(600))
+          .requeue,
+      seconds(120));
+}
+
 TEST(TrackingAfterReconcile, NoJobOrAnEndedJobIsUntracked) {
   EXPECT_EQ(TrackingAfterReconcile(fixtures::NewJob(), fixtures::Cluster(), seconds(3), false,
                                    seconds(7), seconds(120))

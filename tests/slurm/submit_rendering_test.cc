@@ -86,6 +86,19 @@ TEST_P(SubmitGoldenTest, EveryField) {
   EXPECT_EQ(*body, expected) << "got:\n" << body->dump(2) << "\nwant:\n" << expected.dump(2);
 }
 
+// spec.activeDeadlineSeconds: Slurm's `deadline`, a plain unix time in every version (22.05's
+// job_properties and job_desc_msg alike); not sent without one.
+TEST_P(SubmitGoldenTest, DeadlineIsAUnixTime) {
+  JobDescriptor j = RepresentativeJob();
+  absl::StatusOr<json> without = D(GetParam()).RenderSubmit(j);
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_FALSE(without->at("job").contains("deadline"));
+  j.deadline = 1700003600;
+  absl::StatusOr<json> body = D(GetParam()).RenderSubmit(j);
+  ASSERT_TRUE(body.ok()) << body.status();
+  EXPECT_EQ(body->at("job").at("deadline"), 1700003600);
+}
+
 TEST_P(SubmitGoldenTest, CommentAlwaysSentEvenEmpty) {
   JobDescriptor j = RepresentativeJob();
   j.comment.clear();

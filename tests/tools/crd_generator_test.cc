@@ -238,12 +238,13 @@ TEST(RealCrdsTest, EnvelopeThenFieldsInDeclarationOrder) {
   EXPECT_EQ(root["properties"]["metadata"].size(), 1u);
   EXPECT_THAT(Strings(root["required"]), ElementsAre("spec"));
   const std::vector<std::string> spec_keys = Keys(At(root, {"spec"})["properties"]);
-  ASSERT_EQ(spec_keys.size(), 30u);
+  ASSERT_EQ(spec_keys.size(), 31u);
   EXPECT_EQ(spec_keys.front(), "clusterRef");
   EXPECT_EQ(spec_keys[13], "memoryPerNodeMB");  // json_name honoured, field 14
   EXPECT_EQ(spec_keys[23], "deletionPolicy");
   EXPECT_EQ(spec_keys[28], "dependsOn");
-  EXPECT_EQ(spec_keys.back(), "ttlSecondsAfterFinished");
+  EXPECT_EQ(spec_keys[29], "ttlSecondsAfterFinished");
+  EXPECT_EQ(spec_keys.back(), "activeDeadlineSeconds");
 }
 
 TEST(RealCrdsTest, RequiredFieldsAreListedOnTheirParent) {
