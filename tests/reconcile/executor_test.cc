@@ -1062,6 +1062,38 @@ TEST_F(ExecutorTest, TheTtlNeverDeletesASlurmJobReCreatedUnderTheName) {
   EXPECT_THAT(events_.WithReason("TTLExpired"), IsEmpty());
 }
 
+// spec.activeDeadlineSeconds through the real Agent Platform client: the
+// deadline (firstSubmitTime 1700000000 + 10 s) passed, a look finds the job
+// ours and running, the cancel is sent once, and Slurm's CANCELLED (ended at
+// 1700000017, after the deadline) is recorded as Failed, DeadlineExceeded.
+TEST_F(ExecutorTest, APassedDeadlineCancelsTheJobAndFailsIt) {
+  RunJob42();
+  ASSERT_EQ(Status().first_submit_time().seconds(), 1700000000);
+  kube_.MutateBehindTheBack("slurmjobs", kNs, kName, [](nlohmann::json& o) {
+    o["spec"]["activeDeadlineSeconds"] = 10;
+  });
+  clock_.Set(Time(seconds(1700000011)));
+  ap_.ClearCalls();
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "RUNNING"))));
+  ap_.On(kDelete, kJob42, StructuredBody(200, kCancelOk42));
+  ReconcileResult r = Reconcile();
+  EXPECT_EQ(ap_.Count(kDelete, kJob42), 1);
+  EXPECT_THAT(events_.WithReason("DeadlineExceeded"),
+              ElementsAre(EventIs("Warning", "DeadlineExceeded")));
+  EXPECT_EQ(r.requeue_after, std::optional<Duration>(DecideOptions{}.cancel_wait_poll));
+
+  clock_.Advance(seconds(7));
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "CANCELLED"))));
+  r = Reconcile();
+  EXPECT_EQ(ap_.Count(kDelete, kJob42), 1) << "cancelled once";
+  const v1alpha1::SlurmJobStatus s = Status();
+  EXPECT_EQ(s.job_state(), "CANCELLED");
+  EXPECT_EQ(s.phase(), "Failed");
+  EXPECT_EQ(s.reason(), "DeadlineExceeded");
+  EXPECT_EQ(Cond(kFailed).reason(), "DeadlineExceeded");
+  EXPECT_EQ(events_.WithReason("DeadlineExceeded").size(), 2u) << "the cancel, then the end";
+}
+
 TEST_F(ExecutorTest, DeletionPolicyOrphanReleasesWithoutCancelling) {
   AddJob({{"deletionPolicy", "Orphan"}});
   ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
