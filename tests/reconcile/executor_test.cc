@@ -1069,9 +1069,8 @@ TEST_F(ExecutorTest, TheTtlNeverDeletesASlurmJobReCreatedUnderTheName) {
 TEST_F(ExecutorTest, APassedDeadlineCancelsTheJobAndFailsIt) {
   RunJob42();
   ASSERT_EQ(Status().first_submit_time().seconds(), 1700000000);
-  kube_.MutateBehindTheBack("slurmjobs", kNs, kName, [](nlohmann::json& o) {
-    o["spec"]["activeDeadlineSeconds"] = 10;
-  });
+  kube_.MutateBehindTheBack("slurmjobs", kNs, kName,
+                            [](nlohmann::json& o) { o["spec"]["activeDeadlineSeconds"] = 10; });
   clock_.Set(Time(seconds(1700000011)));
   ap_.ClearCalls();
   ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "RUNNING"))));
