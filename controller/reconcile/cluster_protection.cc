@@ -8,13 +8,18 @@ std::vector<ProtectionStep> PlanProtection(const ProtectionFacts& f) {
   const bool keep = f.in_use && (f.has_finalizer || !f.deleting);
   const std::string secret = keep ? f.wanted_secret : "";
   std::vector<ProtectionStep> steps;
+  const bool keep_first = keep && !f.has_finalizer;
+  if (keep_first) steps.push_back({ProtectionStep::Kind::kPatchCluster, f.protected_secret, true});
   if (!secret.empty() && secret != f.protected_secret) {
     steps.push_back({ProtectionStep::Kind::kProtectSecret, secret, false});
   }
   if (!f.protected_secret.empty() && f.protected_secret != secret) {
     steps.push_back({ProtectionStep::Kind::kReleaseSecret, f.protected_secret, false});
+  } else if (!keep && f.has_finalizer && f.protected_secret.empty() && !f.wanted_secret.empty()) {
+    // A failure between protecting the Secret and recording it may have left it protected.
+    steps.push_back({ProtectionStep::Kind::kReleaseSecret, f.wanted_secret, false});
   }
-  if (keep != f.has_finalizer || secret != f.protected_secret) {
+  if (secret != f.protected_secret || (!keep && f.has_finalizer)) {
     steps.push_back({ProtectionStep::Kind::kPatchCluster, secret, keep});
   }
   return steps;

@@ -10,9 +10,13 @@
 //
 // PlanProtection is the pure decision: from what the caches say to the steps that make it so.
 // The steps are ordered so that a crash between two of them leaves nothing unprotected that a
-// SlurmJob still needs, and nothing protected for good: a Secret is protected before the
-// annotation names it, released before the annotation stops naming it, and the SlurmCluster's
-// finalizer goes last.
+// SlurmJob still needs, and nothing protected for good: the SlurmCluster gets its finalizer
+// before its Secret is protected (a Secret protected for a SlurmCluster that its namespace's
+// deletion could still delete at once would never be released), a Secret is protected before the
+// annotation names it, released before the annotation stops naming it (a Secret protected but
+// not recorded yet is released with the finalizer), and the SlurmCluster's finalizer goes last.
+// Nothing is submitted to a SlurmCluster before it is kept and its annotation names its Secret
+// (ClusterFacts::unprotected, the stage kClusterUnprotected).
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_CLUSTER_PROTECTION_H_
 #define SLURMOP_CONTROLLER_RECONCILE_CLUSTER_PROTECTION_H_

@@ -60,8 +60,9 @@ ReconcileResult ClusterProtector::Reconcile(const std::string& key) {
   if (!cached) return {};
   if (!jobs_.synced()) return {seconds(1), false};
   const ProtectionFacts facts = ProtectionFactsOf(*cached, jobs_.name_cluster(ns, name));
+  nlohmann::json cluster = *cached;  // as the previous step's patch left it
   for (const ProtectionStep& step : PlanProtection(facts)) {
-    if (absl::Status s = Apply(ns, *cached, step); !s.ok()) {
+    if (absl::Status s = Apply(ns, cluster, step); !s.ok()) {
       LOG(WARNING) << "SlurmCluster " << key << ": keeping it (and its Secret) while SlurmJobs "
                    << "name it: " << s;
       // No answer at all: retried as soon as the API server answers again (retry_scheduler.h).
@@ -71,7 +72,7 @@ ReconcileResult ClusterProtector::Reconcile(const std::string& key) {
   return {};
 }
 
-absl::Status ClusterProtector::Apply(const std::string& ns, const nlohmann::json& cluster,
+absl::Status ClusterProtector::Apply(const std::string& ns, nlohmann::json& cluster,
                                      const ProtectionStep& step) {
   switch (step.kind) {
     case ProtectionStep::Kind::kProtectSecret:
@@ -120,7 +121,7 @@ absl::Status ClusterProtector::ReleaseSecret(const std::string& ns, const std::s
   return kube::IsNotFound(r.status()) ? absl::OkStatus() : r.status();
 }
 
-absl::Status ClusterProtector::PatchCluster(const std::string& ns, const nlohmann::json& cluster,
+absl::Status ClusterProtector::PatchCluster(const std::string& ns, nlohmann::json& cluster,
                                             const ProtectionStep& step) {
   nlohmann::json patch = FinalizerPatch(cluster, kClusterInUseFinalizer, step.finalizer);
   patch["metadata"]["annotations"][kProtectedSecretAnnotation] =
@@ -130,6 +131,7 @@ absl::Status ClusterProtector::PatchCluster(const std::string& ns, const nlohman
                   kube::PatchType::kMerge, patch);
   if (kube::IsNotFound(r.status())) return absl::OkStatus();
   if (r.ok()) {
+    cluster = *r;
     LOG(INFO) << "SlurmCluster " << ns << "/" << api::MetadataString(cluster, "name") << ": "
               << (step.finalizer ? "kept while SlurmJobs name it" : "no SlurmJob names it")
               << (step.secret.empty() ? "" : absl::StrCat(", Secret ", step.secret, " kept"));

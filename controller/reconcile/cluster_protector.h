@@ -37,12 +37,12 @@ class ClusterProtector {
   ReconcileResult Reconcile(const std::string& key);
 
  private:
-  absl::Status Apply(const std::string& ns, const nlohmann::json& cluster,
-                     const ProtectionStep& step);
+  absl::Status Apply(const std::string& ns, nlohmann::json& cluster, const ProtectionStep& step);
   absl::Status ProtectSecret(const std::string& ns, const std::string& secret);
   absl::Status ReleaseSecret(const std::string& ns, const std::string& cluster,
                              const std::string& secret);
-  absl::Status PatchCluster(const std::string& ns, const nlohmann::json& cluster,
+  // On success `cluster` becomes what the API server answered.
+  absl::Status PatchCluster(const std::string& ns, nlohmann::json& cluster,
                             const ProtectionStep& step);
 
   kube::Client& kube_;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/api/resources.h"
 #include "controller/api/types.h"
+#include "controller/reconcile/cluster_protector.h"
 #include "glog/logging.h"
 
 namespace slurmop::reconcile {
@@ -114,6 +115,9 @@ ClusterFacts ResolveJobCluster(const ClusterCaches& caches, const std::string& n
   }
   c.kind = ClusterFacts::Kind::kFound;
   c.deleting = BeingDeleted(*obj);
+  const ProtectionFacts protection = ProtectionFactsOf(*obj, true);
+  c.unprotected =
+      !protection.has_finalizer || protection.protected_secret != protection.wanted_secret;
   absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*obj);
   if (!cluster.ok()) {
     // Unreadable: treat as found with an empty spec so that validation explains what is missing.

@@ -879,6 +879,9 @@ Decision DecideStage(const Known& k, Assessment a) {
       return Suspended(k);
     case Stage::kWaitingForDeps:
       return WaitingForDeps(k, *a.plan);
+    case Stage::kClusterUnprotected:
+      return StopAndRequeue(std::chrono::seconds(1),
+                            "waiting for the SlurmCluster to be kept while SlurmJobs name it");
     case Stage::kReadyToSubmit:
       return ReadyToSubmit(std::move(*a.plan));
     case Stage::kSubmitFailed:

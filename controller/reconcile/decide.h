@@ -81,6 +81,10 @@ struct ClusterFacts {
   // kFound: metadata.deletionTimestamp is set. Its jobs are still followed and cancelled (it is
   // kept while SlurmJobs name it, cluster_protection.h), but no new job is submitted to it.
   bool deleting = false;
+  // kFound, a SlurmCluster: it does not carry kClusterInUseFinalizer yet, or its annotation does
+  // not name its credentials Secret yet (cluster_protection.h), so deleting its namespace would
+  // delete it (or the Secret) at once; nothing is submitted to it until the protector kept both.
+  bool unprotected = false;
   v1alpha1::SlurmClusterSpec spec;
   ClusterIdentity identity;  // kFound: whose credentials the calls carry
   ClusterAccess access;      // kRefused: why (reason, message, transient)

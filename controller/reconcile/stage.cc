@@ -46,6 +46,10 @@ bool ClusterFound(const ClusterFacts& cluster) {
   return cluster.kind == ClusterFacts::Kind::kFound;
 }
 
+bool ClusterUnprotected(const ClusterFacts& cluster) {
+  return ClusterFound(cluster) && cluster.unprotected;
+}
+
 std::optional<v1alpha1::SlurmJobLocation> KnownLocation(const Known& k) {
   if (k.job.status.has_submitted_to()) return k.job.status.submitted_to();
   if (k.job.status.job_id() == 0 && k.memo.submitted_job_id) return k.memo.submitted_to;
@@ -321,6 +325,7 @@ Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
   if (SubmitTried(k.out)) return Stage::kSubmitFailed;
   if (k.job.spec.suspend()) return Stage::kSuspended;
   if (DependenciesUnmet(k, plan.dependencies)) return Stage::kWaitingForDeps;
+  if (ClusterUnprotected(k.cluster)) return Stage::kClusterUnprotected;
   return Stage::kReadyToSubmit;
 }
 
@@ -413,6 +418,8 @@ const char* StageName(Stage s) {
       return "Suspended";
     case Stage::kWaitingForDeps:
       return "WaitingForDeps";
+    case Stage::kClusterUnprotected:
+      return "ClusterUnprotected";
     case Stage::kReadyToSubmit:
       return "ReadyToSubmit";
     case Stage::kSubmitFailed:

@@ -74,6 +74,9 @@
 // kSuspended          spec.suspend                 WriteStatus(Suspended), stop kReadyToSubmit
 // kWaitingForDeps     DependenciesUnmet            WriteStatus(Pending, or      kReadyToSubmit
 //                                                  Stalled if never met), stop
+// kClusterUnprotected ClusterUnprotected (its      none, requeue 1 s (the       kReadyToSubmit
+//                     SlurmCluster does not carry  protector adds it; the
+//                     cluster-in-use yet)          cluster's change wakes us)
 // kReadyToSubmit      otherwise                    Submit (descriptor and body  kRecordingSubmit
 //                                                  rendered here, once)         or kSubmitFailed
 // SUBMITTED (HasSlurmJob)
@@ -166,6 +169,7 @@ enum class Stage {
   kSearchFailed,
   kSuspended,
   kWaitingForDeps,
+  kClusterUnprotected,
   kReadyToSubmit,
   kSubmitFailed,
   // A Slurm job recorded in the status.
@@ -252,6 +256,10 @@ bool OrphanPolicy(const JobFacts& job);
 bool Disowned(const Memo& memo);
 bool JobEnded(const JobFacts& job);
 bool ClusterFound(const ClusterFacts& cluster);
+// A SlurmCluster (not a ClusterSlurmCluster) the protector has not kept yet
+// (cluster_protection.h): deleting its namespace now would delete it at
+// once, and a job submitted to it could never be cancelled.
+bool ClusterUnprotected(const ClusterFacts& cluster);
 // KnownLocation is not where the SlurmCluster points now (ownership.h).
 bool ClusterMovedSinceSubmit(const Known& k);
 // Where the job KnownJobId names was submitted: status.submittedTo, or (no

@@ -33,11 +33,20 @@ TEST(PlanProtection, AClusterNoJobNamesNeedsNothing) {
   EXPECT_THAT(PlanProtection(Facts(false, false, "creds", "")), IsEmpty());
 }
 
-// The Secret first: a crash before the patch leaves a protected Secret the annotation does not
-// name yet, and the next reconcile protects it again (idempotent) and records it.
-TEST(PlanProtection, FirstJobProtectsTheSecretThenTheCluster) {
+// The cluster's finalizer first (deleting the namespace now cannot take the cluster and leave
+// the Secret protected for good), then the Secret: a crash before the last patch leaves a
+// protected Secret the annotation does not name yet, and the next reconcile protects it again
+// (idempotent) and records it.
+TEST(PlanProtection, FirstJobKeepsTheClusterThenTheSecret) {
   EXPECT_THAT(PlanProtection(Facts(true, false, "creds", "")),
-              ElementsAre(Protect("creds"), Patch(true, "creds")));
+              ElementsAre(Patch(true, ""), Protect("creds"), Patch(true, "creds")));
+}
+
+// A failure between protecting the Secret and recording it, then the last SlurmJob gone: the
+// Secret the cluster names is released too (the namespace's deletion completes).
+TEST(PlanProtection, AnUnrecordedSecretIsReleasedWithTheCluster) {
+  EXPECT_THAT(PlanProtection(Facts(false, true, "creds", "", /*deleting=*/true)),
+              ElementsAre(Release("creds"), Patch(false, "")));
 }
 
 TEST(PlanProtection, WithoutCredentialsOnlyTheClusterIsKept) {

@@ -1420,9 +1420,10 @@ TEST_F(TenantAccessTest, AClusterStatusWriteWithoutAnAnswerWaitsForTheApiServer)
 
 // ... and for the protector's "protect:" keys.
 TEST_F(ExecutorTest, AProtectorWriteWithoutAnAnswerWaitsForTheApiServer) {
+  // No SlurmJob names the (kept) SlurmCluster: its finalizer is to go.
   ClusterProtector protector(
       kube_, clusters_,
-      {[] { return true; }, [](const std::string&, const std::string&) { return true; }});
+      {[] { return true; }, [](const std::string&, const std::string&) { return false; }});
   kube_.FailNext("patch", absl::UnavailableError("dial tcp: connect: connection refused"));
 
   ReconcileResult r = protector.Reconcile("team-a/a3");
@@ -1458,6 +1459,8 @@ TEST_F(TenantAccessTest, NamespacedClusterWithCredentialsUsesItsOwnNamespacesSec
   NewExecutor(/*allow_operator_identity=*/false);
   kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", [](nlohmann::json& o) {
     o["spec"]["credentialsSecretRef"] = {{"name", "tenant-creds"}};
+    // As the protector leaves it: the Secret kept too (cluster_protection.h).
+    o["metadata"]["annotations"][kProtectedSecretAnnotation] = "tenant-creds";
   });
   AddJob();
   ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));

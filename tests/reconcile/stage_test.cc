@@ -398,6 +398,20 @@ void WaitingForDeps() {
   EXPECT_EQ(w.decide().submit_body.dump().find("afterok:7") != std::string::npos, true);
 }
 
+// #13 item 8: a SlurmCluster the protector has not kept yet takes no job:
+// deleting its namespace would delete it at once, and the job could never be
+// cancelled (the simulation's namespace deletion step found it).
+void ClusterUnprotected() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  w.cluster.unprotected = true;
+  ExpectRow(w, Stage::kClusterUnprotected, Action::kNone);
+  EXPECT_EQ(w.decide().requeue_after, std::chrono::seconds(1));
+  w.cluster.unprotected = false;
+  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
+}
+
 void ReadyToSubmit() {
   World w;
   w.job.has_finalizer = true;
@@ -848,6 +862,7 @@ const std::vector<std::pair<Stage, void (*)()>>& Rows() {
       {Stage::kSearchFailed, SearchFailed},
       {Stage::kSuspended, Suspended},
       {Stage::kWaitingForDeps, WaitingForDeps},
+      {Stage::kClusterUnprotected, ClusterUnprotected},
       {Stage::kReadyToSubmit, ReadyToSubmit},
       {Stage::kSubmitFailed, SubmitFailed},
       {Stage::kKeptForGitOps, KeptForGitOps},

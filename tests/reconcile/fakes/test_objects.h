@@ -14,12 +14,16 @@
 namespace slurmop::reconcile::testing {
 
 // SlurmCluster `name` in `ns` for Agent Platform cluster proj/us-central1/c1,
-// Slurm REST `version`, default partition "gpu", no credentials Secret.
+// Slurm REST `version`, default partition "gpu", no credentials Secret, kept
+// by the cluster protector already (its cluster-in-use finalizer).
 inline nlohmann::json SlurmClusterObject(const std::string& ns, const std::string& name,
                                          const std::string& version) {
   return {{"apiVersion", std::string(api::kApiVersion)},
           {"kind", "SlurmCluster"},
-          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"metadata",
+           {{"name", name},
+            {"namespace", ns},
+            {"finalizers", {"hpc.slurmoperator.dev/cluster-in-use"}}}},
           {"spec",
            {{"projectId", "proj"},
             {"region", "us-central1"},

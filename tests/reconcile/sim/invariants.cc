@@ -207,6 +207,26 @@ std::string Invariants::MoveReported(const JobView& v, Time now) const {
   return absl::StrCat("[converge] ", where, ", and its status says ", v.reconciling);
 }
 
+bool Invariants::JobElsewhere(const std::string& uid, const std::string& points) const {
+  for (const SimFleet::Cluster& c : fleet_.all()) {
+    if (!points.empty() && c.id != points && !JobsOf(uid, c.id).empty()) return true;
+  }
+  return false;
+}
+
+bool Invariants::StuckWithoutCredentials(const JobView& v) const {
+  if (!v.deleting || v.job_id != 0 || !JobsOf(v.uid).empty()) return false;
+  const size_t slash = v.cluster.find('/');
+  const std::string ns = v.cluster.substr(0, slash);
+  std::optional<nlohmann::json> c =
+      kube_.Object(api::kSlurmClusterPlural.data(), ns, v.cluster.substr(slash + 1));
+  if (!c) return false;
+  const std::string secret = (*c)["spec"]
+                                 .value("credentialsSecretRef", nlohmann::json::object())
+                                 .value("name", std::string());
+  return !secret.empty() && !kube_.Object("secrets", ns, secret);
+}
+
 std::vector<std::string> Invariants::Converged(Time now) {
   std::vector<std::string> out;
   for (const auto& [uid, v] : Jobs()) {
@@ -214,6 +234,16 @@ std::vector<std::string> Invariants::Converged(Time now) {
     const std::string points = PointsAt(v.cluster);
     if (v.job_id != 0 && !points.empty() && v.submitted_to != points) {
       if (std::string d = MoveReported(v, now); !d.empty()) out.push_back(std::move(d));
+      continue;
+    }
+    // A job known only from the memo (its status write failed) on a cluster
+    // the SlurmCluster no longer points at: its cancel is blocked.
+    if (v.deleting && v.job_id == 0 && JobElsewhere(uid, points) &&
+        reported_(v.key, "CancelBlocked")) {
+      continue;
+    }
+    if (StuckWithoutCredentials(v)) {
+      if (gap_uids_.insert(uid).second) ++gaps_[kGapNoCredentials];
       continue;
     }
     if (v.deleting) {

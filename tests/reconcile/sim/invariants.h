@@ -78,6 +78,12 @@ class Invariants {
   // a submit is sent before it is sent.
   static constexpr char kGapSecondJob[] = "repoint.unknown-submit.second-job";
   static constexpr char kGapStranded[] = "repoint.unknown-submit.stranded";
+  // The namespace's deletion took the credentials Secret before the
+  // protector kept it: a SlurmJob being deleted that never submitted (a
+  // restarted process cannot know it did not) waits for a tag search it
+  // cannot make, and the namespace stays Terminating. Counted (instead of a
+  // convergence failure) only when no Slurm job of it exists anywhere.
+  static constexpr char kGapNoCredentials[] = "namespace.secret-gone-before-kept";
   const std::map<std::string, int64_t>& gaps() const { return gaps_; }
 
  private:
@@ -97,6 +103,10 @@ class Invariants {
   // A SlurmJob whose job is on a cluster its SlurmCluster no longer points
   // at: "" when it reports the move, else the difference.
   std::string MoveReported(const JobView& v, Time now) const;
+  // A job of `uid` on a cluster other than `points` (not "").
+  bool JobElsewhere(const std::string& uid, const std::string& points) const;
+  // kGapNoCredentials holds for `v`.
+  bool StuckWithoutCredentials(const JobView& v) const;
 
   // The SlurmJobs now (read again only when the store changed).
   const std::map<std::string, JobView>& Jobs();
@@ -109,6 +119,7 @@ class Invariants {
   std::vector<size_t> actions_checked_;  // by cluster (fleet_.all())
   std::map<std::string, int64_t> gaps_;
   std::set<std::pair<std::string, int32_t>> gap_runs_;  // (uid, run) counted in gaps_
+  std::set<std::string> gap_uids_;                      // counted in kGapNoCredentials
   int64_t revision_ = -1;
   std::map<std::string, JobView> jobs_;
 };
