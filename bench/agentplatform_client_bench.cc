@@ -374,7 +374,7 @@ InProcess RunInProcess(const Options& o) {
   CannedTransport transport;
   ap::ClientOptions co;
   co.transport = &transport;
-  co.requests_per_second_per_cluster = 0;  // the limiter would throttle the loop
+  co.budget.requests_per_minute = 0;  // the limiter would throttle the loop
   std::unique_ptr<ap::SlurmApi> client = ap::NewSlurmApiClient(co);
   FixedToken token;
   ap::ClusterName cluster;
@@ -828,7 +828,7 @@ void RunLoopback(const Options& o, const InProcess& inproc) {
   TimingTransport timing(cpprest->get());
   ap::ClientOptions co;
   co.transport = &timing;
-  co.requests_per_second_per_cluster = 0;
+  co.budget.requests_per_minute = 0;
   // The stand-in is on loopback: allowed only when listed, as in the operator.
   co.endpoint_policy = *ap::EndpointPolicy::Create({absl::StrCat("127.0.0.1:", port)});
   std::unique_ptr<ap::SlurmApi> client = ap::NewSlurmApiClient(co);
@@ -882,7 +882,7 @@ void RunLoopback(const Options& o, const InProcess& inproc) {
   CannedTransport canned;
   ap::ClientOptions cco;
   cco.transport = &canned;
-  cco.requests_per_second_per_cluster = 0;
+  cco.budget.requests_per_minute = 0;
   cco.endpoint_policy = co.endpoint_policy;
   std::unique_ptr<ap::SlurmApi> replay = ap::NewSlurmApiClient(cco);
   FixedToken fixed;

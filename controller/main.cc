@@ -67,9 +67,14 @@ ABSL_FLAG(std::string, default_cluster, "",
           "SlurmCluster (in the SlurmJob's namespace) used when spec.clusterRef.name is empty.");
 ABSL_FLAG(double, min_poll_seconds, 1.0, "Poll interval right after a job is submitted.");
 ABSL_FLAG(double, max_poll_seconds, 30.0, "Longest poll interval for long-running jobs.");
-ABSL_FLAG(double, agent_platform_qps, 5.0,
-          "Client-side limit on callSlurmRestApi requests per second per cluster (Agent "
-          "Platform allows about 600 per minute per project and region).");
+ABSL_FLAG(double, agent_platform_requests_per_minute, 480,
+          "Client-side budget of callSlurmRestApi requests per minute per Agent Platform "
+          "project and region, shared by every SlurmCluster in it (Agent Platform allows about "
+          "600 per minute per project and region; the default keeps 20% for other clients). "
+          "Submits and cancels go ahead of tracking, tracking ahead of probes; 0 = no limit.");
+ABSL_FLAG(double, agent_platform_qps, -1,
+          "Deprecated: the budget is now per project and region "
+          "(--agent-platform-requests-per-minute); when set, N means N*60 requests per minute.");
 ABSL_FLAG(bool, leader_elect, false,
           "Run leader election on a coordination.k8s.io/v1 Lease so that only one replica "
           "reconciles; the others wait as hot standbys.");
@@ -238,7 +243,13 @@ absl::StatusOr<AgentPlatform> NewAgentPlatform(const slurmop::Clock& clock) {
   api_options.transport = ap.transport.get();
   api_options.endpoint_policy = *endpoints;
   api_options.clock = &clock;
-  api_options.requests_per_second_per_cluster = absl::GetFlag(FLAGS_agent_platform_qps);
+  api_options.budget.requests_per_minute = absl::GetFlag(FLAGS_agent_platform_requests_per_minute);
+  if (const double qps = absl::GetFlag(FLAGS_agent_platform_qps); qps >= 0) {
+    LOG(WARNING) << "--agent-platform-qps is deprecated; using it as "
+                    "--agent-platform-requests-per-minute="
+                 << qps * 60 << " (now one budget per project and region)";
+    api_options.budget.requests_per_minute = qps * 60;
+  }
   ap.slurm_api = slurmop::agentplatform::NewSlurmApiClient(api_options);
   ap.credentials.transport = ap.transport.get();
   ap.credentials.endpoint_policy = *endpoints;  // for Secrets' credentials

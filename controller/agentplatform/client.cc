@@ -15,7 +15,7 @@
 #include "controller/agentplatform/backoff.h"
 #include "controller/agentplatform/envelope.h"
 #include "controller/agentplatform/google_error.h"
-#include "controller/agentplatform/rate_limiter.h"
+#include "controller/agentplatform/quota_budget.h"
 #include "controller/agentplatform/token_endpoint.h"
 #include "controller/http/percent_encoding.h"
 #include "glog/logging.h"
@@ -73,6 +73,8 @@ absl::Status ValidateCluster(const ClusterName& cluster) {
 
 bool IsTransientHttpStatus(int s) { return s == 408 || s == 502 || s == 503 || s == 504; }
 
+constexpr char kHeldBackPayload[] = "slurmop.agentplatform/held-back-by-budget";
+
 class SlurmApiClient final : public SlurmApi {
  public:
   explicit SlurmApiClient(const ClientOptions& options)
@@ -81,7 +83,7 @@ class SlurmApiClient final : public SlurmApi {
         guarded_(options.transport != nullptr ? std::make_unique<PolicyTransport>(
                                                     *options.transport, options.endpoint_policy)
                                               : nullptr),
-        limiter_(clock_, options.requests_per_second_per_cluster, options.rate_limit_burst) {
+        budget_(clock_, options.budget) {
     if (!opts_.sleep) {
       opts_.sleep = [](std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); };
     }
@@ -110,6 +112,38 @@ class SlurmApiClient final : public SlurmApi {
  private:
   void Sleep(std::chrono::nanoseconds d) {
     if (d > std::chrono::nanoseconds::zero()) opts_.sleep(d);
+  }
+
+  // RESOURCE_EXHAUSTED (unsent) while `key` is paused after an exhausted quota.
+  std::optional<absl::Status> PausedStatus(const std::string& key, const ClusterName& cluster) {
+    std::optional<Time> until = budget_.PausedUntil(key);
+    if (!until) return std::nullopt;
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*until - clock_->Now());
+    absl::Status s = absl::ResourceExhaustedError(absl::StrCat(
+        "Agent Platform: the quota of project ", cluster.project_id, " in ", cluster.region,
+        " is exhausted; calls of every cluster there are paused for another ",
+        wait.count() / 1000.0, " s, and the operator's budget for it is now ",
+        std::lround(budget_.RequestsPerMinute(key)),
+        " calls/min (raise the project's Agent Platform quota or lower "
+        "--agent-platform-requests-per-minute)"));
+    SetRetryDelay(s, wait);
+    return NotSent(MarkHeldBackByBudget(s));
+  }
+
+  // kUnavailable (unsent unless an earlier attempt was: Call marks it) when
+  // the budget has no token for this call within max_rate_limit_wait.
+  absl::Status OverBudget(const ClusterName& cluster, CallPriority priority,
+                          std::chrono::nanoseconds would_wait) {
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(would_wait);
+    absl::Status s = absl::UnavailableError(absl::StrCat(
+        "Agent Platform: the client-side budget of project ", cluster.project_id, " in ",
+        cluster.region, " (",
+        std::lround(budget_.RequestsPerMinute(
+            QuotaKey(cluster.endpoint, cluster.project_id, cluster.region))),
+        " calls/min for all its clusters, --agent-platform-requests-per-minute) is spent; this ",
+        CallPriorityName(priority), " call is not sent, retry in ", ms.count(), " ms"));
+    SetRetryDelay(s, ms);
+    return MarkHeldBackByBudget(s);
   }
 
   absl::StatusOr<SlurmResponse> CallImpl(const ClusterName& cluster, TokenSource& credentials,
@@ -148,36 +182,22 @@ class SlurmApiClient final : public SlurmApi {
     }
     // Compact JSON: Google's frontends indent answers unless told not to.
     const std::string request_url = absl::StrCat(url, "?prettyPrint=false");
-    const std::string limiter_key = cluster.ResourceName();
+    const std::string budget_key = QuotaKey(cluster.endpoint, cluster.project_id, cluster.region);
+    const CallPriority priority = options.priority.value_or(
+        method == HttpMethod::kGet ? CallPriority::kTrack : CallPriority::kChange);
     const std::string method_name(HttpMethodName(method));
     Backoff backoff(opts_.initial_backoff, opts_.max_backoff, opts_.jitter);
     bool auth_retried = false;
-    // A cluster whose quota ran out (RESOURCE_EXHAUSTED) is left alone until
-    // the server's retry delay passed: calls fail fast instead of adding
-    // load or holding a worker in a sleep.
-    if (std::optional<Time> until = limiter_.BlockedUntil(limiter_key)) {
-      const auto wait =
-          std::chrono::duration_cast<std::chrono::milliseconds>(*until - clock_->Now());
-      absl::Status s = absl::ResourceExhaustedError(
-          absl::StrCat("Agent Platform: quota for ", cluster.ResourceName(),
-                       " is exhausted; calls paused for another ", wait.count() / 1000.0, " s"));
-      SetRetryDelay(s, wait);
-      return NotSent(s);
-    }
+    // A project and region whose quota ran out (RESOURCE_EXHAUSTED) is left
+    // alone until the server's retry delay passed: calls fail fast instead
+    // of adding load or holding a worker in a sleep.
+    if (std::optional<absl::Status> paused = PausedStatus(budget_key, cluster)) return *paused;
     for (int attempt = 1;; ++attempt) {
       const bool attempts_left = attempt < opts_.max_attempts;
       std::chrono::nanoseconds would_wait{};
       std::optional<std::chrono::nanoseconds> wait =
-          limiter_.TryReserve(limiter_key, opts_.max_rate_limit_wait, &would_wait);
-      if (!wait) {
-        const auto ms = std::chrono::ceil<std::chrono::milliseconds>(would_wait);
-        absl::Status s = absl::UnavailableError(absl::StrCat(
-            "Agent Platform: the client-side rate limit for ", cluster.ResourceName(), " (",
-            opts_.requests_per_second_per_cluster,
-            " calls/s, --agent-platform-qps) is reached; not sent, retry in ", ms.count(), " ms"));
-        SetRetryDelay(s, ms);
-        return s;  // unsent unless an earlier attempt was (Call marks it)
-      }
+          budget_.TryReserve(budget_key, priority, opts_.max_rate_limit_wait, &would_wait);
+      if (!wait) return OverBudget(cluster, priority, would_wait);
       Sleep(*wait);
 
       absl::StatusOr<std::string> token = credentials.Token();
@@ -229,6 +249,7 @@ class SlurmApiClient final : public SlurmApi {
         return s;
       }
 
+      if (response->status != 429) budget_.Succeeded(budget_key);
       if (response->status >= 200 && response->status < 300) {
         absl::StatusOr<SlurmResponse> decoded = DecodeResponse(response->body, options);
         if (!decoded.ok()) return RedactStatus(decoded.status(), secrets);
@@ -249,11 +270,12 @@ class SlurmApiClient final : public SlurmApi {
         return WithMessage(s, absl::StrCat(s.message(), "; caller: ", credentials.Describe()));
       }
       if (s.code() == absl::StatusCode::kResourceExhausted) {
-        // Slow this cluster down: at least the server's delay, else 30 s.
-        const std::chrono::milliseconds pause = std::max(
-            RetryDelay(s).value_or(std::chrono::milliseconds(0)), std::chrono::milliseconds(30000));
-        limiter_.Block(limiter_key, clock_->Now() + pause);
-        SetRetryDelay(s, pause);
+        // Slow the whole project and region down (every cluster in it
+        // draws on the same quota) for at least the server's delay.
+        budget_.Exhausted(budget_key, RetryDelay(s));
+        if (std::optional<Time> until = budget_.PausedUntil(budget_key)) {
+          SetRetryDelay(s, std::chrono::ceil<std::chrono::milliseconds>(*until - clock_->Now()));
+        }
       }
       const bool transient =
           s.code() == absl::StatusCode::kUnavailable || IsTransientHttpStatus(response->status);
@@ -275,7 +297,7 @@ class SlurmApiClient final : public SlurmApi {
   ClientOptions opts_;
   const Clock* const clock_;
   const std::unique_ptr<PolicyTransport> guarded_;  // opts_.transport behind the policy
-  RateLimiter limiter_;
+  QuotaBudget budget_;
 };
 
 }  // namespace
@@ -314,6 +336,15 @@ std::string ClusterName::CallUrl() const {
 
 std::unique_ptr<SlurmApi> NewSlurmApiClient(const ClientOptions& options) {
   return std::make_unique<SlurmApiClient>(options);
+}
+
+absl::Status MarkHeldBackByBudget(absl::Status status) {
+  status.SetPayload(kHeldBackPayload, absl::Cord("1"));
+  return status;
+}
+
+bool HeldBackByBudget(const absl::Status& status) {
+  return status.GetPayload(kHeldBackPayload).has_value();
 }
 
 }  // namespace slurmop::agentplatform

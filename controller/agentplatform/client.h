@@ -44,12 +44,17 @@
 //    method; the request was rejected before reaching Slurm).
 //    RESOURCE_EXHAUSTED is returned at once, with the delay in the message
 //    and in RetryDelay().
-//  * Each attempt first takes a token from the cluster's rate limiter
-//    (requests_per_second_per_cluster, burst rate_limit_burst), waiting
-//    through options.sleep if the bucket is empty, but never longer than
-//    max_rate_limit_wait: a call that would wait longer is not sent and
-//    fails at once with kUnavailable and RetryDelay() set, so that a busy
-//    cluster does not hold the shared workers in a sleep (#13 A2).
+//  * Each attempt first takes a token from the budget of the cluster's
+//    project and region (quota_budget.h: options.budget, shared by every
+//    cluster of that project and region, with submits and cancels ahead of
+//    tracking and tracking ahead of probes), waiting through options.sleep
+//    if it is empty, but never longer than max_rate_limit_wait: a call that
+//    would wait longer is not sent and fails at once with kUnavailable and
+//    RetryDelay() set, so that a busy project does not hold the shared
+//    workers in a sleep (#13 A2). A RESOURCE_EXHAUSTED answer pauses the
+//    whole project and region for the server's retry delay (RetryInfo; 30 s
+//    without one) and halves its budget, which then grows back (#16 item 3);
+//    calls during the pause fail at once, unsent, with kResourceExhausted.
 //  * Thread-safe; exceptions never escape.
 
 #ifndef SLURMOP_CONTROLLER_AGENTPLATFORM_CLIENT_H_
@@ -68,6 +73,7 @@
 #include "absl/status/statusor.h"
 #include "controller/agentplatform/credentials.h"
 #include "controller/agentplatform/endpoint_policy.h"
+#include "controller/agentplatform/quota_budget.h"
 #include "controller/common/clock.h"
 #include "controller/http/http_transport.h"
 #include "nlohmann/json.hpp"
@@ -111,8 +117,8 @@ struct ClientOptions {
   // The largest answer read (enforced by the transport): 64 MiB. A list of
   // 10,000 jobs is about 25 MB compact (bench/agentplatform_client_bench).
   size_t max_response_bytes = size_t{64} << 20;
-  double requests_per_second_per_cluster = 5;  // client-side token bucket per cluster (<= 0: off)
-  double rate_limit_burst = 10;
+  // The client-side budget per project and region (requests_per_minute <= 0: off).
+  QuotaBudgetOptions budget;
   std::chrono::milliseconds max_rate_limit_wait{250};  // longer: fail fast (see above)
   int max_attempts = 5;                                // for retryable calls
   std::chrono::milliseconds initial_backoff{500}, max_backoff{30000};
@@ -131,6 +137,9 @@ struct CallOptions {
   // never held whole. For lists whose reader needs a few fields of each job
   // (slurm::Dialect::JobRecordKeys()).
   std::vector<std::string> job_fields;
+  // Which class of the project's budget the call draws on. Unset: kChange
+  // for POST and DELETE (submit, update, cancel), kTrack for GET.
+  std::optional<CallPriority> priority;
 };
 
 class SlurmApi {  // the seam the executor uses; tests swap a fake
@@ -154,6 +163,15 @@ std::unique_ptr<SlurmApi> NewSlurmApiClient(const ClientOptions& options);
 // The server-suggested delay attached to a RESOURCE_EXHAUSTED / UNAVAILABLE
 // status, if any (defined in google_error.cc).
 std::optional<std::chrono::milliseconds> RetryDelay(const absl::Status& status);
+
+// True when Call() did not send the call because the project's budget had
+// no room for it (spent, or paused after RESOURCE_EXHAUSTED): the cluster
+// was not asked, so the failure says nothing about it. RetryDelay() says
+// when to try again.
+bool HeldBackByBudget(const absl::Status& status);
+// `status` marked so that HeldBackByBudget() is true (the client's own
+// refusals; fakes in tests).
+absl::Status MarkHeldBackByBudget(absl::Status status);
 
 }  // namespace slurmop::agentplatform
 

@@ -2,6 +2,9 @@
 
 #include "controller/reconcile/cluster_reconciler.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "controller/api/json_codec.h"
 #include "controller/api/types.h"
@@ -51,9 +54,13 @@ ProbeOutcome ClusterReconciler::Probe(const std::string& key, const ClusterIdent
   // Swept for orphaned jobs from now on.
   if (tracker_)
     tracker_->RegisterCluster(ClusterEndpoint{key, version, ClusterNameOf(spec), *creds});
+  // Probes draw last on the project's budget: submits, cancels and tracking
+  // go first when it runs low.
+  agentplatform::CallOptions probe;
+  probe.priority = agentplatform::CallPriority::kProbe;
   absl::StatusOr<agentplatform::SlurmResponse> r =
       slurm_.Call(ClusterNameOf(spec), **creds, agentplatform::HttpMethod::kGet,
-                  (*dialect)->PingPath(), nullptr);
+                  (*dialect)->PingPath(), nullptr, probe);
   if (!r.ok()) {
     p.call = r.status();
     return p;
@@ -123,6 +130,15 @@ ReconcileResult ClusterReconciler::Reconcile(const std::string& key) {
     p.refusal_reason = access.reason;
     p.refusal_message = absl::StrCat(access.message, ".");
     if (tracker_) tracker_->ForgetCluster(key);
+  }
+  if (agentplatform::HeldBackByBudget(p.call)) {
+    // Not sent: the project's budget had no room for a probe. That says
+    // nothing about the cluster, so its status stays as it is.
+    const std::chrono::milliseconds after =
+        std::max(agentplatform::RetryDelay(p.call).value_or(std::chrono::seconds(1)),
+                 std::chrono::milliseconds(std::chrono::seconds(1)));
+    VLOG(1) << KindOf(cluster_scoped) << " " << key << ": probe held back: " << p.call;
+    return {Duration(after), false};
   }
   v1alpha1::SlurmClusterStatus desired =
       ClusterStatusFromProbe(cluster->status(), cluster->spec(), p, generation, clock_.Now());

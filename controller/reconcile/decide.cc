@@ -501,6 +501,19 @@ Decision SubmitFailed(const Known& k) {
                           StatusRetrying(k.job.status, "SubmitOutcomeUnknown", msg, gen, k.now),
                           {{kWarning, "SubmitOutcomeUnknown", "Submit", msg}}, StopAndBackoff(msg));
   }
+  if (k.out.submit_held_back.has_value()) {
+    // Nothing was sent: no failure, no growing backoff, one stable message
+    // (not one write and Event per retry).
+    std::string msg =
+        "Waiting for room in the Agent Platform call budget of this cluster's project and "
+        "region, which all its SlurmClusters share (--agent-platform-requests-per-minute); "
+        "submits go ahead of tracking and probes.";
+    return WriteIfChanged(
+        k.job, StatusRetrying(k.job.status, "WaitingForCallBudget", msg, gen, k.now),
+        {{kNormal, "WaitingForCallBudget", "Submit", msg}},
+        StopAndRequeue(std::max(*k.out.submit_held_back, Duration(std::chrono::milliseconds(10))),
+                       msg));
+  }
   if (IsTransient(err.code())) {
     std::string msg =
         absl::StrCat("Submitting failed for now: ", err.message(), ". Retrying with backoff.");

@@ -106,8 +106,11 @@ struct SlurmView {
 
 // Results of the steps taken during this reconcile (start empty).
 struct Outcomes {
-  std::optional<absl::StatusOr<int64_t>> submit;                     // job id
-  bool submit_may_have_been_delivered = false;                       // with a failed submit
+  std::optional<absl::StatusOr<int64_t>> submit;  // job id
+  bool submit_may_have_been_delivered = false;    // with a failed submit
+  // With a failed submit that was never sent because the project's call
+  // budget had no room (agentplatform::HeldBackByBudget): when to try again.
+  std::optional<Duration> submit_held_back;
   std::optional<absl::StatusOr<std::optional<int64_t>>> tag_lookup;  // id of a job with our tag
   Time tag_lookup_at{};                                              // when the search started
   Time submit_sent_at{};  // when the submit was sent (with `submit`)

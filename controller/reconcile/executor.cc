@@ -29,6 +29,26 @@
 namespace slurmop::reconcile {
 namespace {
 
+// The shortest retry delay of this reconcile's Slurm calls that the
+// project's call budget held back (never sent), if any.
+template <typename T>
+void NoteHeldBack(const std::optional<absl::StatusOr<T>>& outcome, std::optional<Duration>* min) {
+  if (!outcome || outcome->ok() || !agentplatform::HeldBackByBudget(outcome->status())) return;
+  const Duration d =
+      agentplatform::RetryDelay(outcome->status()).value_or(std::chrono::milliseconds(100));
+  if (!*min || d < **min) *min = d;
+}
+
+std::optional<Duration> HeldBackDelay(const Outcomes& out) {
+  std::optional<Duration> min;
+  NoteHeldBack(out.submit, &min);
+  NoteHeldBack(out.tag_lookup, &min);
+  NoteHeldBack(out.query, &min);
+  NoteHeldBack(out.cancel, &min);
+  NoteHeldBack(out.update, &min);
+  return min;
+}
+
 const char* ActionName(Action a) {
   switch (a) {
     case Action::kNone:
@@ -414,6 +434,12 @@ class Executor::Attempt {
       out_.submit_may_have_been_delivered =
           s.creds.ok() &&
           SubmitMayHaveReachedSlurm(r.status(), http::MayHaveBeenDelivered(r.status()));
+      if (agentplatform::HeldBackByBudget(r.status())) {
+        out_.submit_held_back =
+            agentplatform::RetryDelay(r.status()).value_or(std::chrono::milliseconds(100));
+        VLOG(1) << key_ << ": submit held back: " << r.status();
+        return kDecideAgain;
+      }
       LOG(WARNING) << key_ << ": submit failed: " << r.status()
                    << (out_.submit_may_have_been_delivered ? " (outcome unknown)" : "");
       return kDecideAgain;
@@ -612,6 +638,16 @@ class Executor::Attempt {
   // Keeps the memo and applies the tracking verdict (tracking_policy.h).
   ReconcileResult Finish(ReconcileResult r) {
     ex_.PutMemo(key_, memo_);
+    // A call the project's budget held back was never sent: nothing failed,
+    // so the retry waits for the budget's room, not for the key's growing
+    // backoff (which reached minutes while the budget was busy, #16 item 3).
+    std::optional<Duration> held = HeldBackDelay(out_);
+    if (held && r.retry_with_backoff) {
+      r.retry_with_backoff = false;
+      r.requeue_after = std::max(*held, Duration(std::chrono::milliseconds(10)));
+    } else {
+      held.reset();
+    }
     if (!ex_.tracker_) return r;
     const Time now = ex_.clock_.Now();
     const std::optional<Time> deadline = ActiveDeadline(facts_);
@@ -638,7 +674,9 @@ class Executor::Attempt {
     // A failed write's Retry-After is when the API server wants the write
     // again: not stretched to the tracked requeue, since no list change will
     // wake the key to write what is not written (#13 item 9).
-    if (!write_failed_) r.requeue_after = v.requeue;
+    // Nor is a call the budget held back: no list change may come to wake
+    // the key (the job may have left the queue already).
+    if (!write_failed_ && !held) r.requeue_after = v.requeue;
     return r;
   }
 

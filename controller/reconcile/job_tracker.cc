@@ -290,7 +290,7 @@ void JobTracker::NoteLastUpdate(Cluster& c, const slurm::JobList& list, bool ful
   }
 }
 
-std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list) {
+std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, Time started) {
   std::unordered_map<int64_t, slurm::JobInfo> fresh;
   fresh.reserve(list.jobs.size());
   for (slurm::JobInfo& j : list.jobs) {
@@ -305,6 +305,16 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list) 
     const bool is = now != fresh.end();
     if (was != is || (was && is && !SameRecord(before->second, now->second))) {
       changed.push_back(job_key);
+    } else if (!was && !is) {
+      // Never seen, and absent from a list sent after it was tracked: the
+      // job left the queue before any list saw it (it ended at once, or a
+      // busy call budget delayed the lists). Its key is told once, so its
+      // reconcile reads accounting now, not when its safety-net timer fires.
+      auto t = by_key_.find(job_key);
+      if (t != by_key_.end() && started > t->second.since && !t->second.reported_gone) {
+        t->second.reported_gone = true;
+        changed.push_back(job_key);
+      }
     }
   }
   c.jobs = std::move(fresh);
@@ -342,11 +352,17 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   }
   if (!list.ok()) {
     after.last_error = list.status();
-    after.failures += 1;
     std::optional<Duration> server_delay;
     if (auto d = agentplatform::RetryDelay(list.status())) server_delay = *d;
-    after.retry_at = started + ListFailureBackoff(list.status().code(), after.failures,
-                                                  server_delay, options_.pace);
+    if (agentplatform::HeldBackByBudget(list.status())) {
+      // Not sent (the project's budget had no room): no failure of the
+      // cluster, so no growing backoff; the list is due when the budget says.
+      after.retry_at = started + server_delay.value_or(options_.pace.failure_base);
+    } else {
+      after.failures += 1;
+      after.retry_at = started + ListFailureBackoff(list.status().code(), after.failures,
+                                                    server_delay, options_.pace);
+    }
   } else {
     after.last_error.reset();
     after.retry_at.reset();
@@ -355,7 +371,7 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
     if (!list->unchanged) {
       if (full) after.last_full = started;
       NoteLastUpdate(after, *list, full, started);
-      changed = ApplyList(after, std::move(*list));
+      changed = ApplyList(after, std::move(*list), started);
     }
     after.unchanged_lists = changed.empty() ? after.unchanged_lists + 1 : 0;
     if (options_.sweep && known_uid_ &&

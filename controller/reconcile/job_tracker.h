@@ -178,6 +178,9 @@ class JobTracker {
     int64_t job_id = 0;
     Duration poll{};
     Time since{};
+    // Absent from a list sent after `since` without ever being seen: reported
+    // once (the job left the queue before any list saw it).
+    bool reported_gone = false;
   };
   struct Cluster {
     ClusterEndpoint endpoint;
@@ -236,7 +239,8 @@ class JobTracker {
   // Slurm's last_update from a changed list (see Cluster::last_update_seen_at).
   static void NoteLastUpdate(Cluster& c, const slurm::JobList& list, bool full, Time started);
   // Replaces the snapshot; returns the keys of tracked jobs whose record changed.
-  static std::vector<std::string> ApplyList(Cluster& c, slurm::JobList list);
+  // The keys of the tracked jobs the list changes (mu_ held); `started`: when it was sent.
+  std::vector<std::string> ApplyList(Cluster& c, slurm::JobList list, Time started);
   void SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Time now);
   // `c`'s fetch has ended, its sweep included: another may start, and the
   // Get() calls waiting for it look at the snapshot.

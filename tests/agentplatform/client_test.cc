@@ -330,7 +330,11 @@ TEST_F(ClientTest, SecondUnauthenticatedIsReturned) {
   EXPECT_EQ(transport_.request_count(), 2u);
 }
 
-TEST_F(ClientTest, ResourceExhaustedIsNotRetried) {
+// RESOURCE_EXHAUSTED is returned at once and pauses the project and region
+// (every cluster in it: the quota is theirs together) for the server's
+// RetryInfo delay, and halves the budget there (#16 item 3).
+TEST_F(ClientTest, ResourceExhaustedPausesTheWholeProjectAndRegion) {
+  options_.budget.requests_per_minute = 480;
   transport_.Enqueue(Respond(
       429, GoogleError(
                429, "RESOURCE_EXHAUSTED", "Quota exceeded for aiplatform requests",
@@ -341,23 +345,47 @@ TEST_F(ClientTest, ResourceExhaustedIsNotRetried) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(r.status().message(),
             "Agent Platform: Quota exceeded for aiplatform requests (retry after 1.5s)");
-  // The cluster is paused for at least 30 s (more if the server asks).
-  EXPECT_EQ(RetryDelay(r.status()), ms(30000));
+  EXPECT_EQ(RetryDelay(r.status()), ms(1500));
   EXPECT_EQ(transport_.request_count(), 1u);
 
-  // Within the pause, calls to that cluster fail fast and send nothing.
-  clock_.Advance(std::chrono::seconds(10));
-  absl::StatusOr<SlurmResponse> paused = Get(*api);
+  // Within the pause, calls to any cluster of that project and region fail
+  // fast and send nothing, and say what the budget is now.
+  clock_.Advance(ms(1000));
+  ClusterName sibling = cluster_;
+  sibling.cluster_id = "train-2";
+  absl::StatusOr<SlurmResponse> paused = api->Call(sibling, credentials_, HttpMethod::kPost,
+                                                   "/slurm/v0.0.42/job/submit", &submit_body_);
   ASSERT_FALSE(paused.ok());
   EXPECT_EQ(paused.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_EQ(RetryDelay(paused.status()), ms(20000));
+  EXPECT_EQ(RetryDelay(paused.status()), ms(500));
+  EXPECT_FALSE(http::MayHaveBeenDelivered(paused.status()));
+  EXPECT_THAT(std::string(paused.status().message()),
+              HasSubstr("quota of project my-proj in us-central1 is exhausted"));
+  EXPECT_THAT(std::string(paused.status().message()), HasSubstr("now 240 calls/min"));
   EXPECT_EQ(transport_.request_count(), 1u);
 
-  // Afterwards they go through again.
-  clock_.Advance(std::chrono::seconds(21));
+  // Another region of the same project has its own quota.
+  ClusterName elsewhere = cluster_;
+  elsewhere.region = "europe-west4";
+  transport_.Enqueue(Respond(200, Envelope(200, R"({"jobs":[]})")));
+  EXPECT_TRUE(
+      api->Call(elsewhere, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr).ok());
+  EXPECT_EQ(transport_.request_count(), 2u);
+
+  // After the server's delay, calls go through again.
+  clock_.Advance(ms(500));
   transport_.Enqueue(Respond(200, Envelope(200, R"({"jobs":[]})")));
   EXPECT_TRUE(Get(*api).ok());
-  EXPECT_EQ(transport_.request_count(), 2u);
+  EXPECT_EQ(transport_.request_count(), 3u);
+}
+
+// Without a RetryInfo delay the pause is 30 s.
+TEST_F(ClientTest, ResourceExhaustedWithoutADelayPausesThirtySeconds) {
+  transport_.Enqueue(Respond(429, GoogleError(429, "RESOURCE_EXHAUSTED", "Quota exceeded", "[]")));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Get(*api);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(RetryDelay(r.status()), ms(30000));
 }
 
 TEST_F(ClientTest, PermanentErrorsAreNotRetried) {
@@ -512,23 +540,56 @@ TEST_F(ClientTest, NoTokenInAnyErrorMessage) {
   EXPECT_THAT(std::string(s.message()), Not(HasSubstr("tok-")));
 }
 
-TEST_F(ClientTest, RateLimitedPerCluster) {
-  options_.requests_per_second_per_cluster = 5;
-  options_.rate_limit_burst = 10;
+// One budget per project and region, shared by its clusters (#16 item 3).
+TEST_F(ClientTest, ClustersOfOneProjectAndRegionShareOneBudget) {
+  options_.budget.requests_per_minute = 300;  // 5 a second
+  options_.budget.burst = 10;
   transport_.SetHandler([](const http::Request&) -> absl::StatusOr<http::Response> {
     return Respond(200, Envelope(200, "{}"));
   });
   auto api = Client();
-  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Get(*api).ok());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(Submit(*api).ok());
   EXPECT_TRUE(sleeps_.empty());
-  ASSERT_TRUE(Get(*api).ok());  // the 11th waits 1/5 s
+  // Another cluster of the same project and region: the bucket is empty.
+  ClusterName sibling = cluster_;
+  sibling.cluster_id = "train-2";
+  ASSERT_TRUE(api->Call(sibling, credentials_, HttpMethod::kPost, "/slurm/v0.0.42/job/submit",
+                        &submit_body_)
+                  .ok());
   EXPECT_THAT(sleeps_, ::testing::ElementsAre(ms(200)));
-  // Another cluster has its own bucket.
+  // Another project has its own.
   ClusterName other = cluster_;
-  other.cluster_id = "train-2";
+  other.project_id = "other-proj";
   ASSERT_TRUE(
       api->Call(other, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr).ok());
   EXPECT_EQ(sleeps_.size(), 1u);
+}
+
+// Tracking (GET) keeps a reserve for submits; an explicit probe priority
+// keeps a larger one.
+TEST_F(ClientTest, SubmitsGetTheLastOfTheBudgetAndProbesStopFirst) {
+  options_.budget.requests_per_minute = 60;
+  options_.budget.burst = 8;  // tracking leaves 2, probes 4
+  options_.max_rate_limit_wait = ms(0);
+  transport_.SetHandler([](const http::Request&) -> absl::StatusOr<http::Response> {
+    return Respond(200, Envelope(200, "{}"));
+  });
+  auto api = Client();
+  CallOptions probe;
+  probe.priority = CallPriority::kProbe;
+  int probes = 0, lists = 0, submits = 0;
+  while (api->Call(cluster_, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/ping", nullptr, probe)
+             .ok()) {
+    ++probes;
+  }
+  while (Get(*api).ok()) ++lists;
+  absl::StatusOr<SlurmResponse> refused = Get(*api);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("this track call is not sent"));
+  while (Submit(*api).ok()) ++submits;
+  EXPECT_EQ(probes, 4);
+  EXPECT_EQ(lists, 2);
+  EXPECT_EQ(submits, 2);
 }
 
 // A call that would wait for the rate limiter longer than
@@ -536,8 +597,8 @@ TEST_F(ClientTest, RateLimitedPerCluster) {
 // delay, instead of sleeping in a shared worker (#13 A2); the token it did
 // not take is there for the next call once the wait has passed.
 TEST_F(ClientTest, ALongRateLimitWaitFailsFastInsteadOfSleeping) {
-  options_.requests_per_second_per_cluster = 5;
-  options_.rate_limit_burst = 1;
+  options_.budget.requests_per_minute = 300;
+  options_.budget.burst = 1;
   options_.max_rate_limit_wait = std::chrono::milliseconds(100);
   int sent = 0;
   transport_.SetHandler([&](const http::Request&) -> absl::StatusOr<http::Response> {
@@ -548,7 +609,7 @@ TEST_F(ClientTest, ALongRateLimitWaitFailsFastInsteadOfSleeping) {
   ASSERT_TRUE(Get(*api).ok());
   absl::StatusOr<SlurmResponse> r = Get(*api);  // would wait 200 ms
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(std::string(r.status().message()), HasSubstr("rate limit"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("client-side budget"));
   EXPECT_EQ(RetryDelay(r.status()), ms(200));
   EXPECT_FALSE(http::MayHaveBeenDelivered(r.status()));
   EXPECT_TRUE(sleeps_.empty());

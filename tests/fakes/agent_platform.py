@@ -158,7 +158,8 @@ ADMIN_HELP = {
     "POST /__admin/sim": '{"pending_seconds":..,"completing_seconds":..,"min_job_age":..,'
                          '"accounting_delay":..,"v0039_release":"23.02.x","next_job_id":N'
                          '[,"cluster":"P/R/C"]}',
-    "POST /__admin/quota": '{"per_minute":N,"retry_delay":seconds} (0 = off)',
+    "POST /__admin/quota": '{"per_minute":N,"retry_delay":seconds,"window_seconds":60} (0 = off; '
+                           'N calls per project and region in any window)',
     "POST /__admin/reset": '{} jobs, submits, faults, calls, quota, access; {"tokens":true} too',
 }
 
@@ -766,6 +767,8 @@ class State:
         self.denied_per_cluster = collections.defaultdict(set)
         self.quota_per_minute = args.quota_per_minute
         self.quota_retry_delay = 30.0
+        # Agent Platform counts per minute; tests may shrink the window to run faster.
+        self.quota_window_seconds = 60.0
         self.quota_windows = collections.defaultdict(collections.deque)
         self.port = None
         self.sa_keys = []
@@ -826,7 +829,7 @@ class State:
                 return None
             window = self.quota_windows[(cluster.project, cluster.region)]
             now = time.monotonic()
-            while window and window[0] <= now - 60:
+            while window and window[0] <= now - self.quota_window_seconds:
                 window.popleft()
             if len(window) >= limit:
                 return self.quota_retry_delay
@@ -1557,6 +1560,7 @@ class Handler(BaseHTTPRequestHandler):
                     st.quota_per_minute = int(data.get("per_minute") or 0)
                     if data.get("retry_delay") is not None:
                         st.quota_retry_delay = float(data["retry_delay"])
+                    st.quota_window_seconds = float(data.get("window_seconds") or 60)
                     st.quota_windows.clear()
             return self._quota_view()
         if name == "reset" and method == "POST":
@@ -1582,7 +1586,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _quota_view(self):
         st = self.state
-        return {"per_minute": st.quota_per_minute, "retry_delay": st.quota_retry_delay}
+        return {"per_minute": st.quota_per_minute, "retry_delay": st.quota_retry_delay,
+                "window_seconds": st.quota_window_seconds}
 
     def _access_view(self):
         st = self.state

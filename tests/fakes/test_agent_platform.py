@@ -1361,6 +1361,12 @@ class FaultTest(ServerTest):
         c.admin("quota", {"per_minute": 2, "retry_delay": 12})
         codes = [c.call("GET", "/slurm/v0.0.42/ping/")[0] for _ in range(3)]
         self.assertEqual(codes, [200, 200, 429])
+        # A shorter window frees its calls sooner.
+        c.admin("quota", {"per_minute": 2, "retry_delay": 1, "window_seconds": 0.5})
+        codes = [c.call("GET", "/slurm/v0.0.42/ping/")[0] for _ in range(3)]
+        self.assertEqual(codes, [200, 200, 429])
+        time.sleep(0.6)
+        self.assertEqual(c.call("GET", "/slurm/v0.0.42/ping/")[0], 200)
         c.admin("quota", {"per_minute": 0})
         status, _, data = c.request("POST", "/__admin/faults", {"error": "NOPE"},
                                     {"Content-Type": "application/json"})

@@ -260,6 +260,31 @@ TEST(DecideSubmit, TransientFailureThatNeverReachedSlurmRetriesWithBackoff) {
   EXPECT_TRUE(again.retry_with_backoff);
 }
 
+// A submit the project's call budget held back was never sent: it waits for
+// the budget's delay, with one stable condition and Event (not a write and
+// a Warning per retry) and without the per-key backoff (#16 item 3).
+TEST(DecideSubmit, ASubmitHeldBackByTheCallBudgetWaitsForItsRoomWithoutBackoff) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Outcomes out;
+  out.submit = absl::UnavailableError("budget spent; retry in 250 ms");
+  out.submit_held_back = std::chrono::milliseconds(250);
+  Decision d = Decide(job, Cluster(), {}, out, Fresh(), kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "WaitingForCallBudget");
+  EXPECT_THAT(Cond(d.status, kReconciling).message(),
+              HasSubstr("--agent-platform-requests-per-minute"));
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].type, kNormal);
+  job.status = d.status;
+  out.submit = absl::UnavailableError("budget spent; retry in 120 ms");
+  out.submit_held_back = std::chrono::milliseconds(120);
+  Decision again = Decide(job, Cluster(), {}, out, Fresh(), kT0 + seconds(1));
+  EXPECT_EQ(again.action, Action::kNone) << "the same condition: nothing to write";
+  EXPECT_FALSE(again.retry_with_backoff);
+  EXPECT_EQ(again.requeue_after, Duration(std::chrono::milliseconds(120)));
+}
+
 TEST(DecideSubmit, UnknownOutcomeLeadsToATagSearchNotASecondSubmit) {
   JobFacts job = NewJob();
   job.has_finalizer = true;

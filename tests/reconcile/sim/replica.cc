@@ -39,7 +39,7 @@ Replica::Replica(int index, ReplicaDeps deps)
     if (!link_.dead) d_.clock.Advance(ns);
   };
   o.jitter = [this] { return std::uniform_real_distribution<double>(0, 1)(d_.faults.rng); };
-  o.requests_per_second_per_cluster = 0;
+  o.budget.requests_per_minute = 0;
   api_ = agentplatform::NewSlurmApiClient(o);
   fence_ = std::make_unique<LeaseSubmitFence>([this] { return LeaseValidUntil(); },
                                               kLease - kRenewDeadline);

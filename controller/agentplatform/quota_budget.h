@@ -1,0 +1,107 @@
+// File: controller/agentplatform/quota_budget.h
+//
+// The client-side call budget of Agent Platform, one per project and region:
+// Agent Platform's quota ("Resource management (CRUD) requests", about 600
+// per minute) is counted per project and region, so every SlurmCluster in one
+// project and region draws on one budget (#16 item 3), not one bucket each.
+//
+// Contract:
+//  * A token bucket per key (QuotaKey()): `requests_per_minute / 60` tokens a
+//    second, at most `burst` banked, full at first. requests_per_minute <= 0
+//    disables the budget (every reservation is free).
+//  * Priorities: a call may take a token only while the bucket keeps, after
+//    it, the reserve of its class: kChange (submit, cancel, update) none,
+//    kTrack (job lists, lookups, searches) `track_reserve` of the burst,
+//    kProbe (cluster probes) `probe_reserve`. So when the budget runs low,
+//    probes stop first, then tracking, and submits and cancels still go.
+//  * TryReserve() never waits itself: it returns how long the caller must
+//    wait (zero when a token is there), or nullopt when that would exceed
+//    `max_wait` (nothing taken, the wait in *would_wait), so a caller on a
+//    shared thread fails fast instead of sleeping.
+//  * Exhausted(): after a RESOURCE_EXHAUSTED answer for the key, no call is
+//    allowed until the server's retry delay (RetryInfo) has passed (a later
+//    pause than one already set wins), and the key's rate is halved (never
+//    below min_requests_per_minute). It then grows back linearly, by
+//    `recovery_per_minute` of the halved rate per minute, to the configured
+//    rate. After the pause the bucket starts empty and holds at most one
+//    token until a call succeeds again (Succeeded()): one call finds out
+//    whether the quota is back, not a burst of them.
+//  * Thread-safe; time comes only from the injected Clock.
+
+#ifndef SLURMOP_CONTROLLER_AGENTPLATFORM_QUOTA_BUDGET_H_
+#define SLURMOP_CONTROLLER_AGENTPLATFORM_QUOTA_BUDGET_H_
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "controller/common/clock.h"
+
+namespace slurmop::agentplatform {
+
+// What a call is for, highest priority first.
+enum class CallPriority { kChange, kTrack, kProbe };
+
+const char* CallPriorityName(CallPriority p);
+
+struct QuotaBudgetOptions {
+  // The documented 600 requests per minute per project and region, less 20%
+  // headroom for other clients of the same project (gcloud, the console).
+  double requests_per_minute = 480;
+  double burst = 10;
+  double track_reserve = 0.25;  // fractions of the burst
+  double probe_reserve = 0.5;
+  double min_requests_per_minute = 30;  // RESOURCE_EXHAUSTED never shrinks below
+  double recovery_per_minute = 0.5;     // of the shrunk rate, per minute after a shrink
+};
+
+// "<endpoint>|projects/<project>/locations/<region>": the endpoint too, so that
+// two stand-ins (or a private endpoint) never share a budget.
+std::string QuotaKey(const std::string& endpoint, const std::string& project,
+                     const std::string& region);
+
+class QuotaBudget {
+ public:
+  QuotaBudget(const Clock* clock, QuotaBudgetOptions options);
+
+  std::optional<std::chrono::nanoseconds> TryReserve(const std::string& key, CallPriority priority,
+                                                     std::chrono::nanoseconds max_wait,
+                                                     std::chrono::nanoseconds* would_wait);
+
+  // See the file comment. `retry_delay`: the server's, if it sent one.
+  void Exhausted(const std::string& key, std::optional<std::chrono::milliseconds> retry_delay);
+  // A call of `key` was answered without RESOURCE_EXHAUSTED: the full burst
+  // is allowed again.
+  void Succeeded(const std::string& key);
+  // When `key` may be called again, if it is paused now.
+  std::optional<Time> PausedUntil(const std::string& key);
+  // The key's rate now (requests per minute), after shrinks and recovery.
+  double RequestsPerMinute(const std::string& key);
+
+  // The pause after a RESOURCE_EXHAUSTED that carried no retry delay.
+  static constexpr std::chrono::milliseconds kDefaultPause{30000};
+
+ private:
+  struct Bucket {
+    double tokens;
+    Time updated;
+    double shrunk_rate;  // requests per minute right after the last shrink
+    Time shrunk_at;      // Time() = never shrunk
+    std::optional<Time> paused_until;
+    bool probing = false;  // after an exhaustion, until a call succeeds: burst of one
+  };
+  Bucket& Refilled(const std::string& key, Time now);  // mu_ held
+  double RateLocked(const Bucket& b, Time now) const;  // per minute
+  double ReserveOf(CallPriority priority) const;
+
+  const Clock* const clock_;
+  const QuotaBudgetOptions options_;
+  std::mutex mu_;
+  std::map<std::string, Bucket> buckets_;
+};
+
+}  // namespace slurmop::agentplatform
+
+#endif  // SLURMOP_CONTROLLER_AGENTPLATFORM_QUOTA_BUDGET_H_
