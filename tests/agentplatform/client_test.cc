@@ -335,6 +335,7 @@ TEST_F(ClientTest, SecondUnauthenticatedIsReturned) {
 // RetryInfo delay, and halves the budget there (#16 item 3).
 TEST_F(ClientTest, ResourceExhaustedPausesTheWholeProjectAndRegion) {
   options_.budget.requests_per_minute = 480;
+  options_.budget.recovery_per_minute = 0;  // the halved rate stays put for the message below
   transport_.Enqueue(Respond(
       429, GoogleError(
                429, "RESOURCE_EXHAUSTED", "Quota exceeded for aiplatform requests",
