@@ -20,10 +20,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "controller/http/cpprest_transport.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_in_admin.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -149,17 +149,7 @@ class TrackingCost : public ::testing::Test {
 
   static nlohmann::json AdminCall(const std::string& method, const std::string& path,
                                   const nlohmann::json& body = nullptr) {
-    static auto transport = http::CpprestTransport::Create({});
-    http::Request req;
-    req.method = method;
-    req.url = absl::StrCat("http://127.0.0.1:", ap_port_, path);
-    if (!body.is_null()) {
-      req.headers["Content-Type"] = "application/json";
-      req.body = body.dump();
-    }
-    absl::StatusOr<http::Response> r = (*transport)->Send(req);
-    if (!r.ok() || r->status != 200) return nullptr;
-    return nlohmann::json::parse(r->body, nullptr, false);
+    return testing::StandInAdmin(ap_port_, method, path, body);
   }
 
   // callSlurmRestApi calls to stand-in cluster `name` since the last reset:
