@@ -54,10 +54,11 @@ absl::Status CheckExtra(const v1alpha1::SlurmJobSpec& spec) {
   if (reserved.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "spec.extra sets ", absl::StrJoin(reserved, ", "),
-      ", which the operator sets itself (the job's tag, name, dependencies, hold, script and "
-      "identity); remove ",
+      ", which the operator sets itself (the job's tag, name, dependencies, deadline, hold, "
+      "script and identity); remove ",
       reserved.size() == 1 ? "it" : "them",
-      " from spec.extra (use spec.name, spec.dependsOn, spec.suspend instead)"));
+      " from spec.extra (use spec.name, spec.dependsOn, spec.activeDeadlineSeconds, spec.suspend "
+      "instead)"));
 }
 
 // Every job variable has exactly one source: a literal value or a Secret key.

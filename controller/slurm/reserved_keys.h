@@ -5,7 +5,10 @@
 //  * the job's identity for the operator: `comment` (the submission tag the
 //    tag search and the orphan sweep rely on) and `name` / its v0.0.38 alias
 //    `job_name` (the accounting search looks the job up by name);
-//  * what the operator decides: `dependency` (spec.dependsOn), `hold` and
+//  * what the operator decides: `dependency` (spec.dependsOn), `deadline`
+//    (spec.activeDeadlineSeconds, counted from the first submit: a `deadline`
+//    from extra would let Slurm end the job at another time than the one the
+//    operator enforces, or hide the limit while the operator is down), `hold` and
 //    `priority` (hold is priority 0 in every version: data_parser
 //    `add_parse_overload(HOLD, priority, ...)`), `script` and v0.0.38's
 //    `wrap` (the batch script);

@@ -590,6 +590,14 @@ INSTANTIATE_TEST_SUITE_P(
                        fields["nice"].set_number_value(5);
                      },
                      "InvalidSpec", "spec.extra sets comment, user_id, which the operator"},
+        // The deadline is spec.activeDeadlineSeconds' alone: one from extra would
+        // override it in Slurm (and hold while the operator is down).
+        BadInputCase{"DeadlineInExtra",
+                     [](JobFacts& j, ClusterFacts&) {
+                       auto& fields = *j.spec.mutable_extra()->mutable_fields();
+                       fields["deadline"].set_number_value(1900000000);
+                     },
+                     "InvalidSpec", "spec.extra sets deadline, which the operator"},
         BadInputCase{"BadDeletionPolicy",
                      [](JobFacts& j, ClusterFacts&) { j.spec.set_deletion_policy("Keep"); },
                      "InvalidSpec", "deletionPolicy"},

@@ -160,7 +160,9 @@ TEST_P(SubmitGoldenTest, ExtraIsMergedLastAndWinsOverTheUsersFields) {
 TEST_P(SubmitGoldenTest, ExtraNeverReplacesTheOperatorsOwnKeys) {
   JobDescriptor j = RepresentativeJob();
   j.dependency = "afterok:7";
+  j.deadline = 1700003600;
   j.extra = json{{"comment", "slurmjob-operator:other/uid/1"},
+                 {"deadline", 1900000000},
                  {"name", "spoofed"},
                  {"job_name", "spoofed"},
                  {"dependency", ""},
@@ -176,6 +178,7 @@ TEST_P(SubmitGoldenTest, ExtraNeverReplacesTheOperatorsOwnKeys) {
   EXPECT_EQ(job.at("comment"), "ns/name");
   EXPECT_EQ(job.at("name"), "my-run");
   EXPECT_EQ(job.at("dependency"), "afterok:7");
+  EXPECT_EQ(job.at("deadline"), 1700003600);  // spec.activeDeadlineSeconds', not extra's
   EXPECT_EQ(body->at("script"), "#!/bin/bash\necho hello\n");
   for (const char* key :
        {"job_name", "hold", "priority", "script", "wrap", "user_id", "group_id"}) {
