@@ -15,6 +15,7 @@
 #include "controller/reconcile/accounting_search.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_lifetime.h"
+#include "controller/reconcile/job_usage.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/secret_env.h"
@@ -143,6 +144,22 @@ void RecordFinishedJob(const v1alpha1::SlurmJobStatus& s) {
       s.end_time().seconds() >= s.start_time().seconds()) {
     server::GlobalMetrics().Observe(server::metric::kJobRunSeconds, {{"state", s.job_state()}},
                                     s.end_time().seconds() - s.start_time().seconds());
+  }
+}
+
+// The CPU- and GPU-seconds of the runs whose usage the write from `before` to `after` recorded
+// first: once per run (job_usage.h).
+void CountNewUsage(const v1alpha1::SlurmJobStatus& before, const v1alpha1::SlurmJobStatus& after,
+                   const std::string& ns) {
+  for (const v1alpha1::JobUsage& u : NewlyRecordedUsage(before, after)) {
+    const server::Labels labels = {{"namespace", ns},
+                                   {"cluster", after.cluster()},
+                                   {"partition", u.partition()},
+                                   {"account", u.account()}};
+    server::GlobalMetrics().Add(server::metric::kAllocatedCpuSecondsTotal, labels,
+                                static_cast<double>(u.cpu_seconds()));
+    server::GlobalMetrics().Add(server::metric::kAllocatedGpuSecondsTotal, labels,
+                                static_cast<double>(u.gpu_seconds()));
   }
 }
 
@@ -335,6 +352,7 @@ class Executor::Attempt {
     if (IsFinalJobState(d.status.job_state()) && !IsFinalJobState(facts_.status.job_state())) {
       RecordFinishedJob(d.status);
     }
+    CountNewUsage(facts_.status, d.status, ns_);
     if (CurrentRun(d.status) > CurrentRun(facts_.status)) out_.started_run = true;
     AdoptResponse(std::move(*r));
     return kDecideAgain;
@@ -552,6 +570,19 @@ class Executor::Attempt {
     return live->job;
   }
 
+  // The allocation of a job the live queue shows final, from its accounting record when that
+  // already shows the job final too (slurmdbd learns it asynchronously); else nothing: the
+  // status then records the run's end without usage.
+  void AddAccountedAllocation(const Slurm& s, int64_t job_id, slurm::JobInfo* job) {
+    absl::StatusOr<agentplatform::SlurmResponse> r =
+        Call(s, agentplatform::HttpMethod::kGet, (*s.dialect)->DbJobPath(job_id), nullptr);
+    if (!r.ok()) return;
+    absl::StatusOr<slurm::JobLookup> db = (*s.dialect)->ParseDbJob(r->status, r->body, job_id);
+    if (!db.ok() || !db->job || !db->job->IsFinal() || !db->job->allocation) return;
+    job->allocation = db->job->allocation;
+    job->account = db->job->account;
+  }
+
   // Live queue first; a job that left it is read from accounting.
   Next Query(const Decision& d, Time now) {
     const Slurm s = SlurmFor(d);
@@ -559,7 +590,13 @@ class Executor::Attempt {
       if (!s.dialect.ok()) return s.dialect.status();
       absl::StatusOr<std::optional<slurm::JobInfo>> live = LookLive(s, d, now);
       if (!live.ok()) return live.status();
-      if (*live) return SlurmView{*live, false};
+      if (*live) {
+        // A run that just ended: its usage comes from accounting (job_usage.h).
+        if ((*live)->IsFinal() && !UsageRecorded(facts_.status, CurrentRun(facts_.status))) {
+          AddAccountedAllocation(s, d.job_id, &**live);
+        }
+        return SlurmView{*live, false};
+      }
       absl::StatusOr<agentplatform::SlurmResponse> r =
           Call(s, agentplatform::HttpMethod::kGet, (*s.dialect)->DbJobPath(d.job_id), nullptr);
       if (!r.ok()) return r.status();

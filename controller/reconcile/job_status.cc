@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/reconcile/conditions.h"
+#include "controller/reconcile/job_usage.h"
+#include "controller/reconcile/runs.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace slurmop::reconcile {
@@ -213,6 +215,13 @@ v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& curre
     SetActive(s, info, phase, current.phase(), generation, now, events);
   } else {
     SetEnded(s, info, phase, current, generation, now, events);
+    // The run's usage, once, from the first final record with an allocation (job_usage.h).
+    const int32_t run = CurrentRun(current);
+    if (!UsageRecorded(current, run)) {
+      if (std::optional<v1alpha1::JobUsage> u = UsageFromJobInfo(info, run)) {
+        *s.mutable_usage() = *u;
+      }
+    }
   }
   return s;
 }

@@ -45,6 +45,12 @@ void DeclareOwnFamilies(Metrics& m) {
             server::JobDurationBuckets());
   m.Declare(metric::kJobRunSeconds, Metrics::Type::kHistogram,
             "Run time of Slurm jobs (end - start) by final state.", server::JobDurationBuckets());
+  m.Declare(metric::kAllocatedCpuSecondsTotal, Metrics::Type::kCounter,
+            "Allocated CPUs times elapsed seconds of finished runs, from Slurm's accounting, "
+            "counted once per run by the status write that records the run's usage.");
+  m.Declare(metric::kAllocatedGpuSecondsTotal, Metrics::Type::kCounter,
+            "Allocated GPUs (gres/gpu) times elapsed seconds of finished runs, from Slurm's "
+            "accounting, counted once per run by the status write that records the run's usage.");
   m.Declare(metric::kTokenRefreshesTotal, Metrics::Type::kCounter,
             "Access token exchanges by credential type and result (ok, or the error code).");
   m.Declare(metric::kTrackedJobs, Metrics::Type::kGauge,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_status.h"
+#include "controller/reconcile/job_usage.h"
 
 namespace slurmop::reconcile {
 namespace {
@@ -97,6 +98,7 @@ v1alpha1::SlurmJobStatus StatusForNewRun(const v1alpha1::SlurmJobStatus& finishe
   if (finished.has_start_time()) *rec->mutable_start_time() = finished.start_time();
   if (finished.has_end_time()) *rec->mutable_end_time() = finished.end_time();
   rec->set_message(std::string(record_message));
+  if (UsageRecorded(finished, CurrentRun(finished))) *rec->mutable_usage() = finished.usage();
   if (s.runs_size() > kMaxRunHistory) {
     s.mutable_runs()->DeleteSubrange(0, s.runs_size() - kMaxRunHistory);
   }
@@ -114,6 +116,7 @@ v1alpha1::SlurmJobStatus StatusForNewRun(const v1alpha1::SlurmJobStatus& finishe
   s.clear_submit_time();
   s.clear_start_time();
   s.clear_end_time();
+  s.clear_usage();  // the finished run's is in its record now
   s.clear_reason();
   s.set_held(false);
   s.set_observed_generation(generation);

@@ -44,6 +44,10 @@ inline constexpr char kSlurmApiRequestDurationSeconds[] =
     "slurmjob_operator_slurm_api_request_duration_seconds";
 inline constexpr char kJobQueueWaitSeconds[] = "slurmjob_operator_job_queue_wait_seconds";
 inline constexpr char kJobRunSeconds[] = "slurmjob_operator_job_run_seconds";
+// Allocated CPU- and GPU-seconds of finished runs, from accounting, counted once per run
+// (reconcile/job_usage.h). Labels: {namespace, cluster, partition, account}.
+inline constexpr char kAllocatedCpuSecondsTotal[] = "slurmjob_operator_allocated_cpu_seconds_total";
+inline constexpr char kAllocatedGpuSecondsTotal[] = "slurmjob_operator_allocated_gpu_seconds_total";
 inline constexpr char kTokenRefreshesTotal[] = "slurmjob_operator_token_refreshes_total";
 inline constexpr char kTrackedJobs[] = "slurmjob_operator_tracked_jobs";
 inline constexpr char kOrphansCancelledTotal[] = "slurmjob_operator_orphans_cancelled_total";

@@ -17,6 +17,7 @@
 #define SLURMOP_CONTROLLER_SLURM_JOB_MODEL_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,6 +82,14 @@ struct JobDescriptor {
   nlohmann::json extra = nlohmann::json::object();  // merged into the job object last, as given
 };
 
+// What accounting (slurmdbd) says a job was allocated: its TRES by Slurm's
+// name ("cpu", "mem" in MB, "node", "billing", "gres/gpu", "gres/gpu:a100",
+// ...) and its elapsed wall-clock seconds.
+struct Allocation {
+  std::map<std::string, int64_t> tres;
+  std::optional<int64_t> elapsed_seconds;
+};
+
 // What Slurm says about one job, version-neutral.
 struct JobInfo {
   int64_t job_id = 0;
@@ -95,6 +104,10 @@ struct JobInfo {
   std::optional<int32_t> exit_code;  // WEXITSTATUS when exited normally; only when IsFinal()
   std::optional<int32_t> signal;     // terminating signal number; only when IsFinal()
   std::optional<Time> submit_time, start_time, end_time;  // Slurm's 0/unset -> nullopt
+  // Accounting records only (DecodeSlurmdbJob): the account charged and what
+  // the job was allocated (nullopt when the record shows neither).
+  std::string account;
+  std::optional<Allocation> allocation;
 
   bool HasFlag(std::string_view f) const;
   // Final: the base state is terminal and no COMPLETING flag.

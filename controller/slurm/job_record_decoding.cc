@@ -4,6 +4,7 @@
 
 #include "controller/slurm/job_record_decoding.h"
 
+#include "controller/slurm/allocation_decoding.h"
 #include "controller/slurm/exit_code_decoding.h"
 #include "controller/slurm/job_state_decoding.h"
 #include "controller/slurm/json_fields.h"
@@ -82,6 +83,8 @@ absl::StatusOr<JobInfo> DecodeSlurmdbJob(const nlohmann::json& record,
     info->start_time = EpochMember(*time, "start");
     info->end_time = EpochMember(*time, "end");
   }
+  info->account = StringMember(record, "account");
+  info->allocation = DecodeSlurmdbAllocation(record);
   if (const nlohmann::json* exit = FindMember(record, "exit_code"); exit != nullptr) {
     ApplyExit(exit_codes == SlurmdbExitCodes::kReliable
                   ? DecodeProcessExitCode(*exit)

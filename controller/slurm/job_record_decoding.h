@@ -27,7 +27,8 @@ absl::StatusOr<JobInfo> DecodeSlurmctldJob(const nlohmann::json& record);
 const std::vector<std::string>& SlurmctldJobRecordKeys();
 
 // slurmdb: state.current (string or array), state.reason -> state_reason,
-// comment.job (or a plain string comment), time.submission/start/end.
+// comment.job (or a plain string comment), time.submission/start/end,
+// account, and tres.allocated / time.elapsed (allocation_decoding.h).
 absl::StatusOr<JobInfo> DecodeSlurmdbJob(const nlohmann::json& record, SlurmdbExitCodes exit_codes);
 
 }  // namespace slurmop::slurm

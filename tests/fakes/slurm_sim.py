@@ -559,6 +559,43 @@ class SimJob:
         return end + (completing_seconds if ran else 0) + min_job_age
 
 
+# slurmdbd's TRES ids (src/common/slurmdb_defs.h TRES_CPU .. TRES_BILLING; gres from 1001).
+_TRES_IDS = {"cpu": 1, "mem": 2, "energy": 3, "node": 4, "billing": 5}
+
+
+def _allocated_tres(job, n):
+    """tres.allocated of a slurmdb job record as slurmdbd keeps it (AccountingStorageTRES=gres/gpu):
+    cpu (one per task), mem in MB (memory_per_node x nodes), energy, node, billing (= cpu) and
+    gres/gpu (gpus per node x nodes). Elements are {type, name, id, count}; unnamed TRES carry a
+    null name in dbv0.0.38 (22.05 parse.c _dump_to_string) and "" in data_parser v0.0.39+
+    (DUMP_FUNC(STRING)); an energy count never gathered (NO_VAL64) is null in dbv0.0.38
+    (_dump_to_int64, as recorded from 22.05) and the raw value read as int64, -2, in v0.0.39+
+    (DUMP_FUNC(INT64) data_set_int(*src))."""
+    raw = job.raw_job if isinstance(job.raw_job, dict) else {}
+    nodes = job.nodes_requested if isinstance(job.nodes_requested, int) else 1
+    nodes = max(1, nodes)
+    cpus = max(1, job.tasks if isinstance(job.tasks, int) else 1)
+    gpu_text = raw.get("gpus_per_node") if n == 38 else raw.get("tres_per_node")
+    gpus = 0
+    if isinstance(gpu_text, str):
+        m = re.search(r"(\d+)$", gpu_text)
+        gpus = int(m.group(1)) * nodes if m else 0
+    mem = raw.get("memory_per_node")
+    if isinstance(mem, dict):
+        mem = mem.get("number") if mem.get("set", True) else None
+    mem = mem * nodes if isinstance(mem, int) and not isinstance(mem, bool) and mem > 0 else 0
+    unnamed = None if n == 38 else ""
+    out = [{"type": "cpu", "name": unnamed, "id": 1, "count": cpus}]
+    if mem:
+        out.append({"type": "mem", "name": unnamed, "id": 2, "count": mem})
+    out += [{"type": "energy", "name": unnamed, "id": 3, "count": None if n == 38 else -2},
+            {"type": "node", "name": unnamed, "id": 4, "count": nodes},
+            {"type": "billing", "name": unnamed, "id": 5, "count": cpus}]
+    if gpus:
+        out.append({"type": "gres", "name": "gpu", "id": 1001, "count": gpus})
+    return out
+
+
 def _nv(value):
     """{set, infinite, number} of a *_NO_VAL field; None = unset, UNLIMITED = infinite."""
     if value is None:
@@ -1588,8 +1625,7 @@ class SlurmSimulator:
                         "exit_code": _exit_verbose(raw if finished else 0),
                         "nodes": {"count": 1, "range": node, "list": [node]}}
             steps.append(step)
-        tres_alloc = [{"type": "cpu", "count": max(1, job.tasks)},
-                      {"type": "node", "count": 1}, {"type": "billing", "count": 1}]
+        tres_alloc = _allocated_tres(job, n)
         rec = {
             "account": job.account, "allocation_nodes": 1 if started else 0,
             "array": {"job_id": 0, "limits": {"max": {"running": {"tasks": 0}}},

@@ -354,6 +354,23 @@ class SimulatorTest(unittest.TestCase):
         db = self.sim.handle("GET", "/slurmdb/v0.0.42/job/%d" % jid, user="alice")
         self.assertEqual(db.body["jobs"][0]["state"]["current"], ["COMPLETED"])
 
+    def test_accounting_records_the_allocated_tres_in_each_versions_shape(self):
+        """#14 item 4: tres.allocated elements {type, name, id, count}; unnamed TRES have a null
+        name and a never-gathered count is null in dbv0.0.38, "" and -2 in v0.0.39+."""
+        for version, shape in (("v0.0.38", {"gpus_per_node": "2", "nodes": 2}),
+                               ("v0.0.42", {"tres_per_node": "gres/gpu:2", "minimum_nodes": 2,
+                                            "maximum_nodes": 2})):
+            jid = self.submit(version, "#!/bin/bash\nsleep 1\n", tasks=4, **shape)
+            self.clock.advance(30)
+            rec = self.sim.handle("GET", "/slurmdb/%s/job/%d" % (version, jid)).body["jobs"][0]
+            alloc = {(t["type"], t["name"]): t["count"] for t in rec["tres"]["allocated"]}
+            unnamed = None if version == "v0.0.38" else ""
+            self.assertEqual(alloc[("cpu", unnamed)], 4, version)
+            self.assertEqual(alloc[("node", unnamed)], 2, version)
+            self.assertEqual(alloc[("gres", "gpu")], 4, version)
+            self.assertEqual(alloc[("energy", unnamed)], None if version == "v0.0.38" else -2)
+            self.assertGreater(rec["time"]["elapsed"], 0)
+
     def test_accounting_is_late(self):
         jid = self.submit("v0.0.40", "#!/bin/bash\nsleep 1\n")
         db = self.sim.handle("GET", "/slurmdb/v0.0.40/job/%d" % jid)

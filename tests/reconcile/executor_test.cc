@@ -29,6 +29,8 @@
 #include "controller/reconcile/cluster_reconciler.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/server/metric_names.h"
+#include "controller/server/metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/reconcile/fakes/fake_agent_platform.h"
@@ -155,6 +157,21 @@ std::string DbJob42(const std::string& state, int return_code) {
       R"("microseconds": 9000}, "user": {"seconds": 0, "microseconds": 5000}}, )"
       R"("stdout": "/tmp/slurm-42.out", "working_directory": "/tmp", "steps": []}], )",
       kMeta42, R"(, "errors": [], "warnings": []})");
+}
+
+// DbJob42 with what slurmdbd records as allocated (data_parser v0.0.42 TRES elements).
+std::string DbJob42WithTres(const std::string& state, int return_code) {
+  nlohmann::json j = nlohmann::json::parse(DbJob42(state, return_code));
+  j["jobs"][0]["account"] = "proj-llm";
+  j["jobs"][0]["time"]["elapsed"] = 100;
+  j["jobs"][0]["tres"] = {{"allocated",
+                           {{{"type", "cpu"}, {"name", ""}, {"id", 1}, {"count", 8}},
+                            {{"type", "mem"}, {"name", ""}, {"id", 2}, {"count", 32768}},
+                            {{"type", "node"}, {"name", ""}, {"id", 4}, {"count", 1}},
+                            {{"type", "billing"}, {"name", ""}, {"id", 5}, {"count", 8}},
+                            {{"type", "gres"}, {"name", "gpu"}, {"id", 1001}, {"count", 2}}}},
+                          {"requested", nlohmann::json::array()}};
+  return j.dump();
 }
 
 // GET /slurmdb/v0.0.42/jobs?job_name=... when accounting has no such job.
@@ -334,6 +351,11 @@ class ExecutorTest : public ::testing::Test {
   }
 
   // The job seen RUNNING (a reconcile one poll interval later).
+  // The accounting read of a job the live queue shows ended (its usage, job_usage.h).
+  void ScriptAccountingOfTheEnd() {
+    ap_.On(kGet, kDbJob42, StructuredBody(200, DbJob42("COMPLETED", 0)));
+  }
+
   void RunJob42() {
     SubmitJob42();
     clock_.Advance(seconds(1));
@@ -444,6 +466,7 @@ TEST_F(ExecutorTest, SubmitWithWarningsRecordsTheJobAndSurfacesTheWarning) {
 // ------------------------------------- tracking; status 404 for a live job
 
 TEST_F(ExecutorTest, TracksRunningThenCompleted) {
+  ScriptAccountingOfTheEnd();
   RunJob42();
   v1alpha1::SlurmJobStatus s = Status();
   EXPECT_EQ(s.phase(), "Running");
@@ -473,6 +496,59 @@ TEST_F(ExecutorTest, TracksRunningThenCompleted) {
   EXPECT_EQ(ap_.calls().size(), calls);
   EXPECT_EQ(ap_.Count(kGet, kJob42), 2);
   EXPECT_EQ(Submits(), 1);
+}
+
+// #14 item 4: the live queue shows the end; accounting gives the allocation, recorded in
+// status.usage, and the usage counters count the run once, also across a restart.
+TEST_F(ExecutorTest, AFinishedRunsUsageComesFromAccountingAndIsCountedOnce) {
+  const server::Labels labels = {
+      {"namespace", kNs}, {"cluster", "a3"}, {"partition", "gpu"}, {"account", "proj-llm"}};
+  auto gpu = [&] {
+    return server::GlobalMetrics().Value(server::metric::kAllocatedGpuSecondsTotal, labels);
+  };
+  auto cpu = [&] {
+    return server::GlobalMetrics().Value(server::metric::kAllocatedCpuSecondsTotal, labels);
+  };
+  const double gpu0 = gpu(), cpu0 = cpu();
+  RunJob42();
+  EXPECT_EQ(ap_.Count(kGet, kDbJob42), 0) << "a running job's accounting is not read";
+  clock_.Advance(seconds(1));
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
+  ap_.On(kGet, kDbJob42, StructuredBody(200, DbJob42WithTres("COMPLETED", 0)));
+  Reconcile();
+  v1alpha1::SlurmJobStatus s = Status();
+  EXPECT_EQ(s.job_state(), "COMPLETED");
+  ASSERT_TRUE(s.has_usage());
+  EXPECT_EQ(s.usage().run(), 1);
+  EXPECT_EQ(s.usage().elapsed_seconds(), 100);
+  EXPECT_EQ(s.usage().allocated_tres().at("gres/gpu"), 2);
+  EXPECT_EQ(s.usage().allocated_tres().at("mem"), 32768);
+  EXPECT_EQ(s.usage().gpu_seconds(), 200);
+  EXPECT_EQ(s.usage().cpu_seconds(), 800);
+  EXPECT_EQ(s.usage().account(), "proj-llm");
+  EXPECT_EQ(ap_.Count(kGet, kDbJob42), 1);
+  EXPECT_EQ(gpu() - gpu0, 200);
+  EXPECT_EQ(cpu() - cpu0, 800);
+
+  // A restarted operator: the final status is recorded, nothing is asked or counted again.
+  NewExecutor();
+  clock_.Advance(seconds(60));
+  Reconcile();
+  EXPECT_EQ(ap_.Count(kGet, kDbJob42), 1);
+  EXPECT_EQ(gpu() - gpu0, 200);
+  EXPECT_EQ(cpu() - cpu0, 800);
+}
+
+// Accounting has not recorded the end yet: the run's end is recorded anyway, without usage.
+TEST_F(ExecutorTest, AnEndAccountingHasNotRecordedYetIsRecordedWithoutUsage) {
+  RunJob42();
+  clock_.Advance(seconds(1));
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
+  ap_.On(kGet, kDbJob42, StructuredBody(200, DbJob42WithTres("RUNNING", 0)));
+  Reconcile();
+  v1alpha1::SlurmJobStatus s = Status();
+  EXPECT_EQ(s.job_state(), "COMPLETED");
+  EXPECT_FALSE(s.has_usage());
 }
 
 TEST_F(ExecutorTest, LiveQueue404ReadsAccountingForTheFinalState) {
@@ -932,6 +1008,7 @@ TEST_F(ExecutorTest, FailedStatusWriteIsRetriedFromMemoNeverResubmits) {
 // tracker's 2 min, so status stayed RUNNING long after the API server came
 // back (#13 item 9).
 TEST_F(ExecutorTest, AnObservationWhoseStatusWriteFailedIsLookedAtAgain) {
+  ScriptAccountingOfTheEnd();
   RunJob42();
   clock_.Advance(seconds(5));
   ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
@@ -976,6 +1053,7 @@ TEST_F(ExecutorTest, StaleCacheAfterOwnStatusWriteDoesNotResubmit) {
 // ---------------------------------------------------------------- deletion
 
 TEST_F(ExecutorTest, DeletingARunningJobCancelsItThenReleasesTheFinalizer) {
+  ScriptAccountingOfTheEnd();
   RunJob42();
   ASSERT_TRUE(kube_.Delete(SlurmJobsResource(), kNs, kName).ok());
   ASSERT_TRUE(Object().has_value()) << "the finalizer holds the object";
@@ -1012,6 +1090,7 @@ TEST_F(ExecutorTest, DeletingARunningJobCancelsItThenReleasesTheFinalizer) {
 // its expiry and then deleted, this incarnation only, in the background; the
 // finalizer comes off without a cancel.
 TEST_F(ExecutorTest, AFinishedJobIsDeletedOnceItsTtlPassed) {
+  ScriptAccountingOfTheEnd();
   RunJob42();
   kube_.MutateBehindTheBack("slurmjobs", kNs, kName,
                             [](nlohmann::json& o) { o["spec"]["ttlSecondsAfterFinished"] = 30; });
@@ -1040,6 +1119,7 @@ TEST_F(ExecutorTest, AFinishedJobIsDeletedOnceItsTtlPassed) {
 // The cache still shows the finished SlurmJob, but the name now belongs to a
 // new one (another uid): the uid precondition fails and the new one stays.
 TEST_F(ExecutorTest, TheTtlNeverDeletesASlurmJobReCreatedUnderTheName) {
+  ScriptAccountingOfTheEnd();
   RunJob42();
   ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
   clock_.Advance(seconds(20));
@@ -1067,6 +1147,7 @@ TEST_F(ExecutorTest, TheTtlNeverDeletesASlurmJobReCreatedUnderTheName) {
 // ours and running, the cancel is sent once, and Slurm's CANCELLED (ended at
 // 1700000017, after the deadline) is recorded as Failed, DeadlineExceeded.
 TEST_F(ExecutorTest, APassedDeadlineCancelsTheJobAndFailsIt) {
+  ScriptAccountingOfTheEnd();
   RunJob42();
   ASSERT_EQ(Status().first_submit_time().seconds(), 1700000000);
   kube_.MutateBehindTheBack("slurmjobs", kNs, kName,
@@ -1177,6 +1258,7 @@ TEST_F(ExecutorTest, V0038EnvironmentIsAnObjectAndUnknownJobFallsBackToSlurmdb) 
 // every reconcile the test reconciles again at once, as the watch events of
 // the operator's own writes would make it do, so redundant writes show up.
 TEST_F(ExecutorTest, KubernetesWritesPerPlainJobLife) {
+  ScriptAccountingOfTheEnd();
   AddJob();
   auto settle = [&] {
     ReconcileResult r;

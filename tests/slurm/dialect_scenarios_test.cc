@@ -10,6 +10,7 @@
 // flag instead of the base state; their slurmdb exit codes are unreliable).
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -278,6 +279,31 @@ TEST_P(DialectScenarioTest, DbJobFound) {
   // dbv0.0.38/39 dump every normal exit as SUCCESS/0: not believed.
   EXPECT_EQ(j.exit_code, legacy() ? std::nullopt : std::optional<int32_t>(3));
   EXPECT_EQ(j.signal, std::nullopt);
+}
+
+// #14 item 4: tres.allocated and time.elapsed, in each version's shape
+// (allocation_decoding.h): named TRES as "type/name", null counts skipped.
+TEST_P(DialectScenarioTest, DbJobUsage) {
+  JobLookup got = DbJob("db_job_usage.json");
+  ASSERT_TRUE(got.job.has_value());
+  const JobInfo& j = *got.job;
+  EXPECT_EQ(j.state, BaseState::kCompleted);
+  EXPECT_EQ(j.account, "acct");
+  ASSERT_TRUE(j.allocation.has_value());
+  EXPECT_EQ(j.allocation->elapsed_seconds, 3600);
+  std::map<std::string, int64_t> want = {{"cpu", 16},     {"mem", 65536},  {"node", 2},
+                                         {"billing", 24}, {"gres/gpu", 8}, {"gres/gpu:a100", 8}};
+  // energy, never gathered (NO_VAL64): null in dbv0.0.38, -2 in v0.0.39+; skipped either way.
+  EXPECT_EQ(j.allocation->tres, want);
+}
+
+// A record without tres keeps its elapsed time.
+TEST_P(DialectScenarioTest, DbJobWithoutTresKeepsItsElapsedTime) {
+  JobLookup got = DbJob("db_job_found.json");
+  ASSERT_TRUE(got.job.has_value());
+  ASSERT_TRUE(got.job->allocation.has_value());  // elapsed 12, no tres
+  EXPECT_EQ(got.job->allocation->elapsed_seconds, 12);
+  EXPECT_TRUE(got.job->allocation->tres.empty());
 }
 
 TEST_P(DialectScenarioTest, DbJobCancelled) {

@@ -4,6 +4,7 @@
 // slurmrestd (testdata/v0.0.38/recorded/, see its README.md).
 
 #include <chrono>
+#include <map>
 #include <string>
 
 #include "controller/slurm/dialects.h"
@@ -208,6 +209,12 @@ TEST_F(RecordedV0038Test, SlurmdbCompletedJob) {
   EXPECT_EQ(j.submit_time, Epoch(1796041387));
   EXPECT_EQ(j.start_time, Epoch(1796041388));
   EXPECT_EQ(j.end_time, Epoch(1796041388));
+  // #14 item 4: 22.05 records the allocation; the never-gathered energy count is null.
+  EXPECT_EQ(j.account, "root");
+  ASSERT_TRUE(j.allocation.has_value());
+  EXPECT_EQ(j.allocation->elapsed_seconds, 0);
+  EXPECT_EQ(j.allocation->tres,
+            (std::map<std::string, int64_t>{{"cpu", 1}, {"node", 1}, {"billing", 1}}));
 }
 
 TEST_F(RecordedV0038Test, SlurmdbExitCodeBugIsNotBelieved) {
