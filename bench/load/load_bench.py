@@ -236,7 +236,10 @@ class Env:
                           "--history-size", str(history),
                           "--crd", os.path.join(REPO, "crds/hpc.slurmoperator.dev_slurmjobs.yaml"),
                           "--crd", os.path.join(REPO,
-                                                "crds/hpc.slurmoperator.dev_slurmclusters.yaml")],
+                                                "crds/hpc.slurmoperator.dev_slurmclusters.yaml"),
+                          # readiness waits for every informer's first list
+                          "--crd", os.path.join(
+                              REPO, "crds/hpc.slurmoperator.dev_clusterslurmclusters.yaml")],
                          work + "/kube_apiserver.log")
         self.ap = Proc([PY] + PY_PREFIX + [os.path.join(REPO, "tests/fakes/agent_platform.py"), "--port", "0",
                         "--port-file", work + "/ap.port"], work + "/agent_platform.log")
@@ -636,6 +639,19 @@ def slurm_calls(by_call):
     return out
 
 
+def rss_slope(samples):
+    """Least-squares slope of the operator's RSS over `samples`, in bytes per minute."""
+    pts = [(s["t"], s["rss"].get("op")) for s in samples if s["rss"].get("op")]
+    if len(pts) < 2:
+        return None
+    mt = sum(t for t, _ in pts) / len(pts)
+    mr = sum(r for _, r in pts) / len(pts)
+    den = sum((t - mt) ** 2 for t, _ in pts)
+    if den <= 0:
+        return None
+    return 60.0 * sum((t - mt) * (r - mr) for t, r in pts) / den
+
+
 def diff(a, b):
     keys = set(a or {}) | set(b or {})
     return {k: (b or {}).get(k, 0) - (a or {}).get(k, 0) for k in keys
@@ -647,7 +663,9 @@ def start_operator(args, env, work, tag):
     if os.path.exists(hp):
         os.remove(hp)
     argv = [args.operator, "--kubeconfig=" + work + "/kubeconfig", "--health-port=0",
-            "--health-port-file=" + hp, "--agent-platform-qps=0",
+            "--health-port-file=" + hp,
+            # 0 = no client-side budget (quota_budget.h: <= 0 is off)
+            "--agent-platform-requests-per-minute=0",
             # The stand-in is on loopback, which is allowed only when listed.
             "--allowed-endpoint-hosts=127.0.0.1:%d" % env.ap_port,
             "--workers=%d" % args.workers,
@@ -784,7 +802,9 @@ def run_once(args, n):
             active_window = {"seconds": secs, "calls": d, "calls_per_s": sum(d.values()) / secs,
                              "list_calls": lists,
                              "calls_per_tick": (sum(d.values()) / lists) if lists else None,
-                             "rss": statistics.median(s["rss"].get("op") or 0 for s in win)}
+                             "rss": statistics.median(s["rss"].get("op") or 0 for s in win),
+                             "rss_max": max(s["rss"].get("op") or 0 for s in win),
+                             "rss_slope": rss_slope(win)}
         res["active_window"] = active_window
         # Peak load on each process while submitting (first create -> last jobId)
         before = [s for s in samp.samples if s["t"] <= first_create]
@@ -976,6 +996,13 @@ def report(results, out=sys.stdout):
                      rng(lambda r: (r["active_window"] or {}).get("rss"), mb),
                      rng(lambda r: max(r["rss_peak_first"] or 0, r["rss_peak_second"] or 0), mb),
                      rng(lambda r: r["rss_end"], mb))))
+    rows.append(("operator RSS while all N tracked: max / slope (least squares over the window)",
+                 "%s / %s over %s" % (
+                     rng(lambda r: (r["active_window"] or {}).get("rss_max"), mb),
+                     rng(lambda r: (r["active_window"] or {}).get("rss_slope"),
+                         lambda x: "%+.2f MB/min" % (x / 1e6)),
+                     rng(lambda r: (r["active_window"] or {}).get("seconds"),
+                         lambda x: "%.0f s" % x))))
     rows.append(("bytes per tracked SlurmJob ((active RSS - idle RSS) / N)",
                  rng(lambda r: ((r["active_window"] or {}).get("rss", 0) - r["rss_idle"]) / r["N"]
                      if r.get("active_window") else None, lambda x: "%.0f" % x)))

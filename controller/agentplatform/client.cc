@@ -6,6 +6,7 @@
 #include "controller/agentplatform/client.h"
 
 #include <exception>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -227,7 +228,19 @@ class SlurmApiClient final : public SlurmApi {
       request.max_body_bytes = opts_.max_response_bytes;
 
       *sent = true;
-      absl::StatusOr<http::Response> response = guarded_->Send(request);
+      // A list asked for record by record is decoded as it arrives (the
+      // answer of 10,000 jobs is ~25 MB): never held whole.
+      std::optional<absl::StatusOr<SlurmResponse>> streamed;
+      absl::StatusOr<http::Response> response;
+      if (options.job_sink != nullptr) {
+        options.job_sink->Restart();
+        response = guarded_->SendReading(request, [&](http::BodySource& source) {
+          streamed = DecodeResponseStream(source, options);
+          return streamed->status();
+        });
+      } else {
+        response = guarded_->Send(request);
+      }
       if (!response.ok()) {
         const absl::Status& t = response.status();
         const bool delivered = http::MayHaveBeenDelivered(t);
@@ -251,7 +264,8 @@ class SlurmApiClient final : public SlurmApi {
 
       if (response->status != 429) budget_.Succeeded(budget_key);
       if (response->status >= 200 && response->status < 300) {
-        absl::StatusOr<SlurmResponse> decoded = DecodeResponse(response->body, options);
+        absl::StatusOr<SlurmResponse> decoded =
+            streamed ? *std::move(streamed) : DecodeResponse(response->body, options);
         if (!decoded.ok()) return RedactStatus(decoded.status(), secrets);
         return decoded;
       }

@@ -129,6 +129,22 @@ struct ClientOptions {
   std::function<double()> jitter;
 };
 
+// Takes the job records of a list as they are decoded (CallOptions::job_sink).
+class JobSink {
+ public:
+  virtual ~JobSink() = default;
+  // One element of the Slurm body's top-level `jobs` array (reduced to
+  // job_fields), as soon as its closing brace was read; the record is not
+  // kept in SlurmResponse::body. A non-OK status stops the read, and Call()
+  // returns it.
+  virtual absl::Status Job(nlohmann::json record) = 0;
+  // Forget every record given so far: the answer is read again (an attempt
+  // is retried, a field given twice in the envelope replaces the body, or a
+  // small answer the streaming pass refused is decoded whole; that one's
+  // records then stay in SlurmResponse::body).
+  virtual void Restart() = 0;
+};
+
 // Per-call choices of SlurmApi::Call().
 struct CallOptions {
   // When not empty: each object of the Slurm answer's top-level `jobs` array
@@ -137,6 +153,13 @@ struct CallOptions {
   // never held whole. For lists whose reader needs a few fields of each job
   // (slurm::Dialect::JobRecordKeys()).
   std::vector<std::string> job_fields;
+  // When set: the answer is decoded as it streams in (envelope.h
+  // DecodeResponseStream), never held whole, and each record of the body's
+  // top-level `jobs` array goes to the sink instead of into the body (the
+  // `jobs` array stays, empty). Callers must read records both from the
+  // sink and from what is left in body.jobs (a SlurmApi fake or a small
+  // answer decoded whole leaves them there).
+  JobSink* job_sink = nullptr;
   // Which class of the project's budget the call draws on. Unset: kChange
   // for POST and DELETE (submit, update, cancel), kTrack for GET.
   std::optional<CallPriority> priority;

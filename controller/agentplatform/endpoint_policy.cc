@@ -234,4 +234,10 @@ absl::StatusOr<http::Response> PolicyTransport::Stream(const http::Request& requ
   return inner_.Stream(request, on_line, std::move(handle));
 }
 
+absl::StatusOr<http::Response> PolicyTransport::SendReading(const http::Request& request,
+                                                            const http::BodyReader& read_body) {
+  if (absl::Status refused = Refusal(request); !refused.ok()) return refused;
+  return inner_.SendReading(request, read_body);
+}
+
 }  // namespace slurmop::agentplatform

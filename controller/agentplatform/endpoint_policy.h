@@ -98,6 +98,8 @@ class PolicyTransport final : public http::Transport {
   absl::StatusOr<http::Response> Stream(const http::Request& request,
                                         const http::LineCallback& on_line,
                                         std::shared_ptr<http::StreamHandle> handle) override;
+  absl::StatusOr<http::Response> SendReading(const http::Request& request,
+                                             const http::BodyReader& read_body) override;
 
  private:
   absl::Status Refusal(const http::Request& request) const;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <istream>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/agentplatform/body_stream.h"
 
 namespace slurmop::agentplatform {
 namespace {
@@ -64,6 +66,21 @@ class BodyReader {
 
   BodyReader(Mode mode, const std::vector<std::string>& job_fields)
       : mode_(mode), job_fields_(job_fields), proto_(mode == Mode::kEnvelope) {}
+  // Streaming (kEnvelope over an EnvelopeStream): the records of the
+  // effective body's top-level `jobs` array go to `sink` as each closes,
+  // each bounded to kMaxJobRecordBytes by `stream`.
+  BodyReader(const std::vector<std::string>& job_fields, EnvelopeStream& stream, JobSink* sink)
+      : BodyReader(Mode::kEnvelope, job_fields) {
+    stream_ = &stream;
+    sink_ = sink;
+  }
+
+  // The sink's refusal, if it refused a record.
+  const absl::Status& sink_status() const { return sink_status_; }
+  // The error lies in the Slurm body a `body` string held.
+  bool in_body_string() const { return in_wrapper_; }
+  // Records handed to the sink (since its last Restart).
+  size_t streamed() const { return streamed_; }
 
   // Why the text was refused, once a handler returned false.
   const std::string& error() const { return error_; }
@@ -114,10 +131,13 @@ class BodyReader {
   // The envelope field whose value comes next.
   enum class Field { kStatus, kStructuredBody, kBody };
   // What a container being built is, for the `jobs` filter.
-  enum class Kind { kOther, kBodyRoot, kJobs, kJob };
+  // kWrapper: the brackets EnvelopeStream puts around a `body` string.
+  enum class Kind { kOther, kBodyRoot, kJobs, kJob, kWrapper };
   struct Frame {
     Json* value;
     Kind kind;
+    bool streams = false;  // kBodyRoot, kJobs, records: records go to the sink
+    bool record = false;   // an element of a streaming jobs array
   };
 
   bool Fail(std::string why) {
@@ -155,10 +175,19 @@ class BodyReader {
   bool Open(bool object);
   bool Close();
   bool SetStatus(const Json& v);
+  // A new effective body replaces one whose records the sink may hold.
+  void Replacing() {
+    if (sink_ != nullptr && streamed_ > 0) {
+      sink_->Restart();
+      streamed_ = 0;
+    }
+  }
+  bool BodyStreams() const { return sink_ != nullptr && !has_structured_body; }
+  bool RecordDone(Frame& record);
 
   const Mode mode_;
   const std::vector<std::string>& job_fields_;
-  const bool proto_;  // numbers through double, repeated keys refused
+  bool proto_;  // numbers through double, repeated keys refused (not in a body string)
   std::string error_;
   int depth_ = 0;  // open containers, skipped ones included
   bool too_deep_ = false;
@@ -168,6 +197,16 @@ class BodyReader {
   std::vector<Frame> stack_;  // the containers being built
   Json* slot_ = nullptr;      // where the value of the last key goes
   bool next_is_jobs_ = false;
+  EnvelopeStream* stream_ = nullptr;
+  JobSink* sink_ = nullptr;
+  absl::Status sink_status_;
+  size_t streamed_ = 0;
+  bool root_has_jobs_ = false;  // the streaming body root had a `jobs` key
+  // Inside a kWrapper: the envelope's depth and number mode, set aside.
+  bool in_wrapper_ = false;
+  int wrapper_values_ = 0;
+  int saved_depth_ = 0;
+  bool saved_proto_ = true;
 };
 
 bool BodyReader::key(std::string& k) {
@@ -200,11 +239,39 @@ bool BodyReader::key(std::string& k) {
     *slot_ = Json();
   }
   next_is_jobs_ = top.kind == Kind::kBodyRoot && k == "jobs";
+  if (next_is_jobs_ && top.streams) {
+    if (root_has_jobs_) Replacing();  // the later `jobs` counts
+    root_has_jobs_ = true;
+  }
   return true;
 }
 
+bool BodyReader::RecordDone(Frame& record) {
+  stream_->ClearRecordLimit();
+  Json::array_t& jobs = stack_.back().value->get_ref<Json::array_t&>();
+  Json taken = std::move(*record.value);
+  jobs.pop_back();
+  ++streamed_;
+  absl::Status s = sink_->Job(std::move(taken));
+  if (s.ok()) return true;
+  sink_status_ = s;
+  return Fail(absl::StrCat("a job record was refused: ", s.message()));
+}
+
 bool BodyReader::Scalar(Json v) {
+  if (!stack_.empty() && stack_.back().kind == Kind::kWrapper) {
+    if (wrapper_values_++ > 0) return Fail("its body string holds more than one JSON value");
+    body = std::move(v);
+    return true;
+  }
   if (!stack_.empty()) {
+    if (stack_.back().kind == Kind::kJobs && stack_.back().streams) {  // a record, if odd
+      ++streamed_;
+      absl::Status s = sink_->Job(std::move(v));
+      if (s.ok()) return true;
+      sink_status_ = s;
+      return Fail(absl::StrCat("a job record was refused: ", s.message()));
+    }
     Put(std::move(v));
     return true;
   }
@@ -220,6 +287,7 @@ bool BodyReader::Scalar(Json v) {
       // null leaves a message field unset.
       return v.is_null() || Fail("structuredBody is not an object");
     case Field::kBody:
+      if (!has_structured_body && has_body) Replacing();
       body = std::move(v);
       has_body = true;
       return true;
@@ -237,11 +305,23 @@ bool BodyReader::Open(bool object) {
   Json fresh = object ? Json::object() : Json::array();
   if (!stack_.empty()) {
     const Kind parent = stack_.back().kind;
+    if (parent == Kind::kWrapper) {  // the Slurm body a `body` string holds
+      if (wrapper_values_++ > 0) return Fail("its body string holds more than one JSON value");
+      body = std::move(fresh);
+      root_has_jobs_ = false;
+      stack_.push_back({&body, object ? Kind::kBodyRoot : Kind::kOther, object && BodyStreams()});
+      return true;
+    }
+    const bool streams = stack_.back().streams;
     Kind kind = Kind::kOther;
     if (!object && parent == Kind::kBodyRoot && next_is_jobs_) kind = Kind::kJobs;
     if (object && parent == Kind::kJobs) kind = Kind::kJob;
     Json* value = Put(std::move(fresh));
-    stack_.push_back({value, kind});
+    // Every element of a streaming jobs array is a record (objects are
+    // filtered as kJob; anything else goes to the sink as it is, in order).
+    const bool record = streams && parent == Kind::kJobs;
+    if (record) stream_->SetRecordLimit(kMaxJobRecordBytes);
+    stack_.push_back({value, kind, streams && (kind == Kind::kJobs || record), record});
     return true;
   }
   const Kind kind = object ? Kind::kBodyRoot : Kind::kOther;
@@ -258,14 +338,29 @@ bool BodyReader::Open(bool object) {
       return Fail(object ? "status is an object" : "status is an array");
     case Field::kStructuredBody:
       if (!object) return Fail("structuredBody is an array");
+      if (has_structured_body || has_body) Replacing();
       structured_body = std::move(fresh);
       has_structured_body = true;
-      stack_.push_back({&structured_body, kind});
+      root_has_jobs_ = false;
+      stack_.push_back({&structured_body, kind, sink_ != nullptr});
       return true;
     case Field::kBody:
-      body = std::move(fresh);
+      if (!has_structured_body && has_body) Replacing();
       has_body = true;
-      stack_.push_back({&body, kind});
+      if (!object && stream_ != nullptr && stream_->OpensBodyString(stream_->consumed() - 1)) {
+        body = Json();  // "" holds no value: null
+        in_wrapper_ = true;
+        wrapper_values_ = 0;
+        saved_depth_ = depth_;
+        saved_proto_ = proto_;
+        depth_ = 0;  // the body string is nested from its own root, as when parsed alone
+        proto_ = false;
+        stack_.push_back({nullptr, Kind::kWrapper});
+        return true;
+      }
+      body = std::move(fresh);
+      root_has_jobs_ = false;
+      stack_.push_back({&body, kind, BodyStreams()});
       return true;
   }
   return true;
@@ -275,8 +370,17 @@ bool BodyReader::Close() {
   --depth_;
   if (skip_ > 0) {
     --skip_;
-  } else if (!stack_.empty()) {
-    stack_.pop_back();
+    return true;
+  }
+  if (stack_.empty()) return true;
+  Frame top = stack_.back();
+  stack_.pop_back();
+  if (top.kind == Kind::kWrapper) {
+    in_wrapper_ = false;
+    depth_ = saved_depth_ - 1;
+    proto_ = saved_proto_;
+  } else if (top.record) {
+    return RecordDone(top);
   }
   return true;
 }
@@ -417,11 +521,10 @@ absl::StatusOr<std::string> EncodeRequest(HttpMethod method, std::string_view pa
   }
 }
 
-absl::StatusOr<SlurmResponse> DecodeResponse(std::string_view json, const CallOptions& options) {
-  BodyReader envelope(BodyReader::Mode::kEnvelope, options.job_fields);
-  if (!Json::sax_parse(json.data(), json.data() + json.size(), &envelope)) {
-    return NotAnEnvelope(envelope.error());
-  }
+namespace {
+
+// The SlurmResponse of a parsed envelope (`body` a string: parsed whole).
+absl::StatusOr<SlurmResponse> Finish(BodyReader& envelope, const CallOptions& options) {
   if (envelope.status == 0) return NotAnEnvelope("no status");
   SlurmResponse out;
   out.status = envelope.status;
@@ -443,6 +546,56 @@ absl::StatusOr<SlurmResponse> DecodeResponse(std::string_view json, const CallOp
     }  // "" stays null
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<SlurmResponse> DecodeResponse(std::string_view json, const CallOptions& options) {
+  BodyReader envelope(BodyReader::Mode::kEnvelope, options.job_fields);
+  if (!Json::sax_parse(json.data(), json.data() + json.size(), &envelope)) {
+    return NotAnEnvelope(envelope.error());
+  }
+  return Finish(envelope, options);
+}
+
+absl::StatusOr<SlurmResponse> DecodeResponseStream(http::BodySource& source,
+                                                   const CallOptions& options) {
+  EnvelopeStream stream(source, kMaxWholeDecodeBytes);
+  BodyReader envelope(options.job_fields, stream, options.job_sink);
+  bool parsed = false;
+  {
+    std::istream in(&stream);
+    parsed = Json::sax_parse(in, &envelope);
+  }
+  if (!stream.transport_status().ok()) return stream.transport_status();
+  if (!envelope.sink_status().ok()) return envelope.sink_status();
+  if (stream.record_over_limit()) {
+    return absl::InternalError(absl::StrCat(
+        "Agent Platform: a job record of the answer's jobs list is over the ", kMaxJobRecordBytes,
+        "-byte limit of one record (record ", envelope.streamed() + 1, ")"));
+  }
+  if (parsed) return Finish(envelope, options);
+  // Refused while streaming. A small answer is decoded again whole, so that
+  // what only the whole text can tell (a `body` string that is not JSON is
+  // kept as a string, "" is null) reads as with DecodeResponse.
+  const bool string_body = envelope.in_body_string() || stream.failed();
+  stream.Drain();
+  if (!stream.transport_status().ok()) return stream.transport_status();
+  if (stream.retained_all()) {
+    if (options.job_sink != nullptr) options.job_sink->Restart();
+    return DecodeResponse(stream.retained(), options);
+  }
+  if (envelope.too_deep()) {
+    return NotAnEnvelope(string_body ? absl::StrCat("its body is ", envelope.error())
+                                     : envelope.error());
+  }
+  const std::string why = stream.failed() ? stream.error() : envelope.error();
+  if (string_body) {
+    return NotAnEnvelope(absl::StrCat("its body string does not hold one JSON value (", why,
+                                      "); a body string over ", kMaxWholeDecodeBytes,
+                                      " bytes is read only when it holds one"));
+  }
+  return NotAnEnvelope(why);
 }
 
 }  // namespace slurmop::agentplatform

@@ -34,6 +34,24 @@
 //    body's top-level `jobs` array keeps only those keys (and whatever is
 //    under them); the others are dropped while parsing, so the full answer
 //    never exists as a tree.
+//  * DecodeResponseStream() decodes the same answer as it is read from
+//    `source`, never holding its text: one SAX pass over the transport's
+//    chunks (body_stream.h; a `body` string is unescaped as it streams and
+//    read as the JSON it holds, never held as a string). With
+//    options.job_sink, each element of the effective body's top-level `jobs`
+//    array goes to the sink as soon as it closes and is not kept (the array
+//    stays, empty); each such record may span at most kMaxJobRecordBytes
+//    (kInternal "... over the N-byte limit of one record" beyond), and the
+//    whole answer keeps the transport's byte limit and the 100-level
+//    nesting limit (a `body` string's JSON nested from its own root, as
+//    above). The result equals DecodeResponse's on the same text, with
+//    these differences: an answer the streaming pass refuses is decoded
+//    again whole when it is at most kMaxWholeDecodeBytes (kept while
+//    reading), so a small `body` string that is not JSON is kept as a
+//    string as above; a larger one is kInternal ("its body string does not
+//    hold one JSON value"). A transport failure while reading is returned
+//    as the transport's status (http::MayHaveBeenDelivered applies); a
+//    sink's refusal as the sink's status.
 
 #ifndef SLURMOP_CONTROLLER_AGENTPLATFORM_ENVELOPE_H_
 #define SLURMOP_CONTROLLER_AGENTPLATFORM_ENVELOPE_H_
@@ -43,6 +61,7 @@
 
 #include "absl/status/statusor.h"
 #include "controller/agentplatform/client.h"
+#include "controller/http/http_transport.h"
 #include "nlohmann/json.hpp"
 
 namespace slurmop::agentplatform {
@@ -52,6 +71,17 @@ absl::StatusOr<std::string> EncodeRequest(HttpMethod method, std::string_view pa
 
 absl::StatusOr<SlurmResponse> DecodeResponse(std::string_view json,
                                              const CallOptions& options = CallOptions());
+
+// The bound on one record of a streamed jobs list: 2 MiB. A record is
+// 2.5-4.5 KB; everything a user gives a job travels in a submit, which
+// callSlurmRestApi caps at 1 MB, so a record past twice that is not a job.
+inline constexpr size_t kMaxJobRecordBytes = size_t{2} << 20;
+// An answer the streaming pass refuses is decoded again whole up to this
+// size (1 MiB): only what is this small is kept while reading.
+inline constexpr size_t kMaxWholeDecodeBytes = size_t{1} << 20;
+
+absl::StatusOr<SlurmResponse> DecodeResponseStream(http::BodySource& source,
+                                                   const CallOptions& options);
 
 // "HTTP_METHOD_GET", "HTTP_METHOD_POST", "HTTP_METHOD_DELETE".
 std::string_view ProtoMethodName(HttpMethod method);

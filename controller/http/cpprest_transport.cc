@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -192,6 +193,73 @@ absl::StatusOr<std::string> ReadBody(const web::http::http_response& http_respon
   return std::move(*body);
 }
 
+// The body of a 2xx response as a BodySource (SendReading): cpprest's
+// buffer drained as the reader asks, through one 64 KiB buffer, with the
+// limits of ReadBody: a Content-Length over `max_bytes` is refused before
+// any byte is read, a body without one once it passes the limit.
+class ChunkedBody final : public BodySource {
+ public:
+  ChunkedBody(const web::http::http_response& response, pplx::cancellation_token_source& cts,
+              std::chrono::steady_clock::time_point deadline, size_t max_bytes)
+      : response_(response),
+        source_(response.body().streambuf()),
+        cts_(cts),
+        deadline_(deadline),
+        max_bytes_(max_bytes),
+        buffer_(std::make_shared<std::vector<uint8_t>>(kReadBufferSize)) {
+    if (const uint64_t length = response.headers().content_length(); length > max_bytes) {
+      (void)Finish(OverLimit(absl::StrCat("Content-Length (", length, ")"), max_bytes));
+    }
+  }
+
+  absl::StatusOr<size_t> Read(char* out, size_t capacity) override {
+    if (done_) return final_;
+    if (capacity == 0) return size_t{0};
+    const size_t want =
+        std::clamp<size_t>(source_.in_avail(), 1, std::min(capacity, buffer_->size()));
+    TaskOutcome<size_t> read(source_.getn(buffer_->data(), want), buffer_);
+    AwaitResult waited = AwaitTask(read, cts_, nullptr, deadline_);
+    if (!waited.finished) return Finish(NotWoundDown(waited.reason));
+    if (read.error()) return Finish(StatusFromException(read.error(), waited.reason));
+    if (waited.reason != StopReason::kNone) return Finish(NotWoundDown(waited.reason));
+    const size_t length = read.value();
+    if (length == 0) {
+      // A body that ended early (a dropped connection) shows in content_ready().
+      TaskOutcome<web::http::http_response> ready(response_.content_ready());
+      AwaitResult end = AwaitTask(ready, cts_, nullptr, deadline_);
+      if (!end.finished) return Finish(NotWoundDown(end.reason));
+      if (ready.error()) return Finish(StatusFromException(ready.error(), end.reason));
+      return Finish(size_t{0});
+    }
+    read_ += length;
+    if (read_ > max_bytes_) return Finish(OverLimit("body", max_bytes_));
+    std::memcpy(out, buffer_->data(), length);
+    return length;
+  }
+
+  // True once the end or a failure was reached (else the reader stopped early).
+  bool done() const { return done_; }
+  const absl::StatusOr<size_t>& final_status() const { return final_; }
+
+ private:
+  absl::StatusOr<size_t> Finish(absl::StatusOr<size_t> outcome) {
+    done_ = true;
+    final_ = std::move(outcome);
+    if (!final_.ok()) cts_.cancel();  // close the connection
+    return final_;
+  }
+
+  web::http::http_response response_;
+  concurrency::streams::streambuf<uint8_t> source_;
+  pplx::cancellation_token_source& cts_;
+  const std::chrono::steady_clock::time_point deadline_;
+  const size_t max_bytes_;
+  std::shared_ptr<std::vector<uint8_t>> buffer_;
+  size_t read_ = 0;
+  bool done_ = false;
+  absl::StatusOr<size_t> final_ = size_t{0};
+};
+
 Headers LowerCaseHeaders(const web::http::http_headers& headers) {
   Headers out;
   for (const auto& [name, value] : headers) out[absl::AsciiStrToLower(name)] = value;
@@ -204,7 +272,9 @@ class CpprestTransport::Impl {
  public:
   explicit Impl(TlsMaterial tls) : tls_(std::make_shared<const TlsMaterial>(std::move(tls))) {}
 
-  absl::StatusOr<Response> Send(const Request& request);
+  absl::StatusOr<Response> Send(const Request& request) { return Send(request, nullptr); }
+  // Send(), or SendReading() when `read_body` is not null.
+  absl::StatusOr<Response> Send(const Request& request, const BodyReader* read_body);
   absl::StatusOr<Response> Stream(const Request& request, const LineCallback& on_line,
                                   const std::shared_ptr<StreamHandle>& handle);
 
@@ -274,7 +344,8 @@ web::http::http_request CpprestTransport::Impl::BuildMessage(const Request& requ
   return message;
 }
 
-absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request) {
+absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request,
+                                                      const BodyReader* read_body) {
   absl::StatusOr<SplitUrl> url = Split(request.url);
   if (!url.ok()) return url.status();
   const auto timeout = request.timeout.count() > 0 ? request.timeout : kDefaultTimeout;
@@ -298,6 +369,20 @@ absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request) {
     if (head.error()) return StatusFromException(head.error(), waited.reason);
     web::http::http_response http_response = head.value();
 
+    const int status = http_response.status_code();
+    if (read_body != nullptr && status >= 200 && status < 300) {
+      Response response;
+      response.status = status;
+      response.headers = LowerCaseHeaders(http_response.headers());
+      ChunkedBody source(http_response, cts, deadline, request.max_body_bytes);
+      (void)(*read_body)(source);  // its status is the caller's
+      if (!source.done()) {
+        cts.cancel();  // stopped early: the rest is not read, the connection not reused
+      } else if (!source.final_status().ok()) {
+        return source.final_status().status();
+      }
+      return response;
+    }
     absl::StatusOr<std::string> body =
         ReadBody(http_response, cts, nullptr, deadline, request.max_body_bytes);
     if (!body.ok()) return body.status();
@@ -389,6 +474,11 @@ CpprestTransport::~CpprestTransport() = default;
 
 absl::StatusOr<Response> CpprestTransport::Send(const Request& request) {
   return impl_->Send(request);
+}
+
+absl::StatusOr<Response> CpprestTransport::SendReading(const Request& request,
+                                                       const BodyReader& read_body) {
+  return impl_->Send(request, &read_body);
 }
 
 absl::StatusOr<Response> CpprestTransport::Stream(const Request& request,

@@ -73,6 +73,10 @@ class CpprestTransport final : public Transport {
   absl::StatusOr<Response> Send(const Request& request) override;
   absl::StatusOr<Response> Stream(const Request& request, const LineCallback& on_line,
                                   std::shared_ptr<StreamHandle> handle) override;
+  // Reads a 2xx body through one 64 KiB buffer as `read_body` asks (the
+  // same limits and deadline as Send()).
+  absl::StatusOr<Response> SendReading(const Request& request,
+                                       const BodyReader& read_body) override;
 
  private:
   class Impl;

@@ -17,6 +17,17 @@
 //    separated, partial lines held back across chunks) until the server ends
 //    it, the callback returns false, or Cancel() is called on the handle.
 //    A non-2xx response is returned whole, as from Send().
+//  * SendReading() is Send() whose 2xx body is not held: `read_body` is
+//    called once, on the calling thread, and pulls the body through
+//    BodySource::Read as it arrives (chunk sizes are the transport's). A
+//    non-2xx body is returned whole, as from Send(), and `read_body` is not
+//    called. If `read_body` returns before the end of the body, the rest is
+//    not read and the connection is closed (never reused). The Response's
+//    body is then empty. A transport failure while reading (a dropped
+//    connection, the size limit) is what Read returns to `read_body` and
+//    what SendReading returns; `read_body`'s own status is the caller's (it
+//    is not returned). The default implementation calls Send() and hands the
+//    whole body over as one chunk (test transports need nothing more).
 //  * Size limits (everything a remote answers is untrusted): Send() refuses
 //    a body larger than Request::max_body_bytes (a Content-Length over it is
 //    refused before any byte of the body is read; a body without one is cut
@@ -82,6 +93,17 @@ class StreamHandle {
   std::atomic<bool> cancelled_{false};
 };
 
+// A response body being read (SendReading). Read() copies up to `capacity`
+// bytes into `buffer` and returns how many: 0 at the end of the body, at
+// least 1 otherwise (it waits for them). After an error or the end, every
+// further Read() returns the same.
+class BodySource {
+ public:
+  virtual ~BodySource() = default;
+  virtual absl::StatusOr<size_t> Read(char* buffer, size_t capacity) = 0;
+};
+using BodyReader = std::function<absl::Status(BodySource& body)>;
+
 // Called once per complete line of a streamed body; return false to stop.
 using LineCallback = std::function<bool(const std::string& line)>;
 
@@ -93,6 +115,8 @@ class Transport {
   // stream ends; see the file comment.
   virtual absl::StatusOr<Response> Stream(const Request& request, const LineCallback& on_line,
                                           std::shared_ptr<StreamHandle> handle) = 0;
+  // See the file comment.
+  virtual absl::StatusOr<Response> SendReading(const Request& request, const BodyReader& read_body);
 };
 
 // True when a failed Send() may have delivered the request to the server

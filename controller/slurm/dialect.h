@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "controller/slurm/job_list_decoder.h"
 #include "controller/slurm/job_model.h"
 #include "nlohmann/json.hpp"
 
@@ -105,6 +106,10 @@ class Dialect {
                                              int64_t job_id) const = 0;
   // 304, or a "No job changes since update_time" message -> unchanged.
   virtual absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body) const = 0;
+  // The same for an answer whose records streamed into `records` (each
+  // added as it arrived; job_list_decoder.h), taken from it.
+  virtual absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body,
+                                            JobListDecoder& records) const = 0;
   // The top-level keys of a /slurm job record (an element of jobs[]) that
   // ParseJob and ParseJobs read: a record reduced to them parses the same.
   // A caller of a long list may have the rest dropped while the answer is

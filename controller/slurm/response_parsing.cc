@@ -112,7 +112,8 @@ absl::StatusOr<JobLookup> ParseJobResponse(int http_status, const json& body, in
   return JobLookup{*std::move(info), Surfaced(std::move(m))};
 }
 
-absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body) {
+absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body,
+                                          StreamedJobs streamed) {
   // 22.05 answers an unchanged update_time with 304 and no body.
   if (http_status == 304) return JobList{true, {}, {}, std::nullopt};
   Messages m = ReadMessages(body);
@@ -122,17 +123,24 @@ absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body) {
   if (ContainsText(m.warnings, kNoChanges) || ContainsText(m.errors, kNoChanges)) {
     return JobList{true, {}, Surfaced(std::move(m)), std::nullopt};
   }
+  // Records decoded as they streamed in came from jobs[] (which then stays,
+  // emptied): they count as its first elements.
   const json* jobs = JobsArray(body);
-  if (!m.errors.empty() && (jobs == nullptr || jobs->empty())) {
-    return RejectionStatus(http_status, body, m.errors);
+  const bool no_records = streamed.records == 0 && (jobs == nullptr || jobs->empty());
+  if (!m.errors.empty() && no_records) return RejectionStatus(http_status, body, m.errors);
+  if (jobs == nullptr && streamed.records == 0) {
+    return MalformedResponse("jobs query answered without a jobs array");
   }
-  if (jobs == nullptr) return MalformedResponse("jobs query answered without a jobs array");
+  if (!streamed.first_error.ok()) return streamed.first_error;
   JobList list;
-  list.jobs.reserve(jobs->size());
-  for (const json& record : *jobs) {
-    absl::StatusOr<JobInfo> info = DecodeSlurmctldJob(record);
-    if (!info.ok()) return info.status();
-    list.jobs.push_back(*std::move(info));
+  list.jobs = std::move(streamed.jobs);
+  if (jobs != nullptr) {
+    list.jobs.reserve(list.jobs.size() + jobs->size());
+    for (const json& record : *jobs) {
+      absl::StatusOr<JobInfo> info = DecodeSlurmctldJob(record);
+      if (!info.ok()) return info.status();
+      list.jobs.push_back(*std::move(info));
+    }
   }
   list.warnings = Surfaced(std::move(m));
   if (const json* last = FindMember(body, "last_update"); last != nullptr) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "controller/slurm/job_list_decoder.h"
 #include "controller/slurm/job_model.h"
 #include "controller/slurm/wire_format.h"
 #include "nlohmann/json.hpp"
@@ -25,7 +26,10 @@ absl::StatusOr<SubmitResponse> ParseSubmitResponse(int http_status, const nlohma
 absl::StatusOr<JobLookup> ParseJobResponse(int http_status, const nlohmann::json& body,
                                            int64_t job_id);
 
-absl::StatusOr<JobList> ParseJobsResponse(int http_status, const nlohmann::json& body);
+// `streamed`: records decoded as they arrived (job_list_decoder.h), in front
+// of body.jobs.
+absl::StatusOr<JobList> ParseJobsResponse(int http_status, const nlohmann::json& body,
+                                          StreamedJobs streamed = StreamedJobs());
 
 absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const nlohmann::json& body,
                                                   int64_t job_id, SlurmdbExitCodes exit_codes);

@@ -116,6 +116,12 @@ absl::StatusOr<JobList> RestDialect::ParseJobs(int http_status, const nlohmann::
   return Fenced("reading the jobs response", [&] { return ParseJobsResponse(http_status, body); });
 }
 
+absl::StatusOr<JobList> RestDialect::ParseJobs(int http_status, const nlohmann::json& body,
+                                               JobListDecoder& records) const {
+  return Fenced("reading the jobs response",
+                [&] { return ParseJobsResponse(http_status, body, records.Take()); });
+}
+
 const std::vector<std::string>& RestDialect::JobRecordKeys() const {
   // Every version's records are read by the same shape-aware decoder.
   return SlurmctldJobRecordKeys();

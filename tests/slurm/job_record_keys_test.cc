@@ -7,7 +7,9 @@
 // those keys kept in each job) parses exactly as the full answer does, with
 // ParseJobs and with ParseJob for every job id it holds, whichever envelope
 // form carries it (structuredBody, `body` as an object, `body` as text); and
-// the keys left out may hold anything without changing either parse.
+// the keys left out may hold anything without changing either parse. And the
+// same answers streamed record by record (DecodeResponseStream into a
+// JobListDecoder, the tracker's path) parse as the whole ones.
 
 #include <filesystem>
 #include <fstream>
@@ -24,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/slurm/test_fixtures.h"
+#include "tests/testing/chunked_body_source.h"
 
 namespace slurmop::slurm {
 namespace {
@@ -299,6 +302,54 @@ TEST_P(JobRecordKeysTest, KeysLeftOutAreNeverRead) {
       }
     }
   }
+}
+
+// The tracker's path (job_tracker.cc ListJobs): the answer decoded as it
+// streams in, each record decoded into a JobInfo as it closes
+// (JobListDecoder), parses as the whole answer does, for every version,
+// fixture and envelope form, in chunks of 1, 7 and 4096 bytes.
+class DecoderSink final : public agentplatform::JobSink {
+ public:
+  explicit DecoderSink(JobListDecoder& records) : records_(records) {}
+  absl::Status Job(json record) override {
+    records_.Add(record);
+    return absl::OkStatus();
+  }
+  void Restart() override { records_.Restart(); }
+
+ private:
+  JobListDecoder& records_;
+};
+
+TEST_P(JobRecordKeysTest, AStreamedAnswerParsesAsTheWholeOne) {
+  const std::string version = GetParam();
+  const Dialect* dialect = *DialectFor(version);
+  agentplatform::CallOptions whole;
+  whole.job_fields = dialect->JobRecordKeys();
+  int streamed_records = 0;
+  for (const Fixture& f : ResponseFixtures(version)) {
+    for (const std::string& envelope : Envelopes(f.status, f.body)) {
+      SCOPED_TRACE(absl::StrCat(version, " ", f.name, " as ", envelope.substr(0, 40)));
+      absl::StatusOr<agentplatform::SlurmResponse> full =
+          agentplatform::DecodeResponse(envelope, whole);
+      ASSERT_TRUE(full.ok()) << full.status();
+      const std::string want = Describe(dialect->ParseJobs(full->status, full->body));
+      for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}}) {
+        JobListDecoder records;
+        DecoderSink sink(records);
+        agentplatform::CallOptions options = whole;
+        options.job_sink = &sink;
+        slurmop::testing::ChunkedBodySource source(envelope, {chunk});
+        absl::StatusOr<agentplatform::SlurmResponse> r =
+            agentplatform::DecodeResponseStream(source, options);
+        ASSERT_TRUE(r.ok()) << r.status();
+        streamed_records += static_cast<int>(records.records());
+        EXPECT_EQ(Describe(dialect->ParseJobs(r->status, r->body, records)), want)
+            << "chunks of " << chunk;
+      }
+    }
+  }
+  EXPECT_GT(streamed_records, 0) << version;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVersions, JobRecordKeysTest, ::testing::ValuesIn(SupportedVersions()),
