@@ -114,6 +114,8 @@ std::string ClusterUnusable(const ClusterFacts& c) {
   return absl::StrCat(KindName(c), " \"", c.name, "\" does not exist");
 }
 
+}  // namespace
+
 bool IsTransient(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kUnavailable:
@@ -128,6 +130,8 @@ bool IsTransient(absl::StatusCode code) {
       return false;
   }
 }
+
+namespace {
 
 // A user-facing reason and message for a call that Agent Platform or Slurm
 // refused for good (the user must change something).
@@ -185,6 +189,24 @@ Decision DeletingUnsubmitted(const Known& k) {
       Decision d = Do(Action::kFindByTag, "deleting after a submit with unknown outcome");
       d.api_version = ApiVersionOf(k.cluster);
       d.search_not_before = SearchNotBefore(k.memo, k.opt, k.now);
+      d.search_at = guards::SearchLocation(k);
+      return d;
+    }
+    // Nothing records a submit of this run, and the search cannot even be
+    // sent (the namespace's deletion took the credentials Secret before any
+    // submit needed it kept): this version sends no submit before recording
+    // its target, so there is nothing to find; waiting would keep the
+    // namespace Terminating for good (#13, namespace deletion).
+    if (guards::TagSearchUnsent(k.out) && guards::NoSubmitRecorded(k)) {
+      Decision d = Do(Action::kRemoveFinalizer, "deleting; no submit of this run was recorded");
+      d.events.push_back(
+          {kNormal, "ReleasedUnsubmitted", "Delete",
+           absl::StrCat("No submit of run ", CurrentRun(k.job.status),
+                        " was recorded (status.submitTarget is unset), and its tag cannot be "
+                        "looked for (",
+                        k.out.tag_lookup->status().message(),
+                        "): the finalizer is removed. Only an operator version from before "
+                        "status.submitTarget could have sent a submit without recording it.")});
       return d;
     }
     if (guards::TagSearchFailed(k.out)) {
@@ -441,13 +463,28 @@ Decision Searching(const Known& k, const SubmitPlan& plan) {
                                           : "an earlier process may have submitted");
   d.api_version = plan.api_version;
   d.search_not_before = SearchNotBefore(k.memo, k.opt, k.now);
+  d.search_at = guards::SearchLocation(k);
   return d;
 }
 
+// The target of an earlier submit, when the SlurmCluster no longer points there: " on <where>,
+// where ... went (SlurmCluster "c" now points at <there>)"; else "".
+std::string ElsewhereNote(const Known& k) {
+  const v1alpha1::SlurmJobLocation where = guards::SearchLocation(k);
+  if (SameLocation(where, LocationOf(k.cluster.spec))) return "";
+  return absl::StrCat(" on ", DescribeLocation(where),
+                      ", where that submit was sent (SlurmCluster \"", k.cluster.name,
+                      "\" now points at ", DescribeLocation(LocationOf(k.cluster.spec)), ")");
+}
+
 Decision SearchFailed(const Known& k) {
-  std::string msg =
-      absl::StrCat("The last submit's outcome is unknown and the search for the job failed: ",
-                   k.out.tag_lookup->status().message(), ". Retrying; nothing is submitted twice.");
+  const std::string elsewhere = ElsewhereNote(k);
+  std::string msg = absl::StrCat(
+      "The last submit's outcome is unknown and the search for the job", elsewhere,
+      " failed: ", k.out.tag_lookup->status().message(), ". Retrying; nothing is submitted twice",
+      elsewhere.empty() ? "."
+                        : ", nor anywhere else until that search answers (pointing the "
+                          "SlurmCluster back lets it answer).");
   return WriteIfChanged(
       k.job, StatusRetrying(k.job.status, "SubmitOutcomeUnknown", msg, k.job.generation, k.now), {},
       StopAndBackoff(msg));
@@ -480,6 +517,16 @@ Decision WaitingForDeps(const Known& k, const SubmitPlan& plan) {
   s.set_phase(std::string(kPhasePending));
   s.set_reason("WaitingForDependencies");
   return WriteIfChanged(k.job, std::move(s), {}, Stop("waiting for dependencies"));
+}
+
+// Before a submit is sent, the status says where it goes (status.submitTarget):
+// a crash, a lost reply or a repoint afterwards then looks for the job there.
+Decision RecordingTarget(const Known& k) {
+  v1alpha1::SlurmJobStatus s = k.job.status;
+  *s.mutable_submit_target() = LocationOf(k.cluster.spec);
+  Decision d = Do(Action::kWriteStatus, "record where the submit goes before sending it");
+  d.status = std::move(s);
+  return d;
 }
 
 Decision ReadyToSubmit(SubmitPlan plan) {
@@ -895,6 +942,8 @@ Decision DecideStage(const Known& k, Assessment a) {
     case Stage::kClusterUnprotected:
       return StopAndRequeue(std::chrono::seconds(1),
                             "waiting for the SlurmCluster to be kept while SlurmJobs name it");
+    case Stage::kRecordingTarget:
+      return RecordingTarget(k);
     case Stage::kReadyToSubmit:
       return ReadyToSubmit(std::move(*a.plan));
     case Stage::kSubmitFailed:
@@ -1040,6 +1089,7 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
     if (!memo->submit_attempt_at || out.submit_sent_at > *memo->submit_attempt_at) {
       memo->submit_attempt_at = out.submit_sent_at;
     }
+    memo->submit_target = LocationOf(cluster.spec);  // where Submit sent it
     if (out.submit->ok()) {
       memo->submitted_job_id = out.submit->value();
       memo->submitted_to = LocationOf(cluster.spec);
@@ -1061,7 +1111,7 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
   if (out.tag_lookup && out.tag_lookup->ok()) {
     if (out.tag_lookup->value()) {
       memo->submitted_job_id = *out.tag_lookup->value();
-      memo->submitted_to = LocationOf(cluster.spec);
+      memo->submitted_to = out.tag_lookup_where.value_or(LocationOf(cluster.spec));
       memo->submitted_job_adopted = true;
       memo->submit_outcome_unknown = false;
       memo->settle_until.reset();

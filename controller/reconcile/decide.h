@@ -113,6 +113,10 @@ struct Outcomes {
   std::optional<Duration> submit_held_back;
   std::optional<absl::StatusOr<std::optional<int64_t>>> tag_lookup;  // id of a job with our tag
   Time tag_lookup_at{};                                              // when the search started
+  // With tag_lookup: where the search looked (Decision::search_at), and
+  // whether it failed before anything was sent (no credentials or dialect).
+  std::optional<v1alpha1::SlurmJobLocation> tag_lookup_where;
+  bool tag_lookup_unsent = false;
   Time submit_sent_at{};  // when the submit was sent (with `submit`)
   std::optional<absl::StatusOr<SlurmView>> query;
   std::optional<absl::StatusOr<slurm::CancelResponse>> cancel;
@@ -138,6 +142,10 @@ struct Memo {
   // ... where (the SlurmCluster's spec when it was submitted or found).
   std::optional<v1alpha1::SlurmJobLocation> submitted_to;
   bool submit_outcome_unknown = false;  // look for the tag before submitting again
+  // Where this process last sent a submit for this run: with
+  // submit_outcome_unknown, where the tag search looks (even while the
+  // informer cache still shows a status without status.submitTarget).
+  std::optional<v1alpha1::SlurmJobLocation> submit_target;
   // When this process last sent a submit for this run.
   std::optional<Time> submit_attempt_at;
   // A search that found nothing proves no earlier submit only if it started
@@ -228,6 +236,11 @@ struct Decision {
   // kFindByTag: the live queue may be read from a list of the cluster's jobs
   // sent no earlier than this (SearchNotBefore), shared with other searches.
   Time search_not_before{};
+  // kFindByTag: where to look (guards::SearchLocation). Where the SlurmCluster
+  // points now, the tracker's shared list answers; elsewhere (an earlier
+  // submit went there before a repoint) the executor asks that cluster
+  // directly, with the SlurmCluster's credentials.
+  std::optional<v1alpha1::SlurmJobLocation> search_at;
   v1alpha1::SlurmJobStatus status;  // kWriteStatus
   std::string uid;                  // kDeleteJob: preconditions.uid
   // Recorded once the action succeeded (for kNone: right away).
@@ -269,6 +282,11 @@ void UpdateMemo(Memo* memo, const Outcomes& outcomes, const JobFacts& job,
 // INVALID_ARGUMENT, UNAUTHENTICATED, RESOURCE_EXHAUSTED, ...) happen before
 // anything reaches Slurm.
 bool SubmitMayHaveReachedSlurm(const absl::Status& error, bool transport_says_delivered);
+
+// A failure that may pass by itself (unavailable, timed out, internal,
+// resource exhausted, aborted, cancelled): retried with backoff, never a
+// refusal.
+bool IsTransient(absl::StatusCode code);
 
 // Slurm's dependency expression for the job's dependsOn, e.g.
 // "afterok:12:13,afterany:14", leaving out dependencies already met.

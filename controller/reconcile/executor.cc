@@ -16,6 +16,7 @@
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_lifetime.h"
 #include "controller/reconcile/job_usage.h"
+#include "controller/reconcile/ownership.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/secret_env.h"
@@ -487,7 +488,10 @@ class Executor::Attempt {
                                                          TagSource source,
                                                          const std::vector<std::string>& tags) {
     const slurm::Dialect& dialect = **s.dialect;
-    if (source == TagSource::kLiveQueue && ex_.tracker_) {
+    // The tracker's shared list is of where the SlurmCluster points now; a
+    // search elsewhere (Decision::search_at) asks that cluster itself.
+    const bool here = !d.search_at || SameLocation(*d.search_at, LocationOf(cluster_.spec));
+    if (source == TagSource::kLiveQueue && ex_.tracker_ && here) {
       ClusterEndpoint endpoint{cluster_.key, d.api_version, s.where, *s.creds};
       absl::StatusOr<JobTracker::LiveJobs> live = ex_.tracker_->FindLive(
           endpoint, [&](const slurm::JobInfo& j) { return IsTagged(j, tags); }, d.search_not_before,
@@ -512,9 +516,17 @@ class Executor::Attempt {
 
   Next FindByTag(const Decision& d) {
     out_.tag_lookup_at = ex_.clock_.Now();
-    const Slurm s = SlurmFor(d);
+    Slurm s = SlurmFor(d);
+    if (d.search_at) {
+      s.where.project_id = d.search_at->project_id();
+      s.where.region = d.search_at->region();
+      s.where.cluster_id = d.search_at->cluster_id();
+      out_.tag_lookup_where = *d.search_at;
+    }
+    out_.tag_lookup_unsent = false;
     if (absl::Status ready = s.ready(); !ready.ok()) {
       out_.tag_lookup = ready;
+      out_.tag_lookup_unsent = true;
       return kDecideAgain;
     }
     const std::vector<std::string> tags = RunTags(facts_);
@@ -527,8 +539,11 @@ class Executor::Attempt {
       }
       if ((found = PickTaggedJob(*jobs, tags))) break;
     }
+    // (The place is named only when it is not where the SlurmCluster points.)
+    const bool elsewhere = d.search_at && !SameLocation(*d.search_at, LocationOf(cluster_.spec));
     LOG(INFO) << key_ << ": tag search "
-              << (found ? absl::StrCat("found job ", *found) : "found nothing");
+              << (found ? absl::StrCat("found job ", *found) : "found nothing")
+              << (elsewhere ? absl::StrCat(" on ", DescribeLocation(*d.search_at)) : "");
     out_.tag_lookup = found;
     return kDecideAgain;
   }

@@ -109,6 +109,7 @@ v1alpha1::SlurmJobStatus StatusForNewRun(const v1alpha1::SlurmJobStatus& finishe
   s.set_retries(retries);
   s.set_job_id(0);
   s.clear_submitted_to();
+  s.clear_submit_target();  // the next run records its own before its first submit
   s.clear_job_tag();
   s.clear_job_state();
   s.set_phase(std::string(kPhasePending));

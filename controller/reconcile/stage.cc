@@ -63,6 +63,26 @@ bool ClusterMovedSinceSubmit(const Known& k) {
   return where && ClusterFound(k.cluster) && !SameLocation(*where, LocationOf(k.cluster.spec));
 }
 
+bool SubmitTargetRecorded(const Known& k) {
+  return k.job.status.has_submit_target() &&
+         SameLocation(k.job.status.submit_target(), LocationOf(k.cluster.spec));
+}
+
+v1alpha1::SlurmJobLocation SearchLocation(const Known& k) {
+  if (k.memo.submit_outcome_unknown && k.memo.submit_target) return *k.memo.submit_target;
+  if (k.job.status.has_submit_target()) return k.job.status.submit_target();
+  return LocationOf(k.cluster.spec);
+}
+
+bool NoSubmitRecorded(const Known& k) {
+  return !k.memo.submit_attempt_at && !k.job.status.has_submit_target();
+}
+
+bool TagSearchUnsent(const Outcomes& out) {
+  return TagSearchFailed(out) && out.tag_lookup_unsent &&
+         !IsTransient(out.tag_lookup->status().code());
+}
+
 bool RecordNotOurs(const Known& k) {
   if (!k.out.query || !k.out.query->ok() || !k.out.query->value().job) return false;
   return !IsOurRecord(k.job, *k.out.query->value().job, k.out.query->value().from_accounting);
@@ -326,6 +346,7 @@ Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
   if (k.job.spec.suspend()) return Stage::kSuspended;
   if (DependenciesUnmet(k, plan.dependencies)) return Stage::kWaitingForDeps;
   if (ClusterUnprotected(k.cluster)) return Stage::kClusterUnprotected;
+  if (!SubmitTargetRecorded(k)) return Stage::kRecordingTarget;
   return Stage::kReadyToSubmit;
 }
 
@@ -420,6 +441,8 @@ const char* StageName(Stage s) {
       return "WaitingForDeps";
     case Stage::kClusterUnprotected:
       return "ClusterUnprotected";
+    case Stage::kRecordingTarget:
+      return "RecordingTarget";
     case Stage::kReadyToSubmit:
       return "ReadyToSubmit";
     case Stage::kSubmitFailed:

@@ -22,10 +22,12 @@
 //                     ClusterFound and             window's end
 //                     SettleWindowOpen
 // kDeletingUnsubmitted KnownJobId == 0             EarlierSubmitPossible and    found: kDisowning
-//                                                  ClusterFound: FindByTag      or kCancelling;
-//                                                  (failed: backoff); else      empty too early:
-//                                                  RemoveFinalizer              kDeletionSettling;
-//                                                                               else kReleased
+//                                                  ClusterFound: FindByTag at   or kCancelling;
+//                                                  SearchLocation (failed:      empty too early:
+//                                                  backoff, unless it could not kDeletionSettling;
+//                                                  be sent and NoSubmitRecorded: else kReleased
+//                                                  Event, RemoveFinalizer);
+//                                                  else RemoveFinalizer
 // kDeletingEnded      JobEnded                     RemoveFinalizer              kReleased
 // kDisowning          OrphanPolicy                 UpdateJob comment :=         kReleased
 //                                                  DisownedTag (unless Disowned
@@ -63,9 +65,9 @@
 //                     RefusedRecently)                                          cluster change
 // kSettling           EarlierSubmitPossible and    WriteStatus(SubmitOutcome-   kSearching
 //                     SettleWindowOpen             Unknown), requeue at its end
-// kSearching          EarlierSubmitPossible and    FindByTag                    kRecordingSubmit,
-//                     !TagSearchDone                                            kSettling or
-//                                                                               kReadyToSubmit
+// kSearching          EarlierSubmitPossible and    FindByTag at SearchLocation  kRecordingSubmit,
+//                     !TagSearchDone               (status.submitTarget: where  kSettling or
+//                                                  an earlier submit went)      kReadyToSubmit
 // kSearchFailed       TagSearchFailed              WriteStatus(SubmitOutcome-   kSearching
 //                                                  Unknown), backoff
 // kSubmitFailed       SubmitTried (and failed; an  WriteStatus: unknown outcome kSearching,
@@ -77,6 +79,10 @@
 // kClusterUnprotected ClusterUnprotected (its      none, requeue 1 s (the       kReadyToSubmit
 //                     SlurmCluster does not carry  protector adds it; the
 //                     cluster-in-use yet)          cluster's change wakes us)
+// kRecordingTarget    !SubmitTargetRecorded        WriteStatus(submitTarget :=  kReadyToSubmit
+//                     (status.submitTarget is not  where the cluster points),
+//                     where the cluster points)    so a crash or repoint after
+//                                                  the submit knows where to look
 // kReadyToSubmit      otherwise                    Submit (descriptor and body  kRecordingSubmit
 //                                                  rendered here, once)         or kSubmitFailed
 // SUBMITTED (HasSlurmJob)
@@ -170,6 +176,7 @@ enum class Stage {
   kSuspended,
   kWaitingForDeps,
   kClusterUnprotected,
+  kRecordingTarget,
   kReadyToSubmit,
   kSubmitFailed,
   // A Slurm job recorded in the status.
@@ -266,6 +273,22 @@ bool ClusterMovedSinceSubmit(const Known& k);
 // job in the status yet: its status write failed) the memo's; nullopt when
 // neither says (a status of the previous version).
 std::optional<v1alpha1::SlurmJobLocation> KnownLocation(const Known& k);
+// status.submitTarget is where the SlurmCluster points now: a submit sent
+// now is recorded where it goes before it is sent.
+bool SubmitTargetRecorded(const Known& k);
+// Where an earlier submit of this run may have gone, and so where a tag
+// search looks: this process's own submit with an unknown outcome (the
+// memo), else status.submitTarget, else (nothing recorded: a status of an
+// earlier version, or no submit sent) where the SlurmCluster points now.
+v1alpha1::SlurmJobLocation SearchLocation(const Known& k);
+// No submit of this run is recorded anywhere: this process sent none and the
+// status names no submitTarget. Only an operator version from before
+// submitTarget could have sent one.
+bool NoSubmitRecorded(const Known& k);
+// This reconcile's tag search failed, for good, before anything was sent
+// (the SlurmCluster's credentials Secret is gone, or its dialect unknown; a
+// transient failure to read the Secret does not count).
+bool TagSearchUnsent(const Outcomes& out);
 // This reconcile's look found a record that is not the job's own.
 bool RecordNotOurs(const Known& k);
 // An earlier submit of this run (ours with an unknown outcome, or one by an

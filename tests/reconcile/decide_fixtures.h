@@ -51,6 +51,15 @@ inline void SubmittedToCluster(v1alpha1::SlurmJobStatus* status, int32_t run = 1
   status->set_job_tag(TagOfRun(run));
 }
 
+// `status` after the write of stage kRecordingTarget: the next submit goes
+// to Cluster(), and the status says so before it is sent.
+inline void TargetRecorded(v1alpha1::SlurmJobStatus* status) {
+  v1alpha1::SlurmJobLocation* where = status->mutable_submit_target();
+  where->set_project_id("proj");
+  where->set_region("us-central1");
+  where->set_cluster_id("c1");
+}
+
 }  // namespace slurmop::reconcile::fixtures
 
 #endif  // SLURMOP_TESTS_RECONCILE_DECIDE_FIXTURES_H_

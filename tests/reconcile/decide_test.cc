@@ -18,6 +18,7 @@ namespace {
 using fixtures::Cluster;
 using fixtures::kT0;
 using fixtures::NewJob;
+using fixtures::TargetRecorded;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 using ::testing::Pair;
@@ -93,6 +94,7 @@ TEST(DecideSubmit, AddsFinalizerBeforeSubmitting) {
 TEST(DecideSubmit, SubmitsWithClusterDefaultsAndTag) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   Decision d = Decide(job, Cluster(), {}, {}, Fresh(), kT0);
   ASSERT_EQ(d.action, Action::kSubmit);
   EXPECT_EQ(d.api_version, "v0.0.42");
@@ -176,6 +178,7 @@ TEST(DecideSubmit, RejectionStallsWithTheSlurmMessageAndNoRetry) {
 TEST(DecideSubmit, ARejectedSpecIsNotSentAgainUntilSpecOrClusterChanges) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   Memo memo = Fresh();
   Outcomes out;
   out.submit = absl::FailedPreconditionError("Invalid partition name specified (error 2000)");
@@ -216,6 +219,7 @@ TEST(DecideSubmit, AgentPlatformRefusalsNeverReachedSlurm) {
 TEST(DecideSubmit, PermissionDeniedSaysWhichRoleAndRetriesSlowly) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   Outcomes out;
   out.submit = absl::PermissionDeniedError("Agent Platform: caller lacks permission");
   Decision d = Decide(job, Cluster(), {}, out, Fresh(), kT0);
@@ -342,12 +346,18 @@ TEST(DecideSubmit, AddingTheFinalizerOurselvesMeansNoEarlierSubmit) {
   out.added_finalizer = true;
   UpdateMemo(&memo, out, job, Cluster(), kT0);
   job.has_finalizer = true;
+  // No search: the next step records where the submit goes, then sends it.
+  const Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_TRUE(d.status.has_submit_target());
+  job.status = d.status;
   EXPECT_EQ(Decide(job, Cluster(), {}, out, memo, kT0).action, Action::kSubmit);
 }
 
 TEST(DecideSubmit, TagNotFoundSubmits) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   Memo memo;
   memo.uid = "uid-1";
   memo.submit_outcome_unknown = true;
@@ -366,6 +376,7 @@ TEST(DecideSubmit, TagNotFoundSubmits) {
 TEST(DecideSubmit, TagNotFoundWhileASubmitMayBeInFlightWaitsThenSearchesAgain) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   Memo memo = Fresh();
   DecideOptions opt;
   opt.process_start = kT0 - seconds(3600);
@@ -626,6 +637,7 @@ TEST(DecideSubmit, BadInputAddsNoFinalizer) {
 TEST(DecideSubmit, ScriptFromConfigMapIsLoadedThenUsed) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   job.spec.clear_script();
   job.spec.mutable_script_from()->mutable_config_map_key_ref()->set_name("scripts");
   job.spec.mutable_script_from()->mutable_config_map_key_ref()->set_key("train.sh");
@@ -648,6 +660,7 @@ TEST(DecideSubmit, ScriptFromConfigMapIsLoadedThenUsed) {
 TEST(DecideSubmit, JobEnvironmentOverridesClusterDefaults) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   auto* e = job.spec.add_environment();
   e->set_name("MODE");
   e->set_value("job");

@@ -962,8 +962,11 @@ TEST_F(ExecutorTest, ConflictOnStatusWriteRereadsAndWritesAgainNeverResubmits) {
   AddJob();
   ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
   bool interfered = false;
+  int status_writes = 0;
   kube_.on_request = [&](const testing::KubeCall& c) {
-    if (c.verb == "update-status" && !interfered) {
+    // The first status write records where the submit goes (kRecordingTarget);
+    // the second records the job, and meets the conflict.
+    if (c.verb == "update-status" && ++status_writes == 2 && !interfered) {
       interfered = true;  // another client changes the object first
       kube_.MutateBehindTheBack("slurmjobs", kNs, kName,
                                 [](nlohmann::json& o) { o["metadata"]["labels"]["team"] = "a"; });
@@ -976,9 +979,10 @@ TEST_F(ExecutorTest, ConflictOnStatusWriteRereadsAndWritesAgainNeverResubmits) {
   for (const auto& c : kube_.calls()) {
     if (c.verb == "update-status") writes.push_back(c);
   }
-  ASSERT_EQ(writes.size(), 2u);
-  EXPECT_EQ(writes[0].result.code(), absl::StatusCode::kAborted) << "409 Conflict";
-  EXPECT_TRUE(writes[1].result.ok());
+  ASSERT_EQ(writes.size(), 3u);
+  EXPECT_TRUE(writes[0].result.ok()) << "the submit's target";
+  EXPECT_EQ(writes[1].result.code(), absl::StatusCode::kAborted) << "409 Conflict";
+  EXPECT_TRUE(writes[2].result.ok());
   EXPECT_EQ(kube_.Count("get"), 1) << "the executor re-read the object";
   EXPECT_EQ(Status().job_id(), 42);
   EXPECT_EQ((*Object())["metadata"]["labels"]["team"], "a") << "the other write is kept";
@@ -1301,7 +1305,9 @@ TEST_F(ExecutorTest, KubernetesWritesPerPlainJobLife) {
             << ", polls while running " << (after_polls - after_running) << ", completed "
             << (after_completed - after_polls) << "), finalizer removal " << deletion << ", total "
             << (after_completed + deletion) << "; Slurm calls " << ap_.calls().size() << "\n";
-  EXPECT_EQ(after_submit, 2) << "finalizer patch + status write";
+  EXPECT_EQ(after_submit, 3)
+      << "finalizer patch + the submit's target (status.submitTarget) + the status write "
+         "recording the job";
   EXPECT_EQ(after_polls - after_running, 0);
   EXPECT_EQ(deletion, 1) << "only the finalizer removal";
   EXPECT_EQ(Submits(), 1);

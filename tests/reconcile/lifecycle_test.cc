@@ -23,6 +23,7 @@ namespace {
 
 using fixtures::Cluster;
 using fixtures::kT0;
+using fixtures::TargetRecorded;
 
 // The shared job, with the CRD's default backoffLimit of 3 as the API server sets it.
 JobFacts NewJob() {
@@ -121,6 +122,7 @@ TEST(SubmissionTagTest, NamesTheInstallationLastAndTheLegacyTagStillParses) {
 TEST(LifecycleTest, SubmitCarriesTheRunInItsTagAndStatusRecordsTheRun) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   job.status.set_run(2);
   job.spec.set_run_id("b");
   Memo memo = Fresh(2);
@@ -228,6 +230,11 @@ TEST(LifecycleTest, NodeFailStartsRunTwoInOneWriteWithTheFirstRunRecorded) {
   started.started_run = true;
   UpdateMemo(&memo, started, next, Cluster(), kT0 + seconds(61));
   EXPECT_EQ(memo.run, 2);
+  // The new run records where its submit goes first (the last run's target was cleared).
+  Decision target = Decide(next, Cluster(), {}, {}, memo, kT0 + seconds(61));
+  ASSERT_EQ(target.action, Action::kWriteStatus) << target.why;
+  ASSERT_TRUE(target.status.has_submit_target());
+  next.status = target.status;
   Decision s = Decide(next, Cluster(), {}, {}, memo, kT0 + seconds(61));
   ASSERT_EQ(s.action, Action::kSubmit) << s.why;
   EXPECT_EQ(s.descriptor.comment, "slurmjob-operator:team-a/uid-1/2");
@@ -321,6 +328,7 @@ TEST(LifecycleTest, RunIdChangeOnAnActiveJobCancelsItFirst) {
 TEST(LifecycleTest, SuspendedJobIsNotSubmittedUntilCleared) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   job.spec.set_suspend(true);
   Decision d = Decide(job, Cluster(), {}, {}, Fresh(), kT0);
   ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
@@ -411,6 +419,7 @@ TEST(DependenciesTest, PlanGroupsByConditionAndSkipsWhatIsAlreadyMet) {
 TEST(DependenciesTest, WaitsThenSubmitsWithSlurmsOwnDependency) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
+  TargetRecorded(&job.status);
   job.spec.add_depends_on()->set_name("prep");
   job.dependencies = {Dep("prep", "afterok", true, 0)};
   Decision d = Decide(job, Cluster(), {}, {}, Fresh(), kT0);

@@ -64,7 +64,7 @@ void ReadSetting(int argc, char** argv, const std::string& flag, const char* env
 
 // What the schedules of one run add up to.
 struct Totals {
-  std::map<std::string, int64_t> faults, gaps;
+  std::map<std::string, int64_t> faults;
   int64_t steps = 0, batched = 0;
   std::map<uint64_t, ScheduleResult> failures;  // by seed, the first few kept whole
   int64_t failed = 0;
@@ -73,7 +73,6 @@ struct Totals {
     steps += r.steps;
     batched += r.batched;
     for (const auto& [k, n] : r.faults) faults[k] += n;
-    for (const auto& [k, n] : r.gaps) gaps[k] += n;
     if (r.violations.empty()) return;
     ++failed;
     failures.emplace(r.seed, std::move(r));
@@ -108,12 +107,10 @@ std::string Summary(const Settings& s, const Totals& t, double seconds) {
     injected += n;
     kinds.push_back(absl::StrCat(k, "=", n));
   }
-  std::vector<std::string> gaps;
-  for (const auto& [k, n] : t.gaps) gaps.push_back(absl::StrCat(k, "=", n));
   return absl::StrCat("simulation: ", s.schedules, " schedules (seeds ", s.first_seed, "..",
                       s.first_seed + s.schedules - 1, ", ", t.batched, " batched, ", s.fault_steps,
                       " fault steps each), ", t.steps, " steps, ", injected, " faults [",
-                      absl::StrJoin(kinds, " "), "], known gaps [", absl::StrJoin(gaps, " "), "], ",
+                      absl::StrJoin(kinds, " "), "], ",
                       t.failed, " with violations, ", absl::SixDigits(seconds), " s on ", s.threads,
                       " threads");
 }

@@ -46,6 +46,8 @@ struct World {
     UpdateMemo(&memo, out, job, cluster, now, opt);
     return decide();
   }
+  // The status says where the next submit goes (stage kRecordingTarget's write).
+  void TargetRecorded() { *job.status.mutable_submit_target() = LocationOf(cluster.spec); }
   // A status write that succeeded (the object now carries it).
   void Wrote(const Decision& d) {
     if (CurrentRun(d.status) > CurrentRun(job.status)) out.started_run = true;
@@ -312,13 +314,15 @@ void Unprotected() {
   ExpectRow(w, Stage::kUnprotected, Action::kAddFinalizer);
   w.job.has_finalizer = true;
   w.out.added_finalizer = true;
-  EXPECT_EQ(w.step().action, Action::kSubmit);
-  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
+  // No search: this process knows no earlier submit; it records the target, then submits.
+  EXPECT_EQ(w.step().action, Action::kWriteStatus);
+  EXPECT_EQ(w.stage(), Stage::kRecordingTarget);
 }
 
 void Refused() {
   World w;
   w.job.has_finalizer = true;
+  w.TargetRecorded();
   w.memo.no_earlier_submit = true;
   w.memo.submit_refused_at = kT0 - seconds(1);
   w.memo.refused_generation = 1;
@@ -344,6 +348,7 @@ void Settling() {
 void Searching() {
   World w;
   w.job.has_finalizer = true;  // an earlier process added it: it may have submitted
+  w.TargetRecorded();          // ... to where the SlurmCluster still points
   ExpectRow(w, Stage::kSearching, Action::kFindByTag);
   w.out.tag_lookup = std::optional<int64_t>();
   w.out.tag_lookup_at = w.now;  // after any earlier submit has settled
@@ -352,6 +357,102 @@ void Searching() {
   w.out.tag_lookup = std::optional<int64_t>(41);
   w.step();
   EXPECT_EQ(w.stage(), Stage::kRecordingSubmit) << "adopts what it found";
+}
+
+// #13 (the simulation's repoint.unknown-submit.second-job): a process that
+// restarts after sending a submit to c1, while SlurmCluster a3 was repointed
+// to c2, looks for the job on c1, where status.submitTarget says it went.
+TEST(StageTable, AfterARepointTheSearchLooksWhereTheSubmitWent) {
+  World w;
+  w.job.has_finalizer = true;
+  *w.job.status.mutable_submit_target() = LocationOf(w.cluster.spec);  // c1
+  w.cluster.spec.set_cluster_id("c2");
+  ExpectRow(w, Stage::kSearching, Action::kFindByTag);
+  const Decision search = w.decide();
+  ASSERT_TRUE(search.search_at.has_value());
+  EXPECT_EQ(search.search_at->cluster_id(), "c1");
+  // Found there: recorded where it runs, then reported as moved (never
+  // followed, nor a second job submitted to c2).
+  w.out.tag_lookup = std::optional<int64_t>(41);
+  w.out.tag_lookup_where = *search.search_at;
+  w.out.tag_lookup_at = w.now;
+  const Decision record = w.step();
+  ASSERT_EQ(w.stage(), Stage::kRecordingSubmit);
+  EXPECT_EQ(record.status.submitted_to().cluster_id(), "c1");
+  w.Wrote(record);
+  w.NextReconcile();
+  EXPECT_EQ(w.stage(), Stage::kClusterMoved);
+}
+
+TEST(StageTable, AfterARepointNothingFoundWhereTheSubmitWentRecordsTheNewTarget) {
+  World w;
+  w.job.has_finalizer = true;
+  *w.job.status.mutable_submit_target() = LocationOf(w.cluster.spec);  // c1
+  w.cluster.spec.set_cluster_id("c2");
+  w.out.tag_lookup = std::optional<int64_t>();
+  w.out.tag_lookup_where = LocationOf(fixtures::Cluster().spec);
+  w.out.tag_lookup_at = w.now;  // past the settle window
+  w.step();
+  ExpectRow(w, Stage::kRecordingTarget, Action::kWriteStatus);
+  EXPECT_EQ(w.decide().status.submit_target().cluster_id(), "c2");
+  w.Wrote(w.decide());
+  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
+}
+
+// This process's own submit to c1 got no answer; the informer cache still
+// shows the status from before its target was written, and a3 now points at
+// c2: the memo says where to look.
+TEST(StageTable, AnUnknownSubmitIsLookedForWhereThisProcessSentIt) {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  w.memo.submit_outcome_unknown = true;
+  w.memo.submit_attempt_at = kT0 - std::chrono::minutes(2);
+  w.memo.submit_target = LocationOf(w.cluster.spec);  // c1
+  w.cluster.spec.set_cluster_id("c2");
+  ExpectRow(w, Stage::kSearching, Action::kFindByTag);
+  EXPECT_EQ(w.decide().search_at->cluster_id(), "c1");
+}
+
+TEST(StageTable, AnUnknownSubmitSetsTheMemosTarget) {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  w.out.submit = absl::UnavailableError("reply lost");
+  w.out.submit_may_have_been_delivered = true;
+  w.out.submit_sent_at = w.now;
+  w.step();
+  ASSERT_TRUE(w.memo.submit_target.has_value());
+  EXPECT_EQ(w.memo.submit_target->cluster_id(), "c1");
+}
+
+// #13 (the simulation's namespace.secret-gone-before-kept): the namespace's
+// deletion took the credentials Secret before any submit. With no submit
+// recorded, a search that cannot be sent releases the SlurmJob (an Event
+// says so) instead of keeping the namespace Terminating for good.
+TEST(StageTable, DeletingWithNoSubmitRecordedAndNoCredentialsReleases) {
+  World w;
+  w.job.deleting = true;
+  w.job.has_finalizer = true;  // an earlier process added it
+  ExpectRow(w, Stage::kDeletingUnsubmitted, Action::kFindByTag);
+  w.out.tag_lookup = absl::UnauthenticatedError("Secret \"creds\" does not exist");
+  w.out.tag_lookup_unsent = true;
+  ExpectRow(w, Stage::kDeletingUnsubmitted, Action::kRemoveFinalizer);
+  ASSERT_EQ(w.decide().events.size(), 1u);
+  EXPECT_EQ(w.decide().events[0].reason, "ReleasedUnsubmitted");
+  // A transient failure to read the Secret proves nothing: back off.
+  w.out.tag_lookup = absl::UnavailableError("reading Secret: timeout");
+  EXPECT_EQ(w.decide().action, Action::kNone);
+  EXPECT_TRUE(w.decide().retry_with_backoff);
+  // A recorded target means a submit may have been sent: never released unseen.
+  w.out.tag_lookup = absl::UnauthenticatedError("Secret \"creds\" does not exist");
+  *w.job.status.mutable_submit_target() = LocationOf(w.cluster.spec);
+  EXPECT_EQ(w.decide().action, Action::kNone);
+  EXPECT_TRUE(w.decide().retry_with_backoff);
+  // So does a search that was sent and failed.
+  w.job.status.clear_submit_target();
+  w.out.tag_lookup_unsent = false;
+  EXPECT_EQ(w.decide().action, Action::kNone);
 }
 
 TEST(StageTable, SearchingTooEarlySettles) {
@@ -377,6 +478,7 @@ void SearchFailed() {
 void Suspended() {
   World w;
   w.job.has_finalizer = true;
+  w.TargetRecorded();
   w.memo.no_earlier_submit = true;
   w.job.spec.set_suspend(true);
   ExpectRow(w, Stage::kSuspended, Action::kWriteStatus);
@@ -387,6 +489,7 @@ void Suspended() {
 void WaitingForDeps() {
   World w;
   w.job.has_finalizer = true;
+  w.TargetRecorded();
   w.memo.no_earlier_submit = true;
   auto* dep = w.job.spec.add_depends_on();
   dep->set_name("prepare");
@@ -404,6 +507,7 @@ void WaitingForDeps() {
 void ClusterUnprotected() {
   World w;
   w.job.has_finalizer = true;
+  w.TargetRecorded();
   w.memo.no_earlier_submit = true;
   w.cluster.unprotected = true;
   ExpectRow(w, Stage::kClusterUnprotected, Action::kNone);
@@ -412,10 +516,30 @@ void ClusterUnprotected() {
   EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
 }
 
+// #13: before a submit is sent, the status says where it goes; a crash or a
+// repoint after it then looks for the job there.
+void RecordingTarget() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  ExpectRow(w, Stage::kRecordingTarget, Action::kWriteStatus);
+  const Decision d = w.decide();
+  EXPECT_TRUE(SameLocation(d.status.submit_target(), LocationOf(w.cluster.spec)));
+  EXPECT_EQ(d.status.job_id(), 0);
+  w.Wrote(d);
+  w.NextReconcile();
+  ASSERT_EQ(w.stage(), Stage::kReadyToSubmit);
+  // Repointed before the submit was sent: the new place is recorded first.
+  w.cluster.spec.set_cluster_id("c2");
+  ExpectRow(w, Stage::kRecordingTarget, Action::kWriteStatus);
+  EXPECT_EQ(w.decide().status.submit_target().cluster_id(), "c2");
+}
+
 void ReadyToSubmit() {
   World w;
   w.job.has_finalizer = true;
   w.memo.no_earlier_submit = true;
+  *w.job.status.mutable_submit_target() = LocationOf(w.cluster.spec);
   ExpectRow(w, Stage::kReadyToSubmit, Action::kSubmit);
   EXPECT_FALSE(w.decide().submit_body.is_null()) << "rendered once, in the core";
   w.out.submit = int64_t{42};
@@ -463,7 +587,7 @@ void Ended() {
   ASSERT_EQ(d.action, Action::kWriteStatus);
   w.Wrote(d);
   w.step();
-  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit) << "the next run";
+  EXPECT_EQ(w.stage(), Stage::kRecordingTarget) << "the next run, whose target is recorded first";
 }
 
 // A run that ended at kT0 with spec.ttlSecondsAfterFinished `ttl`.
@@ -794,6 +918,7 @@ TEST(StageTable, TheFirstSubmitTimeIsKeptByRetriesNotByANewRunId) {
   w.job.has_finalizer = true;
   w.memo.no_earlier_submit = true;
   w.job.spec.set_active_deadline_seconds(600);
+  w.TargetRecorded();
   EXPECT_EQ(w.decide().descriptor.deadline, std::optional<int64_t>(Unix(kT0) + 600));
   w.out.submit = int64_t{42};
   w.out.submit_sent_at = kT0;
@@ -807,6 +932,7 @@ TEST(StageTable, TheFirstSubmitTimeIsKeptByRetriesNotByANewRunId) {
   World again;
   again.job = w.job;
   again.job.status = retry;
+  again.TargetRecorded();
   again.job.has_finalizer = true;
   again.memo.no_earlier_submit = true;
   again.memo.started_run = true;
@@ -863,6 +989,7 @@ const std::vector<std::pair<Stage, void (*)()>>& Rows() {
       {Stage::kSuspended, Suspended},
       {Stage::kWaitingForDeps, WaitingForDeps},
       {Stage::kClusterUnprotected, ClusterUnprotected},
+      {Stage::kRecordingTarget, RecordingTarget},
       {Stage::kReadyToSubmit, ReadyToSubmit},
       {Stage::kSubmitFailed, SubmitFailed},
       {Stage::kKeptForGitOps, KeptForGitOps},

@@ -91,7 +91,18 @@ void Invariants::CheckDuplicates(std::vector<std::string>& out) {
                                  run.second, " has ", ids.size(), " Slurm jobs on cluster ",
                                  cluster, ": ", absl::StrJoin(ids, ", ")));
     }
-    if (on.size() > 1 && gap_runs_.insert(run).second) ++gaps_[kGapSecondJob];
+    // A second job on another cluster: a repoint while a submit's outcome
+    // was unknown, and a submit where the SlurmCluster points now before the
+    // search where that submit went (status.submitTarget) said it is not there.
+    if (on.size() > 1 && reported_runs_.insert(run).second) {
+      std::vector<std::string> where;
+      for (const auto& [cluster, ids] : on) {
+        where.push_back(absl::StrCat(cluster, ": ", absl::StrJoin(ids, ", ")));
+      }
+      out.push_back(absl::StrCat("[1 at most one job per run] SlurmJob ", run.first, " run ",
+                                 run.second, " has Slurm jobs on ", on.size(), " clusters (",
+                                 absl::StrJoin(where, "; "), ")"));
+    }
   }
 }
 
@@ -144,12 +155,6 @@ void Invariants::CheckReleases(const std::map<std::string, JobView>& jobs, Time 
     for (const SimFleet::Cluster& c : fleet_.all()) {
       for (const SimJob* j : JobsOf(uid, c.id)) {
         if (j->Visible(now) && j->EndedAt(now)) continue;
-        // Submitted with an unknown outcome before a repoint, and never
-        // recorded: the operator does not know where to look (known gap).
-        if (!points.empty() && c.id != points && before.job_id != j->id) {
-          ++gaps_[kGapStranded];
-          continue;
-        }
         out.push_back(absl::StrCat("[3 finalizer] SlurmJob ", before.key, " (", uid,
                                    ", deletionPolicy ", before.policy, ") released while its ",
                                    Describe(*j, now), " on cluster ", c.id));
@@ -214,19 +219,6 @@ bool Invariants::JobElsewhere(const std::string& uid, const std::string& points)
   return false;
 }
 
-bool Invariants::StuckWithoutCredentials(const JobView& v) const {
-  if (!v.deleting || v.job_id != 0 || !JobsOf(v.uid).empty()) return false;
-  const size_t slash = v.cluster.find('/');
-  const std::string ns = v.cluster.substr(0, slash);
-  std::optional<nlohmann::json> c =
-      kube_.Object(api::kSlurmClusterPlural.data(), ns, v.cluster.substr(slash + 1));
-  if (!c) return false;
-  const std::string secret = (*c)["spec"]
-                                 .value("credentialsSecretRef", nlohmann::json::object())
-                                 .value("name", std::string());
-  return !secret.empty() && !kube_.Object("secrets", ns, secret);
-}
-
 std::vector<std::string> Invariants::Converged(Time now) {
   std::vector<std::string> out;
   for (const auto& [uid, v] : Jobs()) {
@@ -240,10 +232,6 @@ std::vector<std::string> Invariants::Converged(Time now) {
     // the SlurmCluster no longer points at: its cancel is blocked.
     if (v.deleting && v.job_id == 0 && JobElsewhere(uid, points) &&
         reported_(v.key, "CancelBlocked")) {
-      continue;
-    }
-    if (StuckWithoutCredentials(v)) {
-      if (gap_uids_.insert(uid).second) ++gaps_[kGapNoCredentials];
       continue;
     }
     if (v.deleting) {

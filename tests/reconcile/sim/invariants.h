@@ -4,7 +4,8 @@
 // ground truth (the shared InMemoryKube and every cluster's SimSlurm),
 // never from the operator's own view:
 //  1. at most one Slurm job ever queued per (SlurmJob uid, run) with this
-//     installation's tag on one cluster (on two after a repoint: gaps());
+//     installation's tag, on one cluster (a repoint while a submit's outcome
+//     is unknown included);
 //  2. no cancel or update of a Slurm job this installation did not submit
 //     (another installation's, a user's, or an id that cluster's Slurm
 //     never had: after a repoint, a job id of the other cluster), and no
@@ -68,24 +69,6 @@ class Invariants {
   // The convergence after the quiet phase; the differences found.
   std::vector<std::string> Converged(Time now);
 
-  // Known gaps (issue #13, open): a SlurmCluster repointed while a submit's
-  // outcome was unknown. The operator searches for the tag where the
-  // SlurmCluster points now, so a job that lands on the old cluster is
-  // neither found nor recorded: the run gets a second job on the new
-  // cluster (kGapSecondJob, instead of invariant 1's violation), and the
-  // SlurmJob may be released while the old one runs (kGapStranded, instead
-  // of invariant 3's). Counted, not violations, until status records where
-  // a submit is sent before it is sent.
-  static constexpr char kGapSecondJob[] = "repoint.unknown-submit.second-job";
-  static constexpr char kGapStranded[] = "repoint.unknown-submit.stranded";
-  // The namespace's deletion took the credentials Secret before the
-  // protector kept it: a SlurmJob being deleted that never submitted (a
-  // restarted process cannot know it did not) waits for a tag search it
-  // cannot make, and the namespace stays Terminating. Counted (instead of a
-  // convergence failure) only when no Slurm job of it exists anywhere.
-  static constexpr char kGapNoCredentials[] = "namespace.secret-gone-before-kept";
-  const std::map<std::string, int64_t>& gaps() const { return gaps_; }
-
  private:
   void CheckDuplicates(std::vector<std::string>& out);
   void CheckActions(const std::map<std::string, JobView>& jobs, std::vector<std::string>& out);
@@ -105,8 +88,6 @@ class Invariants {
   std::string MoveReported(const JobView& v, Time now) const;
   // A job of `uid` on a cluster other than `points` (not "").
   bool JobElsewhere(const std::string& uid, const std::string& points) const;
-  // kGapNoCredentials holds for `v`.
-  bool StuckWithoutCredentials(const JobView& v) const;
 
   // The SlurmJobs now (read again only when the store changed).
   const std::map<std::string, JobView>& Jobs();
@@ -117,9 +98,8 @@ class Invariants {
   const Reported reported_;
   std::map<std::string, JobView> last_;  // by uid, after the previous step
   std::vector<size_t> actions_checked_;  // by cluster (fleet_.all())
-  std::map<std::string, int64_t> gaps_;
-  std::set<std::pair<std::string, int32_t>> gap_runs_;  // (uid, run) counted in gaps_
-  std::set<std::string> gap_uids_;                      // counted in kGapNoCredentials
+  // (uid, run) whose jobs on two clusters were reported (once: it stays true).
+  std::set<std::pair<std::string, int32_t>> reported_runs_;
   int64_t revision_ = -1;
   std::map<std::string, JobView> jobs_;
 };

@@ -59,7 +59,6 @@ class World {
     }
     if (result_.violations.empty()) QuietPhase();
     result_.faults = faults_.counts;
-    result_.gaps = inv_.gaps();
     return std::move(result_);
   }
 

@@ -47,7 +47,6 @@ struct ScheduleResult {
   bool batched = false;
   int steps = 0;
   std::map<std::string, int64_t> faults;  // injected, by kind
-  std::map<std::string, int64_t> gaps;    // known gaps hit (Invariants::gaps)
   std::vector<std::string> violations;    // empty: none
   std::vector<std::string> trace;         // every step, for a failure's report
 };

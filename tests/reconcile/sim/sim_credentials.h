@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/kube/client.h"
+#include "controller/kube/errors.h"
 #include "controller/kube/resource_types.h"
 #include "controller/reconcile/cluster_access.h"
 #include "controller/reconcile/ports.h"
@@ -32,6 +33,12 @@ class SimCredentials : public CredentialsResolver {
     if (identity.source == ClusterIdentity::Source::kOperator) return token_;
     absl::StatusOr<nlohmann::json> s =
         kube_.Get(kube::Secrets(), identity.secret_namespace, identity.secret_name);
+    // As SecretCredentialsResolver: a Secret that is gone is a lasting
+    // refusal, any other failure to read it a transient one.
+    if (!s.ok() && !kube::IsNotFound(s.status())) {
+      return absl::UnavailableError(
+          absl::StrCat("reading Secret ", identity.secret_name, ": ", s.status().message()));
+    }
     if (!s.ok()) {
       return absl::UnauthenticatedError(absl::StrCat("Secret ", identity.secret_namespace, "/",
                                                      identity.secret_name, ": ",
