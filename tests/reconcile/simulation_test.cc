@@ -110,9 +110,8 @@ std::string Summary(const Settings& s, const Totals& t, double seconds) {
   return absl::StrCat("simulation: ", s.schedules, " schedules (seeds ", s.first_seed, "..",
                       s.first_seed + s.schedules - 1, ", ", t.batched, " batched, ", s.fault_steps,
                       " fault steps each), ", t.steps, " steps, ", injected, " faults [",
-                      absl::StrJoin(kinds, " "), "], ",
-                      t.failed, " with violations, ", absl::SixDigits(seconds), " s on ", s.threads,
-                      " threads");
+                      absl::StrJoin(kinds, " "), "], ", t.failed, " with violations, ",
+                      absl::SixDigits(seconds), " s on ", s.threads, " threads");
 }
 
 TEST(Simulation, SeededSchedulesKeepEveryInvariant) {
