@@ -490,8 +490,7 @@ class Executor::Attempt {
     const slurm::Dialect& dialect = **s.dialect;
     // The tracker's shared list is of where the SlurmCluster points now; a
     // search elsewhere (Decision::search_at) asks that cluster itself.
-    const bool here = !d.search_at || SameLocation(*d.search_at, LocationOf(cluster_.spec));
-    if (source == TagSource::kLiveQueue && ex_.tracker_ && here) {
+    if (source == TagSource::kLiveQueue && ex_.tracker_ && !SearchesElsewhere(d)) {
       ClusterEndpoint endpoint{cluster_.key, d.api_version, s.where, *s.creds};
       absl::StatusOr<JobTracker::LiveJobs> live = ex_.tracker_->FindLive(
           endpoint, [&](const slurm::JobInfo& j) { return IsTagged(j, tags); }, d.search_not_before,
@@ -512,6 +511,11 @@ class Executor::Attempt {
         live ? dialect.ParseJobs(r->status, r->body) : dialect.ParseDbJobs(r->status, r->body);
     if (!list.ok()) return list.status();
     return std::move(list->jobs);
+  }
+
+  // The search looks somewhere the SlurmCluster no longer points (Decision::search_at).
+  bool SearchesElsewhere(const Decision& d) const {
+    return d.search_at && !SameLocation(*d.search_at, LocationOf(cluster_.spec));
   }
 
   Next FindByTag(const Decision& d) {
@@ -540,10 +544,9 @@ class Executor::Attempt {
       if ((found = PickTaggedJob(*jobs, tags))) break;
     }
     // (The place is named only when it is not where the SlurmCluster points.)
-    const bool elsewhere = d.search_at && !SameLocation(*d.search_at, LocationOf(cluster_.spec));
     LOG(INFO) << key_ << ": tag search "
               << (found ? absl::StrCat("found job ", *found) : "found nothing")
-              << (elsewhere ? absl::StrCat(" on ", DescribeLocation(*d.search_at)) : "");
+              << (SearchesElsewhere(d) ? absl::StrCat(" on ", DescribeLocation(*d.search_at)) : "");
     out_.tag_lookup = found;
     return kDecideAgain;
   }

@@ -309,6 +309,17 @@ class ExecutorTest : public ::testing::Test {
 
   std::optional<nlohmann::json> Object() { return kube_.Object("slurmjobs", kNs, kName); }
 
+  // After RunJob42: the live queue shows job 42 COMPLETED and accounting's record of it says
+  // `accounting_state` (with its allocation); one reconcile, and the status it leaves.
+  v1alpha1::SlurmJobStatus EndJob42(const std::string& accounting_state) {
+    clock_.Advance(std::chrono::seconds(1));
+    ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
+    ap_.On(kGet, kDbJob42, StructuredBody(200, DbJob42WithTres(accounting_state, 0)));
+    Reconcile();
+    v1alpha1::SlurmJobStatus s = Status();
+    EXPECT_EQ(s.job_state(), "COMPLETED");
+    return s;
+  }
   v1alpha1::SlurmJobStatus Status() {
     std::optional<nlohmann::json> o = Object();
     if (!o) {
@@ -512,12 +523,7 @@ TEST_F(ExecutorTest, AFinishedRunsUsageComesFromAccountingAndIsCountedOnce) {
   const double gpu0 = gpu(), cpu0 = cpu();
   RunJob42();
   EXPECT_EQ(ap_.Count(kGet, kDbJob42), 0) << "a running job's accounting is not read";
-  clock_.Advance(seconds(1));
-  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
-  ap_.On(kGet, kDbJob42, StructuredBody(200, DbJob42WithTres("COMPLETED", 0)));
-  Reconcile();
-  v1alpha1::SlurmJobStatus s = Status();
-  EXPECT_EQ(s.job_state(), "COMPLETED");
+  const v1alpha1::SlurmJobStatus s = EndJob42("COMPLETED");
   ASSERT_TRUE(s.has_usage());
   EXPECT_EQ(s.usage().run(), 1);
   EXPECT_EQ(s.usage().elapsed_seconds(), 100);
@@ -542,13 +548,7 @@ TEST_F(ExecutorTest, AFinishedRunsUsageComesFromAccountingAndIsCountedOnce) {
 // Accounting has not recorded the end yet: the run's end is recorded anyway, without usage.
 TEST_F(ExecutorTest, AnEndAccountingHasNotRecordedYetIsRecordedWithoutUsage) {
   RunJob42();
-  clock_.Advance(seconds(1));
-  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "COMPLETED", 0))));
-  ap_.On(kGet, kDbJob42, StructuredBody(200, DbJob42WithTres("RUNNING", 0)));
-  Reconcile();
-  v1alpha1::SlurmJobStatus s = Status();
-  EXPECT_EQ(s.job_state(), "COMPLETED");
-  EXPECT_FALSE(s.has_usage());
+  EXPECT_FALSE(EndJob42("RUNNING").has_usage());
 }
 
 TEST_F(ExecutorTest, LiveQueue404ReadsAccountingForTheFinalState) {
