@@ -100,7 +100,7 @@ v1alpha1::SlurmJobStatus StatusDeadlineExceeded(const JobFacts& job, v1alpha1::S
       "Slurm job ", ended.job_id(), " ended ", ended.job_state(), ": spec.activeDeadlineSeconds (",
       job.spec.active_deadline_seconds(), " s from the first submit at ",
       FormatRfc3339(Time(std::chrono::seconds(ended.first_submit_time().seconds()))),
-      ") passed. Not retried.");
+      ") passed. Not retried.", OutputHint(ended));
   ended.set_phase(std::string(kPhaseFailed));
   ended.set_reason("DeadlineExceeded");
   ended.set_message(msg);

@@ -87,6 +87,28 @@ std::string FinalMessage(const slurm::JobInfo& info, std::optional<int32_t> exit
   }
 }
 
+}  // namespace
+
+std::string OutputHint(const v1alpha1::SlurmJobStatus& s) {
+  const std::string& out = s.standard_output();
+  const std::string& err = s.standard_error();
+  if (out.empty() && err.empty()) return "";
+  if (out == err) return absl::StrCat(" Its output is in ", out, " on the cluster.");
+  if (err.empty()) return absl::StrCat(" Its standard output is in ", out, " on the cluster.");
+  if (out.empty()) return absl::StrCat(" Its standard error is in ", err, " on the cluster.");
+  return absl::StrCat(" Its standard output is in ", out, " and its standard error in ", err,
+                      " on the cluster.");
+}
+
+namespace {
+
+// The paths a record resolved; a record that cannot tell (an accounting
+// record, a %N before the start) keeps what an earlier one said.
+void SetOutputPaths(v1alpha1::SlurmJobStatus& s, const slurm::JobInfo& info) {
+  if (!info.standard_output.empty()) s.set_standard_output(info.standard_output);
+  if (!info.standard_error.empty()) s.set_standard_error(info.standard_error);
+}
+
 void ClearMilestones(v1alpha1::SlurmJobStatus* s) {
   RemoveCondition(s->mutable_conditions(), kRunning);
   RemoveCondition(s->mutable_conditions(), kSucceeded);
@@ -179,6 +201,7 @@ void SetEnded(v1alpha1::SlurmJobStatus& s, const slurm::JobInfo& info, std::stri
     s.clear_exit_code();
   }
   std::string msg = FinalMessage(info, exit_code, current);
+  if (phase == kPhaseFailed) msg += OutputHint(s);
   s.set_message(msg);
   RemoveCondition(conds, kRunning);
   SetCondition(conds, kReconciling, C::kFalse, "JobFinished", msg, generation, now);
@@ -211,6 +234,7 @@ v1alpha1::SlurmJobStatus StatusFromJobInfo(const v1alpha1::SlurmJobStatus& curre
   s.set_observed_generation(generation);
   const std::string_view phase = PhaseOf(info);
   SetStateAndTimes(s, info, phase);
+  SetOutputPaths(s, info);
   if (!info.IsFinal()) {
     SetActive(s, info, phase, current.phase(), generation, now, events);
   } else {
@@ -240,6 +264,8 @@ v1alpha1::SlurmJobStatus StatusAfterSubmit(const v1alpha1::SlurmJobStatus& curre
   s.clear_exit_code();
   s.clear_start_time();
   s.clear_end_time();
+  s.clear_standard_output();  // another job's, if any; the job's first record fills them in
+  s.clear_standard_error();
   SetTimestamp(s.mutable_submit_time(), now);
   std::string msg =
       adopted ? absl::StrCat("Found Slurm job ", job_id, " on cluster ", std::string(cluster),

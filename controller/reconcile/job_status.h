@@ -79,6 +79,11 @@ v1alpha1::SlurmJobStatus StatusRetrying(const v1alpha1::SlurmJobStatus& current,
                                         std::string_view reason, std::string_view message,
                                         int64_t generation, Time now);
 
+// Where to look for what the current run's job printed, for the message of a
+// run that failed: " Its output is in <status.standardOutput> on the
+// cluster." (both paths named when they differ); "" while neither is known.
+std::string OutputHint(const v1alpha1::SlurmJobStatus& status);
+
 // Status messages compared semantically (protobuf equality).
 bool SameStatus(const v1alpha1::SlurmJobStatus& a, const v1alpha1::SlurmJobStatus& b);
 

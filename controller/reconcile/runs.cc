@@ -99,6 +99,8 @@ v1alpha1::SlurmJobStatus StatusForNewRun(const v1alpha1::SlurmJobStatus& finishe
   if (finished.has_end_time()) *rec->mutable_end_time() = finished.end_time();
   rec->set_message(std::string(record_message));
   if (UsageRecorded(finished, CurrentRun(finished))) *rec->mutable_usage() = finished.usage();
+  rec->set_standard_output(finished.standard_output());
+  rec->set_standard_error(finished.standard_error());
   if (s.runs_size() > kMaxRunHistory) {
     s.mutable_runs()->DeleteSubrange(0, s.runs_size() - kMaxRunHistory);
   }
@@ -117,7 +119,9 @@ v1alpha1::SlurmJobStatus StatusForNewRun(const v1alpha1::SlurmJobStatus& finishe
   s.clear_submit_time();
   s.clear_start_time();
   s.clear_end_time();
-  s.clear_usage();  // the finished run's is in its record now
+  s.clear_usage();  // the finished run's is in its record now, and so are its output paths
+  s.clear_standard_output();
+  s.clear_standard_error();
   s.clear_reason();
   s.set_held(false);
   s.set_observed_generation(generation);

@@ -108,6 +108,11 @@ struct JobInfo {
   // the job was allocated (nullopt when the record shows neither).
   std::string account;
   std::optional<Allocation> allocation;
+  // Where the batch script's standard output and error go on the cluster,
+  // Slurm's patterns filled in (output_paths.h); "" while not known (a %N
+  // before the job started) or when the record does not say (accounting
+  // records before v0.0.41).
+  std::string standard_output, standard_error;
 
   bool HasFlag(std::string_view f) const;
   // Final: the base state is terminal and no COMPLETING flag.

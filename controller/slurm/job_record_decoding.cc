@@ -8,6 +8,7 @@
 #include "controller/slurm/exit_code_decoding.h"
 #include "controller/slurm/job_state_decoding.h"
 #include "controller/slurm/json_fields.h"
+#include "controller/slurm/output_paths.h"
 #include "controller/slurm/slurm_errors.h"
 
 namespace slurmop::slurm {
@@ -37,16 +38,57 @@ void ApplyExit(const ProcessExit& exit, JobInfo* info) {
   info->signal = exit.signal;
 }
 
+// An array id: nullopt when absent, null, unset or one of Slurm's NO_VAL /
+// INFINITE sentinels sent as a plain number.
+std::optional<int64_t> ArrayId(const nlohmann::json& record, std::string_view key) {
+  std::optional<int64_t> id = IntegerMember(record, key);
+  if (!id || *id < 0 || *id >= 0xfffffffe) return std::nullopt;
+  return id;
+}
+
+// Where a live record says the batch script's output and error go.
+void ApplyOutputPaths(const nlohmann::json& record, JobInfo* info) {
+  BatchOutputContext context;
+  context.job_id = info->job_id;
+  context.array_task_id = ArrayId(record, "array_task_id");
+  if (context.array_task_id) context.array_job_id = ArrayId(record, "array_job_id");
+  context.job_name = info->name;
+  context.user_name = StringMember(record, "user_name");
+  context.working_directory = StringMember(record, "current_working_directory");
+  context.batch_host = StringMember(record, "batch_host");
+  OutputPaths paths =
+      ResolveOutputPaths({.standard_output = StringMember(record, "standard_output"),
+                          .standard_error = StringMember(record, "standard_error"),
+                          .stdout_expanded = StringMember(record, "stdout_expanded"),
+                          .stderr_expanded = StringMember(record, "stderr_expanded")},
+                         context);
+  info->standard_output = std::move(paths.standard_output);
+  info->standard_error = std::move(paths.standard_error);
+}
+
+// Accounting records of v0.0.41+ carry Slurm's own expansion; older ones
+// say nothing this reader trusts (no batch host, no array task id).
+void ApplyAccountedOutputPaths(const nlohmann::json& record, JobInfo* info) {
+  auto expanded = [&](std::string_view key) {
+    std::string path = StringMember(record, key);
+    return path.size() <= kMaxOutputPathBytes ? path : "";
+  };
+  info->standard_output = expanded("stdout_expanded");
+  info->standard_error = expanded("stderr_expanded");
+}
+
 }  // namespace
 
 // Keep in step with StartRecord() and DecodeSlurmctldJob(): a key read there
 // and missing here would be dropped from the tracker's job lists
 // (tests/slurm/job_record_keys_test.cc checks every fixture).
 const std::vector<std::string>& SlurmctldJobRecordKeys() {
-  static const auto* const kKeys =
-      new std::vector<std::string>{"job_id",     "name",         "partition",         "comment",
-                                   "job_state",  "state_reason", "state_description", "submit_time",
-                                   "start_time", "end_time",     "exit_code"};
+  static const auto* const kKeys = new std::vector<std::string>{
+      "job_id", "name", "partition", "comment", "job_state", "state_reason", "state_description",
+      "submit_time", "start_time", "end_time", "exit_code",
+      // ApplyOutputPaths()
+      "standard_output", "standard_error", "stdout_expanded", "stderr_expanded",
+      "current_working_directory", "user_name", "batch_host", "array_job_id", "array_task_id"};
   return *kKeys;
 }
 
@@ -63,6 +105,7 @@ absl::StatusOr<JobInfo> DecodeSlurmctldJob(const nlohmann::json& record) {
   if (const nlohmann::json* exit = FindMember(record, "exit_code"); exit != nullptr) {
     ApplyExit(DecodeSlurmctldExitCode(*exit), &*info);
   }
+  ApplyOutputPaths(record, &*info);
   return info;
 }
 
@@ -91,6 +134,7 @@ absl::StatusOr<JobInfo> DecodeSlurmdbJob(const nlohmann::json& record,
                   : DecodeUnreliableSlurmdbExitCode(*exit, info->state),
               &*info);
   }
+  ApplyAccountedOutputPaths(record, &*info);
   return info;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -860,6 +861,61 @@ TEST_F(E2E, DeadlineExampleIsCancelledAndFailedOnceItPassed) {
   EXPECT_GE(ParseTime(Get("deadline-demo", "{.status.endTime}")), first + 8);
   CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "deadline-demo"});
   EXPECT_THAT(describe.out, HasSubstr("DeadlineExceeded"));
+}
+
+// examples/output-slurmjob.yaml (#14 item 5) as a user applies it: the run fails, the status
+// names the files Slurm wrote its output and error to, and `kubectl describe` says where to look.
+TEST_F(E2E, OutputExampleNamesTheFilesOfTheFailedRun) {
+  ASSERT_NO_FATAL_FAILURE(ApplyExampleUntil("output-slurmjob.yaml", "output-demo", "FAILED"));
+  const std::string id = Get("output-demo", "{.status.jobId}");
+  const std::string out = "/tmp/output-demo-" + id + ".out";
+  const std::string err = "/tmp/output-demo-" + id + ".err";
+  EXPECT_EQ(Get("output-demo", "{.status.standardOutput}"), out);
+  EXPECT_EQ(Get("output-demo", "{.status.standardError}"), err);
+  const std::string hint =
+      "Its standard output is in " + out + " and its standard error in " + err + " on the cluster.";
+  EXPECT_THAT(Get("output-demo", "{.status.conditions[?(@.type==\"Failed\")].message}"),
+              HasSubstr(hint));
+  CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "output-demo"});
+  EXPECT_THAT(describe.out, HasSubstr(hint));
+}
+
+// Every Slurm REST version shows the output paths its own way (v0.0.38 the pattern as asked,
+// v0.0.39-0.0.42 partly filled in, v0.0.43+ the pattern and Slurm's expansion, as the stand-in
+// renders them from each release's code): the status says the same files for all of them.
+TEST_F(E2E, EveryRestVersionResolvesTheSameOutputFiles) {
+  for (const std::string version :
+       {"v0.0.38", "v0.0.39", "v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44"}) {
+    const std::string n = version.substr(5, 2);
+    std::string cluster = testing::LocalSlurmClusterManifest(kNs, ap_port_, version);
+    cluster.replace(cluster.find("name: local,"), 12, "name: out" + n + ",");
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, cluster).exit_code, 0) << version;
+    const std::string name = "out-" + n;
+    const std::string yaml =
+        "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
+        "metadata: {name: " +
+        name +
+        ", namespace: e2e}\n"
+        "spec:\n  clusterRef: {name: out" +
+        n +
+        "}\n  currentWorkingDirectory: /home/e2e/runs/\n"
+        "  standardOutput: \"logs/%x-%8j.out\"\n"
+        "  standardError: \"/var/log/jobs/%A_%a-%%.err\"\n"
+        "  script: |\n    #!/bin/bash\n    exit 3\n";
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, yaml).exit_code, 0) << version;
+    CommandResult failed =
+        Kubectl({"wait", "-n", kNs, "sj/" + name, "--for=condition=Failed", "--timeout=60s"});
+    ASSERT_EQ(failed.exit_code, 0) << version << ": " << failed.out << failed.err;
+    const std::string id = Get(name, "{.status.jobId}");
+    char padded[16];
+    std::snprintf(padded, sizeof padded, "%08d", std::stoi(id));
+    EXPECT_EQ(Get(name, "{.status.standardOutput}"),
+              "/home/e2e/runs/logs/" + name + "-" + padded + ".out")
+        << version;
+    EXPECT_EQ(Get(name, "{.status.standardError}"), "/var/log/jobs/" + id + "_4294967294-%.err")
+        << version;
+    EXPECT_THAT(Get(name, "{.status.message}"), HasSubstr("/home/e2e/runs/logs/")) << version;
+  }
 }
 
 // The deadline holds while the operator is down: Slurm ends the job there (state DEADLINE), and

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -521,9 +522,12 @@ TEST_F(RealSlurm, ExitZeroIsCompletedAndSacctAgrees) {
   std::vector<AcctRow> tagged = SacctWithComment(tag, job_id);
   ASSERT_EQ(tagged.size(), 1u) << "Slurm jobs carrying " << tag;
   EXPECT_EQ(tagged[0].job_id, job_id);
-  // The script really ran, in the working directory the SlurmJob names.
-  EXPECT_THAT(ReadFile(SlurmEnv("SLURM_JOBS_DIR") + "/slurm-" + job_id + ".out"),
-              HasSubstr("hello from slurm"));
+  // The script really ran, in the working directory the SlurmJob names, and wrote to Slurm's
+  // default file there, which the status names.
+  const std::string out = SlurmEnv("SLURM_JOBS_DIR") + "/slurm-" + job_id + ".out";
+  EXPECT_THAT(ReadFile(out), HasSubstr("hello from slurm"));
+  EXPECT_EQ(Get("ok", "{.status.standardOutput}"), out);
+  EXPECT_EQ(Get("ok", "{.status.standardError}"), out);
 }
 
 TEST_F(RealSlurm, ExitThreeIsFailedWithExitCodeThree) {
@@ -536,6 +540,53 @@ TEST_F(RealSlurm, ExitThreeIsFailedWithExitCodeThree) {
   EXPECT_EQ(row.state, "FAILED");
   EXPECT_EQ(row.exit_code, "3:0");
   EXPECT_EQ(SacctWithComment(Tag("three"), job_id).size(), 1u);
+}
+
+// #14 item 5 on Slurm 22.05: the files named in status.standardOutput / standardError are the
+// ones slurmstepd wrote, for examples/output-slurmjob.yaml as a user applies it and for a
+// pattern with every letter slurmstepd fills in for a batch job (%N aside: slurmstepd uses the
+// host's name there, the records the node's, and this cluster's node is "localhost").
+TEST_F(RealSlurm, OutputFilesAreWhereTheStatusSays) {
+  CommandResult example =
+      Kubectl({"apply", "-n", kNs, "-f",
+               std::string(SLURMOP_SOURCE_DIR) + "/examples/output-slurmjob.yaml"});
+  ASSERT_EQ(example.exit_code, 0) << example.out << example.err;
+  ASSERT_EQ(ApplyJob("patterns",
+                     "#!/bin/bash\necho to standard output\necho to standard error >&2\nexit 3\n",
+                     "  standardOutput: \"out-%x-%j-%J-%A-%a-%s-%n-%t-%8j-%q.txt\"\n"
+                     "  standardError: \"err-%u-%%-%j.txt\"\n")
+                .exit_code,
+            0);
+  for (const char* name : {"output-demo", "patterns"}) {
+    CommandResult failed = WaitFor(name, "jsonpath={.status.jobState}=FAILED", 60);
+    ASSERT_EQ(failed.exit_code, 0) << name << ": " << failed.out << failed.err;
+  }
+  const std::string demo = Get("output-demo", "{.status.jobId}");
+  EXPECT_EQ(Get("output-demo", "{.status.standardOutput}"), "/tmp/output-demo-" + demo + ".out");
+  EXPECT_EQ(Get("output-demo", "{.status.standardError}"), "/tmp/output-demo-" + demo + ".err");
+  EXPECT_THAT(ReadFile("/tmp/output-demo-" + demo + ".out"), HasSubstr("preparing the data set"));
+  EXPECT_THAT(ReadFile("/tmp/output-demo-" + demo + ".err"), HasSubstr("data set not found"));
+  CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "output-demo"});
+  EXPECT_THAT(describe.out, HasSubstr("Its standard output is in /tmp/output-demo-" + demo));
+
+  const std::string id = Get("patterns", "{.status.jobId}");
+  const std::string out = Get("patterns", "{.status.standardOutput}");
+  const std::string err = Get("patterns", "{.status.standardError}");
+  char padded[16];
+  std::snprintf(padded, sizeof padded, "%08d", std::atoi(id.c_str()));
+  const std::string dir = SlurmEnv("SLURM_JOBS_DIR");
+  EXPECT_EQ(out, dir + "/out-patterns-" + id + "-" + id + "-" + id + "-4294967294-batch-0-0-" +
+                     padded + "-%q.txt");
+  EXPECT_EQ(err, dir + "/err-root-%-" + id + ".txt");
+  EXPECT_THAT(ReadFile(out), HasSubstr("to standard output")) << "no file at " << out;
+  EXPECT_THAT(ReadFile(err), HasSubstr("to standard error")) << "no file at " << err;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string file = entry.path().string();
+    if (file.find("-" + id) != std::string::npos) {
+      EXPECT_TRUE(file == out || file == err)
+          << "Slurm wrote " << file << ", the status says " << out << " and " << err;
+    }
+  }
 }
 
 TEST_F(RealSlurm, DeleteWhileRunningCancelsTheSlurmJob) {

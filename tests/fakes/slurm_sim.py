@@ -596,6 +596,95 @@ def _allocated_tres(job, n):
     return out
 
 
+NO_VAL32 = 0xfffffffe  # Slurm's NO_VAL: what %a shows outside an array
+
+
+def _fname_format(fname, job):
+    """slurm_get_job_stdout()'s _fname_format() (src/api/job_info.c, 23.02-24.11): what
+    v0.0.39-v0.0.42 records show as standard_output / standard_error. Fills %A %a %j %u %x and
+    %% only (%N %n %t %s %J stay as written) and puts the working directory in front of a
+    relative path, always with a '/'. The sim's jobs are not array tasks."""
+    out, p, q, n = [], 0, 0, len(fname)
+    while p < n:
+        if fname[p] != "%":
+            p += 1
+            continue
+        offset, wid = 1, 0
+        if p + 1 < n and fname[p + 1] == "%":
+            p += 1
+            out.append(fname[q:p])
+            p += 1
+            q = p
+            continue
+        if p + 1 < n and fname[p + 1].isdigit():
+            digits = re.match(r"\d+", fname[p + 1:]).group()
+            width = int(digits)
+            wid, offset = (10, 3) if width > 9 else (width, 2)
+            p += 1 + len(digits)
+            if p >= n:
+                break
+        else:
+            p += 1
+        c = fname[p] if p < n else ""
+        value = {"A": "%0*d" % (wid, job.job_id), "a": "%0*d" % (wid, NO_VAL32),
+                 "j": "%0*d" % (wid, job.job_id), "u": job.user_name, "x": job.name}.get(c)
+        if c and value is not None:
+            out.append(fname[q:p - offset])
+            out.append(value)
+            q = p + 1
+        # as in C, the scan goes on from the letter
+    if p != q:
+        out.append(fname[q:p])
+    path = "".join(out)
+    return path if path.startswith("/") else "%s/%s" % (job.cwd, path)
+
+
+def _expand_stdio_fields(path, job, batch_host):
+    """expand_stdio_fields() (src/common/print_fields.c, 25.05): v0.0.43+ stdout_expanded /
+    stderr_expanded of a path that was asked for. A node not chosen yet prints as C's
+    printf("%s", NULL) does: "(null)"."""
+    out = ""
+    if not path.startswith("/"):
+        out = job.cwd if job.cwd.endswith("/") else job.cwd + "/"
+    if "\\" in path:
+        return out + path.replace("\\", "")
+    values = {"A": lambda w: "%0*d" % (w, job.job_id), "a": lambda w: "%0*d" % (w, NO_VAL32),
+              "b": lambda w: "%0*d" % (w, NO_VAL32 % 10), "j": lambda w: "%0*d" % (w, job.job_id),
+              "J": lambda w: "%0*d" % (w, job.job_id), "N": lambda w: batch_host or "(null)",
+              "n": lambda w: "0", "t": lambda w: "0", "s": lambda w: "batch",
+              "u": lambda w: job.user_name, "x": lambda w: job.name}
+    i, n = 0, len(path)
+    while i < n:
+        c = path[i]
+        if c != "%" or i + 1 >= n:
+            out += c
+            i += 1
+            continue
+        i += 1
+        if path[i] == "%":
+            out += "%"
+            i += 1
+            continue
+        padding = 0
+        if path[i].isdigit():
+            digits = re.match(r"\d+", path[i:]).group()
+            if int(digits) > 9:
+                padding, j = 10, i + len(digits)
+            else:
+                padding, j = int(digits), i + 1
+            if j >= n or path[j] not in values:
+                out += digits[-1]  # Slurm keeps only the last digit before a non-letter
+                i += len(digits)
+                continue
+            i = j
+        if path[i] in values:
+            out += values[path[i]](padding)
+        else:
+            out += "%" + path[i]
+        i += 1
+    return out
+
+
 def _nv(value):
     """{set, infinite, number} of a *_NO_VAL field; None = unset, UNLIMITED = infinite."""
     if value is None:
@@ -1269,12 +1358,15 @@ class SlurmSimulator:
             exit_code, derived = _nv(raw), _nv(0)
         else:
             exit_code, derived = _exit_verbose(raw), _exit_verbose(0)
-        stdout = job.stdout
-        if n >= 42 and not stdout:
-            stdout = "%s/slurm-%d.out" % (job.cwd.rstrip("/"), job.job_id)
-        stderr = job.stderr
-        if n >= 42 and not stderr:
-            stderr = stdout
+        # What each version shows of the output paths (slurm-rest-versions.md 3.2): v0.0.38 and
+        # v0.0.43+ the paths as asked for ("" for none), v0.0.39-v0.0.42 slurm_get_job_stdout()'s
+        # partly expanded path with Slurm's default filled in.
+        stdout, stderr = job.stdout or "", job.stderr or ""
+        if 39 <= n <= 42:
+            default = "%s/slurm-%d.out" % (job.cwd, job.job_id)
+            stdout = _fname_format(job.stdout, job) if job.stdout else default
+            stderr = _fname_format(job.stderr or job.stdout, job) if (
+                job.stderr or job.stdout) else default
         flags = ["JOB_WAS_RUNNING"] if started else []
         out = {
             "account": job.account, "accrue_time": t(job.submit_time), "admin_comment": "",
@@ -1308,8 +1400,10 @@ class SlurmSimulator:
         if n == 38:
             out["standard_input"] = job.stdin
         if n >= 43:
-            out.update({"stdout_expanded": stdout.replace("%j", str(job.job_id)),
-                        "stderr_expanded": stderr.replace("%j", str(job.job_id)),
+            out.update({"stdout_expanded": _expand_stdio_fields(stdout, job, node)
+                        if stdout else "",
+                        "stderr_expanded": _expand_stdio_fields(stderr, job, node)
+                        if stderr else "",
                         "stdin_expanded": out["standard_input"], "segment_size": 0,
                         "licenses_allocated": ""})
         if n >= 44:

@@ -329,6 +329,42 @@ class SimulatorTest(unittest.TestCase):
                 deadline = job["deadline"] if version == "v0.0.38" else job["deadline"]["number"]
                 self.assertEqual(deadline, end)
 
+    def test_output_paths_in_each_versions_shape(self):
+        """#14 item 5: v0.0.38 shows the paths as asked ("" for none); v0.0.39-v0.0.42
+        slurm_get_job_stdout()'s, with %A %a %j %u %x and %% filled in, the working directory in
+        front and Slurm's default for none; v0.0.43+ the paths as asked and stdout_expanded /
+        stderr_expanded (expand_stdio_fields(), 25.05: "" for none, "(null)" for a node not
+        chosen yet)."""
+        nv = str(slurm_sim.NO_VAL32)
+        for version in slurm_sim.VERSIONS:
+            n = int(version[-2:])
+            asked = self.submit(version, "#!/bin/bash\n#SIM pending=1\nsleep 5\n", name="tr",
+                                standard_output="o/%x-%5j.%N.log", standard_error="/e/%u_%a-%%")
+            default = self.submit(version, "#!/bin/bash\nsleep 5\n")
+            pending = self.get(version, asked).body["jobs"][0]
+            if n >= 43:
+                self.assertEqual(pending["stdout_expanded"], "/tmp/o/tr-%05d.(null).log" % asked)
+            self.clock.advance(2)
+            job = self.get(version, asked).body["jobs"][0]
+            plain = self.get(version, default).body["jobs"][0]
+            node = job["batch_host"]
+            self.assertTrue(node, job)
+            if n == 38 or n >= 43:
+                self.assertEqual((job["standard_output"], job["standard_error"]),
+                                 ("o/%x-%5j.%N.log", "/e/%u_%a-%%"), version)
+                self.assertEqual((plain["standard_output"], plain["standard_error"]), ("", ""))
+            else:
+                self.assertEqual(job["standard_output"], "/tmp/o/tr-%05d.%%N.log" % asked)
+                self.assertEqual(job["standard_error"], "/e/alice_%s-%%" % nv)
+                self.assertEqual(plain["standard_output"], "/tmp/slurm-%d.out" % default)
+                self.assertEqual(plain["standard_error"], "/tmp/slurm-%d.out" % default)
+            if n >= 43:
+                self.assertEqual(job["stdout_expanded"], "/tmp/o/tr-%05d.%s.log" % (asked, node))
+                self.assertEqual(job["stderr_expanded"], "/e/alice_%s-%%" % nv)
+                self.assertEqual((plain["stdout_expanded"], plain["stderr_expanded"]), ("", ""))
+            else:
+                self.assertNotIn("stdout_expanded", job)
+
     def test_lifecycle_and_completing_flag(self):
         jid = self.submit("v0.0.42", "#!/bin/bash\nsleep 10\n")
         self.assertEqual(self.get("v0.0.42", jid).body["jobs"][0]["job_state"], ["PENDING"])

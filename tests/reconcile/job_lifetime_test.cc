@@ -144,6 +144,18 @@ TEST(StatusDeadlineExceeded, FailedWithTheReasonEverywhere) {
   EXPECT_EQ(FindCondition(s.conditions(), kFailed)->status(), "True");
 }
 
+TEST(StatusDeadlineExceeded, NamesWhereTheJobsOutputIs) {
+  JobFacts job = RunningWithDeadline(600);
+  v1alpha1::SlurmJobStatus ended = job.status;
+  ended.set_job_state("DEADLINE");
+  ended.set_standard_output("/w/slurm-7.out");
+  ended.set_standard_error("/w/slurm-7.out");
+  const v1alpha1::SlurmJobStatus s = StatusDeadlineExceeded(job, ended, kT0 + seconds(601));
+  EXPECT_NE(s.message().find("Its output is in /w/slurm-7.out on the cluster."), std::string::npos)
+      << s.message();
+  EXPECT_EQ(FindCondition(s.conditions(), kFailed)->message(), s.message());
+}
+
 TEST(GitOpsManager, EveryMarkerIsRecognised) {
   const std::vector<std::pair<std::string, std::string>> labels = {
       {"app.kubernetes.io/instance", "Argo CD"},

@@ -34,6 +34,7 @@ JobFacts NewJob() {
 using nlohmann::json;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 JobFacts Submitted(int64_t id = 42) {
   JobFacts f = NewJob();
@@ -283,6 +284,89 @@ TEST(LifecycleTest, RunHistoryIsBounded) {
   EXPECT_EQ(s.runs_size(), kMaxRunHistory);
   EXPECT_EQ(s.runs(kMaxRunHistory - 1).job_id(), 100 + kMaxRunHistory + 4);  // newest last
   EXPECT_EQ(s.run(), kMaxRunHistory + 6);
+}
+
+// --- output paths (#14 item 5) -------------------------------------------------------------------
+
+slurm::JobInfo WithOutput(slurm::JobInfo j, std::string out, std::string err) {
+  j.standard_output = std::move(out);
+  j.standard_error = std::move(err);
+  return j;
+}
+
+TEST(OutputPathsTest, StatusShowsWhereTheRunningJobWrites) {
+  slurm::JobInfo running =
+      WithOutput(Ended(42, slurm::BaseState::kRunning), "/w/train-42.out", "/w/train-42.err");
+  running.end_time.reset();
+  v1alpha1::SlurmJobStatus s = StatusFromJobInfo(Submitted().status, running, 1, kT0, nullptr);
+  EXPECT_EQ(s.standard_output(), "/w/train-42.out");
+  EXPECT_EQ(s.standard_error(), "/w/train-42.err");
+  // A record that cannot tell (accounting, or a %N before the start) keeps what was shown.
+  v1alpha1::SlurmJobStatus later =
+      StatusFromJobInfo(s, Ended(42, slurm::BaseState::kCompleted), 1, kT0, nullptr);
+  EXPECT_EQ(later.standard_output(), "/w/train-42.out");
+  EXPECT_EQ(later.standard_error(), "/w/train-42.err");
+}
+
+TEST(OutputPathsTest, AFailedRunNamesItsOutputInTheMessageConditionAndEvent) {
+  JobFacts job = Submitted();
+  Decision d = Decide(
+      job, Cluster(), {},
+      Queried(WithOutput(Ended(42, slurm::BaseState::kFailed, 3), "/w/o-42.out", "/w/o-42.out")),
+      Fresh(), kT0 + seconds(61));
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  const std::string hint = "Its output is in /w/o-42.out on the cluster.";
+  EXPECT_THAT(d.status.message(), HasSubstr(hint));
+  const v1alpha1::Condition* failed = FindCondition(d.status.conditions(), kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_THAT(failed->message(), HasSubstr(hint));
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "Failed");
+  EXPECT_THAT(d.events[0].note, HasSubstr(hint));
+}
+
+TEST(OutputPathsTest, DifferentFilesAreBothNamedAndASuccessNamesNone) {
+  v1alpha1::SlurmJobStatus failed = StatusFromJobInfo(
+      Submitted().status, WithOutput(Ended(42, slurm::BaseState::kTimeout), "/w/o", "/w/e"), 1, kT0,
+      nullptr);
+  EXPECT_THAT(failed.message(),
+              HasSubstr("Its standard output is in /w/o and its standard error in /w/e on the "
+                        "cluster."));
+  v1alpha1::SlurmJobStatus ok = StatusFromJobInfo(
+      Submitted().status, WithOutput(Ended(42, slurm::BaseState::kCompleted), "/w/o", "/w/e"), 1,
+      kT0, nullptr);
+  EXPECT_EQ(ok.standard_output(), "/w/o");
+  EXPECT_THAT(ok.message(), Not(HasSubstr("/w/o")));
+  v1alpha1::SlurmJobStatus unknown = StatusFromJobInfo(
+      Submitted().status, Ended(42, slurm::BaseState::kFailed, 1), 1, kT0, nullptr);
+  EXPECT_THAT(unknown.message(), Not(HasSubstr("on the cluster")));
+}
+
+TEST(OutputPathsTest, ARetryKeepsTheFailedRunsPathsInItsRecordAndItsEvent) {
+  JobFacts job = Submitted();
+  Decision d = Decide(
+      job, Cluster(), {},
+      Queried(WithOutput(Ended(42, slurm::BaseState::kNodeFail), "/w/o-42.out", "/w/o-42.out")),
+      Fresh(), kT0 + seconds(61));
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_EQ(d.status.run(), 2);
+  ASSERT_EQ(d.status.runs_size(), 1);
+  EXPECT_EQ(d.status.runs(0).standard_output(), "/w/o-42.out");
+  EXPECT_EQ(d.status.runs(0).standard_error(), "/w/o-42.out");
+  EXPECT_EQ(d.status.standard_output(), "") << "run 2 has no job yet";
+  EXPECT_EQ(d.status.standard_error(), "");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "Retrying");
+  EXPECT_THAT(d.events[0].note, HasSubstr("/w/o-42.out"));
+}
+
+TEST(OutputPathsTest, ANewJobIdClearsTheLastJobsPaths) {
+  v1alpha1::SlurmJobStatus s = Submitted().status;
+  s.set_standard_output("/w/old");
+  s.set_standard_error("/w/old");
+  s = StatusAfterSubmit(s, 43, "a3", false, 1, kT0, nullptr);
+  EXPECT_EQ(s.standard_output(), "");
+  EXPECT_EQ(s.standard_error(), "");
 }
 
 // --- runId -------------------------------------------------------------------------------------

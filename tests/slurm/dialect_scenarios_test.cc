@@ -125,6 +125,10 @@ TEST_P(DialectScenarioTest, JobRunning) {
   EXPECT_EQ(j.submit_time, Epoch(1700000000));
   EXPECT_EQ(j.start_time, Epoch(1700000005));
   EXPECT_EQ(j.end_time, Epoch(1700007205));
+  // The output path with %u (v0.0.38 shows the pattern as asked; later ones fill %u in) and %N
+  // (no version's record fills it in) resolved; no --error: the output's file.
+  EXPECT_EQ(j.standard_output, "/home/alice/alice/my-run-42.node-3.out");
+  EXPECT_EQ(j.standard_error, "/home/alice/alice/my-run-42.node-3.out");
 }
 
 TEST_P(DialectScenarioTest, JobCompletedExit0) {

@@ -75,7 +75,8 @@ std::string Describe(const JobInfo& j) {
       " reason=", j.state_reason, " description=", j.state_description,
       " exit=", j.exit_code ? absl::StrCat(*j.exit_code) : "-",
       " signal=", j.signal ? absl::StrCat(*j.signal) : "-", " submit=", time(j.submit_time),
-      " start=", time(j.start_time), " end=", time(j.end_time), "}");
+      " start=", time(j.start_time), " end=", time(j.end_time), " stdout=", j.standard_output,
+      " stderr=", j.standard_error, "}");
 }
 
 std::string Describe(const std::vector<SlurmMessage>& messages) {

@@ -97,6 +97,10 @@ TEST_F(RecordedV0038Test, RunningJob) {
   EXPECT_EQ(j.start_time, Epoch(1796041104));
   EXPECT_EQ(j.end_time, Epoch(1796041404));  // projected end while running
   EXPECT_EQ(j.exit_code, std::nullopt);
+  // 22.05 shows standard_output "" when none was asked for; slurmstepd writes
+  // <cwd>/slurm-<id>.out, and both streams go there.
+  EXPECT_EQ(j.standard_output, "/tmp/slurm-local/jobs/slurm-2.out");
+  EXPECT_EQ(j.standard_error, "/tmp/slurm-local/jobs/slurm-2.out");
 }
 
 TEST_F(RecordedV0038Test, FailedJob42ExitedWith1) {
@@ -107,6 +111,9 @@ TEST_F(RecordedV0038Test, FailedJob42ExitedWith1) {
   EXPECT_EQ(got->job->state, BaseState::kFailed);
   EXPECT_EQ(got->job->exit_code, 1);  // raw wait status 256
   EXPECT_EQ(got->job->signal, std::nullopt);
+  // v0.0.38 shows the pattern as requested; the operator fills it in.
+  EXPECT_EQ(got->job->standard_output, "/home/alice/my-run-42.out");
+  EXPECT_EQ(got->job->standard_error, "/home/alice/my-run-42.out");
 }
 
 TEST_F(RecordedV0038Test, TerminalStatesFromTheExitCodeTable) {
