@@ -11,6 +11,7 @@
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_lifetime.h"
+#include "controller/reconcile/job_usage.h"
 #include "controller/reconcile/ownership.h"
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/stage.h"
@@ -603,6 +604,39 @@ Decision Ended(const Known& k) {
                         Stop("the Slurm job has ended"));
 }
 
+// The usage this reconcile's look shows for the current run: a final record
+// of the job's own, with an allocation.
+std::optional<v1alpha1::JobUsage> UsageOfLook(const Known& k) {
+  if (!guards::SlurmSaysEnded(k.out) || guards::RecordNotOurs(k)) return std::nullopt;
+  return UsageFromJobInfo(*k.out.query->value().job, CurrentRun(k.job.status));
+}
+
+// A run that ended before accounting showed its end (slurmdbd learns it
+// asynchronously): looked at again at NextUsageLook's moments; once a look
+// shows the usage, only status.usage is written (the counters count it
+// then, once: job_usage.h).
+Decision AwaitingUsage(const Known& k) {
+  const Time ended(std::chrono::seconds(k.job.status.end_time().seconds()));
+  if (guards::QueryDone(k.out)) {
+    if (std::optional<v1alpha1::JobUsage> usage = UsageOfLook(k)) {
+      v1alpha1::SlurmJobStatus s = WithGeneration(k.job.status, k.job.generation);
+      *s.mutable_usage() = *std::move(usage);
+      return WriteIfChanged(k.job, std::move(s), {}, Stop("the run's usage is recorded"));
+    }
+    const std::optional<Time> next = NextUsageLook(ended, k.now);
+    if (!next) return Stop("accounting did not show the run's usage in time");
+    return StopAndRequeue(*next - k.now, "accounting does not show the run's usage yet");
+  }
+  const std::optional<Time> next = NextUsageLook(ended, k.memo.last_query_at);
+  if (!next) return Stop("accounting did not show the run's usage in time");
+  if (*next > k.now) return StopAndRequeue(*next - k.now, "looking for the run's usage later");
+  Decision d = Do(Action::kQuery, "look for the ended run's usage in accounting");
+  d.api_version = ApiVersionOf(k.cluster);
+  d.job_id = k.job.status.job_id();
+  d.accounting_only = true;
+  return d;
+}
+
 // A finished SlurmJob that a GitOps tool manages is kept whatever its TTL:
 // said once, by the condition TTLSkipped and its Event.
 Decision KeptForGitOps(const Known& k, const TtlVerdict& ttl) {
@@ -954,6 +988,8 @@ Decision DecideStage(const Known& k, Assessment a) {
       return TtlWaiting(k, DecideTtl(k.job, k.now));
     case Stage::kTtlExpired:
       return TtlExpired(k);
+    case Stage::kAwaitingUsage:
+      return AwaitingUsage(k);
     case Stage::kEnded:
       return Ended(k);
     case Stage::kClusterGone:

@@ -202,6 +202,10 @@ struct DecideOptions {
   // flush; usually well under a second): the COMPLETING state gets a write
   // of its own only once the job ended this long ago.
   Duration completing_write_delay = std::chrono::seconds(10);
+  // How long after a run's end its usage is still looked for when accounting
+  // did not show it at the first look (stage kAwaitingUsage; the looks are
+  // NextUsageLook's, the last 300 s after the end).
+  Duration usage_window = std::chrono::minutes(6);
   // When this process started (the executor sets it).
   Time process_start{};
   // Looks are answered from the cluster's shared list (job_tracker.h).
@@ -233,6 +237,10 @@ struct Decision {
   // kQuery: how old an answer may be (the batched tracker serves it from its
   // latest list of the cluster's jobs when that is recent enough).
   Duration max_age = Duration::zero();
+  // kQuery: read accounting's record only (GET /slurmdb/<v>/job/<id>), not
+  // the live queue: the run's end is known, its usage is what is looked for
+  // (stage kAwaitingUsage). The answer is a SlurmView from_accounting.
+  bool accounting_only = false;
   // kFindByTag: the live queue may be read from a list of the cluster's jobs
   // sent no earlier than this (SearchNotBefore), shared with other searches.
   Time search_not_before{};

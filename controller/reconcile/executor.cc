@@ -601,11 +601,13 @@ class Executor::Attempt {
     job->account = db->job->account;
   }
 
-  // Live queue first; a job that left it is read from accounting.
+  // Live queue first; a job that left it is read from accounting (and only
+  // accounting when the decision asks for that alone).
   Next Query(const Decision& d, Time now) {
     const Slurm s = SlurmFor(d);
     out_.query = [&]() -> absl::StatusOr<SlurmView> {
       if (!s.dialect.ok()) return s.dialect.status();
+      if (d.accounting_only) return LookInAccounting(s, d.job_id);
       absl::StatusOr<std::optional<slurm::JobInfo>> live = LookLive(s, d, now);
       if (!live.ok()) return live.status();
       if (*live) {
@@ -615,14 +617,18 @@ class Executor::Attempt {
         }
         return SlurmView{*live, false};
       }
-      absl::StatusOr<agentplatform::SlurmResponse> r =
-          Call(s, agentplatform::HttpMethod::kGet, (*s.dialect)->DbJobPath(d.job_id), nullptr);
-      if (!r.ok()) return r.status();
-      absl::StatusOr<slurm::JobLookup> db = (*s.dialect)->ParseDbJob(r->status, r->body, d.job_id);
-      if (!db.ok()) return db.status();
-      return SlurmView{db->job, true};
+      return LookInAccounting(s, d.job_id);
     }();
     return kDecideAgain;
+  }
+
+  absl::StatusOr<SlurmView> LookInAccounting(const Slurm& s, int64_t job_id) {
+    absl::StatusOr<agentplatform::SlurmResponse> r =
+        Call(s, agentplatform::HttpMethod::kGet, (*s.dialect)->DbJobPath(job_id), nullptr);
+    if (!r.ok()) return r.status();
+    absl::StatusOr<slurm::JobLookup> db = (*s.dialect)->ParseDbJob(r->status, r->body, job_id);
+    if (!db.ok()) return db.status();
+    return SlurmView{db->job, true};
   }
 
   Next Cancel(const Decision& d) {

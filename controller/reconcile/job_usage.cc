@@ -88,4 +88,13 @@ std::vector<v1alpha1::JobUsage> NewlyRecordedUsage(const v1alpha1::SlurmJobStatu
   return out;
 }
 
+std::optional<Time> NextUsageLook(Time ended, std::optional<Time> last_look) {
+  static constexpr int kSecondsAfterTheEnd[] = {2, 5, 10, 20, 40, 80, 160, 300};
+  for (int s : kSecondsAfterTheEnd) {
+    const Time at = ended + std::chrono::seconds(s);
+    if (!last_look || at > *last_look) return at;
+  }
+  return std::nullopt;
+}
+
 }  // namespace slurmop::reconcile

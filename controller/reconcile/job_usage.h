@@ -21,6 +21,7 @@
 #include <optional>
 #include <vector>
 
+#include "controller/common/clock.h"
 #include "controller/slurm/job_model.h"
 #include "slurmoperator/v1alpha1/slurmjob.pb.h"
 
@@ -38,6 +39,13 @@ std::optional<v1alpha1::JobUsage> UsageFromJobInfo(const slurm::JobInfo& info, i
 
 // status.usage is that of `run`.
 bool UsageRecorded(const v1alpha1::SlurmJobStatus& status, int32_t run);
+
+// slurmdbd learns a job's end asynchronously, so the first look at an ended
+// run may find accounting without it. Such a run is looked at again (stage
+// kAwaitingUsage) 2, 5, 10, 20, 40, 80, 160 and 300 s after its end: this is
+// the first of those moments after `last_look` (any of them when nothing was
+// looked at yet: a restarted process), nullopt when none is left.
+std::optional<Time> NextUsageLook(Time ended, std::optional<Time> last_look);
 
 // The usages (status.usage and runs[].usage, by run) that `after` records and
 // `before` does not: what a status write from `before` to `after` records first.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_lifetime.h"
+#include "controller/reconcile/job_usage.h"
 #include "controller/reconcile/ownership.h"
 #include "controller/reconcile/runs.h"
 #include "controller/slurm/dialects.h"
@@ -170,6 +171,14 @@ bool HoldOutOfDate(const Known& k) {
 bool HoldUpdated(const Outcomes& out) { return out.update && out.update->ok(); }
 
 bool DeadlinePassed(const Known& k) { return reconcile::DeadlinePassed(k.job, k.now); }
+
+bool UsageAwaited(const Known& k) {
+  const v1alpha1::SlurmJobStatus& s = k.job.status;
+  if (RunIdChanged(k.job) || !s.has_start_time() || !s.has_end_time()) return false;
+  if (UsageRecorded(s, CurrentRun(s))) return false;
+  if (!ClusterFound(k.cluster) || ClusterMovedSinceSubmit(k)) return false;
+  return k.now < Time(std::chrono::seconds(s.end_time().seconds())) + k.opt.usage_window;
+}
 
 }  // namespace guards
 
@@ -350,15 +359,19 @@ Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
   return Stage::kReadyToSubmit;
 }
 
-// A job that ended: what spec.ttlSecondsAfterFinished asks (job_lifetime.h).
+// A job that ended: what spec.ttlSecondsAfterFinished asks (job_lifetime.h);
+// a run whose usage accounting did not show yet is looked at again first,
+// unless its TTL already expired.
 Stage EndedStage(const Known& k) {
-  switch (DecideTtl(k.job, k.now).kind) {
+  const TtlVerdict::Kind ttl = DecideTtl(k.job, k.now).kind;
+  if (ttl == TtlVerdict::Kind::kExpired) return Stage::kTtlExpired;
+  if (UsageAwaited(k)) return Stage::kAwaitingUsage;
+  switch (ttl) {
     case TtlVerdict::Kind::kKeptForGitOps:
       return Stage::kKeptForGitOps;
     case TtlVerdict::Kind::kWaiting:
       return Stage::kTtlWaiting;
     case TtlVerdict::Kind::kExpired:
-      return Stage::kTtlExpired;
     case TtlVerdict::Kind::kNone:
       break;
   }
@@ -453,6 +466,8 @@ const char* StageName(Stage s) {
       return "TtlWaiting";
     case Stage::kTtlExpired:
       return "TtlExpired";
+    case Stage::kAwaitingUsage:
+      return "AwaitingUsage";
     case Stage::kEnded:
       return "Ended";
     case Stage::kClusterGone:

@@ -86,13 +86,18 @@
 // kReadyToSubmit      otherwise                    Submit (descriptor and body  kRecordingSubmit
 //                                                  rendered here, once)         or kSubmitFailed
 // SUBMITTED (HasSlurmJob)
+// kTtlExpired         JobEnded and DecideTtl:      DeleteJob (uid precondition, kDeletingEnded
+//                     kExpired (job_lifetime.h)    Background), Event TTLExpired
+// kAwaitingUsage      JobEnded and UsageAwaited    Query at NextUsageLook       kEnded (usage
+//                     (the run started and ended,  (job_usage.h; requeue until  recorded, or the
+//                     its usage is not recorded:   then); usage shown: Write-   window passed)
+//                     accounting lagged; within    Status(status.usage only)
+//                     usage_window of its end)
 // kKeptForGitOps      JobEnded and DecideTtl:      WriteStatus(TTLSkipped),     (kept)
 //                     kKeptForGitOps (a GitOps     Event TTLSkippedGitOps-
 //                     tool manages it)             Managed (once), stop
 // kTtlWaiting         JobEnded and DecideTtl:      WriteStatus if changed,      kTtlExpired
 //                     kWaiting                     requeue at the expiry
-// kTtlExpired         JobEnded and DecideTtl:      DeleteJob (uid precondition, kDeletingEnded
-//                     kExpired (job_lifetime.h)    Background), Event TTLExpired
 // kEnded              JobEnded                     RunIdChanged: WriteStatus    kReadyToSubmit
 //                                                  (next run); else stop        (next run)
 // kClusterGone        !ClusterFound                WriteStatus(Retrying),       kFollowing
@@ -180,9 +185,10 @@ enum class Stage {
   kReadyToSubmit,
   kSubmitFailed,
   // A Slurm job recorded in the status.
+  kTtlExpired,
+  kAwaitingUsage,
   kKeptForGitOps,
   kTtlWaiting,
-  kTtlExpired,
   kEnded,
   kClusterGone,
   kClusterMoved,
@@ -322,6 +328,10 @@ bool HoldOutOfDate(const Known& k);
 bool HoldUpdated(const Outcomes& out);
 // spec.activeDeadlineSeconds passed and the status is not final (job_lifetime.h).
 bool DeadlinePassed(const Known& k);
+// The current run started and ended, accounting did not show its usage when
+// its end was recorded, its runId still stands, its cluster is where it ran,
+// and its end is less than usage_window ago: its usage is looked for again.
+bool UsageAwaited(const Known& k);
 }  // namespace guards
 
 }  // namespace slurmop::reconcile

@@ -880,6 +880,39 @@ TEST_F(E2E, OutputExampleNamesTheFilesOfTheFailedRun) {
   EXPECT_THAT(describe.out, HasSubstr(hint));
 }
 
+// examples/usage-slurmjob.yaml (#14 item 4) as a user applies it: once the run ended,
+// status.usage holds what the stand-in's accounting says it was allocated (cpu per task, gres/gpu
+// per node, mem), its CPU- and GPU-seconds, and the counters count it.
+TEST_F(E2E, UsageExampleRecordsWhatTheRunWasAllocated) {
+  ASSERT_NO_FATAL_FAILURE(ApplyExampleUntil("usage-slurmjob.yaml", "usage-demo", "COMPLETED"));
+  CommandResult recorded = Kubectl({"wait", "-n", kNs, "sj/usage-demo",
+                                    "--for=jsonpath={.status.usage.run}=1", "--timeout=60s"});
+  ASSERT_EQ(recorded.exit_code, 0)
+      << recorded.out << recorded.err << Get("usage-demo", "{.status}");
+  const nlohmann::json usage = nlohmann::json::parse(Get("usage-demo", "{.status.usage}"));
+  const nlohmann::json& tres = usage["allocatedTres"];
+  EXPECT_EQ(tres.value("cpu", 0), 4) << usage.dump();
+  EXPECT_EQ(tres.value("gres/gpu", 0), 2) << usage.dump();
+  EXPECT_EQ(tres.value("mem", 0), 2048) << usage.dump();
+  EXPECT_EQ(tres.value("node", 0), 1) << usage.dump();
+  const int64_t elapsed = usage.value("elapsedSeconds", int64_t{0});
+  EXPECT_GE(elapsed, 5) << usage.dump();
+  EXPECT_LE(elapsed, 7) << usage.dump();
+  EXPECT_EQ(usage.value("cpuSeconds", int64_t{0}), 4 * elapsed);
+  EXPECT_EQ(usage.value("gpuSeconds", int64_t{0}), 2 * elapsed);
+  EXPECT_EQ(usage.value("partition", ""), "debug");
+
+  http::Request req;
+  req.url = "http://127.0.0.1:" + std::to_string(metrics_port_) + "/metrics";
+  absl::StatusOr<http::Response> m = (*http::CpprestTransport::Create({}))->Send(req);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const std::regex gpu_line(
+      R"(slurmjob_operator_allocated_gpu_seconds_total\{[^}]*namespace="e2e"[^}]*\} ([0-9.e+]+))");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(m->body, match, gpu_line)) << m->body;
+  EXPECT_GE(std::stod(match[1].str()), static_cast<double>(2 * elapsed));
+}
+
 // Every Slurm REST version shows the output paths its own way (v0.0.38 the pattern as asked,
 // v0.0.39-0.0.42 partly filled in, v0.0.43+ the pattern and Slurm's expansion, as the stand-in
 // renders them from each release's code): the status says the same files for all of them.

@@ -542,6 +542,47 @@ TEST_F(RealSlurm, ExitThreeIsFailedWithExitCodeThree) {
   EXPECT_EQ(SacctWithComment(Tag("three"), job_id).size(), 1u);
 }
 
+// #14 item 4 on Slurm 22.05: status.usage is what Slurm's own accounting says (sacct's
+// AllocTRES and ElapsedRaw), with CPU-seconds = cpu x elapsed. slurmdbd learns the end
+// asynchronously; the operator looks again until it does (stage AwaitingUsage).
+TEST_F(RealSlurm, UsageIsWhatSacctSaysTheRunWasAllocated) {
+  ASSERT_EQ(ApplyJob("usage", "#!/bin/bash\nsleep 3\n", "  tasks: 2\n").exit_code, 0);
+  CommandResult done = WaitFor("usage", "jsonpath={.status.jobState}=COMPLETED", 60);
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  CommandResult recorded = WaitFor("usage", "jsonpath={.status.usage.run}=1", 60);
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.out << recorded.err << Get("usage", "{.status}");
+  const nlohmann::json usage = nlohmann::json::parse(Get("usage", "{.status.usage}"));
+  const std::string id = Get("usage", "{.status.jobId}");
+  SacctJobOnceIn(id, "COMPLETED");
+  CommandResult acct =
+      SlurmTool({"sacct", "-X", "-n", "-P", "-o", "AllocTRES,ElapsedRaw", "-j", id});
+  ASSERT_EQ(acct.exit_code, 0) << acct.err;
+  std::stringstream line(acct.out);
+  std::string alloc, elapsed;
+  std::getline(line, alloc, '|');
+  std::getline(line, elapsed);
+  std::map<std::string, int64_t> want;  // "cpu=2,mem=...M,node=1,billing=2"
+  std::stringstream items(alloc);
+  for (std::string item; std::getline(items, item, ',');) {
+    const size_t eq = item.find('=');
+    ASSERT_NE(eq, std::string::npos) << alloc;
+    std::string value = item.substr(eq + 1);
+    int64_t scale = 1;
+    if (!value.empty() && value.back() == 'M') value.pop_back();
+    if (!value.empty() && value.back() == 'G') value.pop_back(), scale = 1024;
+    want[item.substr(0, eq)] = std::stoll(value) * scale;
+  }
+  ASSERT_FALSE(want.empty()) << acct.out;
+  std::map<std::string, int64_t> got;
+  for (const auto& [name, count] : usage["allocatedTres"].items()) got[name] = count.get<int64_t>();
+  EXPECT_EQ(got, want) << "sacct AllocTRES " << alloc << ", status.usage " << usage.dump();
+  EXPECT_EQ(usage.value("elapsedSeconds", int64_t{-1}), std::stoll(elapsed)) << usage.dump();
+  EXPECT_EQ(usage.value("cpuSeconds", int64_t{-1}), want["cpu"] * std::stoll(elapsed));
+  EXPECT_EQ(usage.value("partition", ""), "debug");
+  std::cerr << "[real-slurm] usage of job " << id << ": " << usage.dump()
+            << "; sacct: " << acct.out;
+}
+
 // #14 item 5 on Slurm 22.05: the files named in status.standardOutput / standardError are the
 // ones slurmstepd wrote, for examples/output-slurmjob.yaml as a user applies it and for a
 // pattern with every letter slurmstepd fills in for a batch job (%N aside: slurmstepd uses the

@@ -813,9 +813,20 @@ TEST(DecideTrack, CompletedIsReadyAndFinal) {
   EXPECT_EQ(d.events[0].reason, "Completed");
 
   job.status = d.status;
-  Decision after = Decide(job, Cluster(), {}, {}, {}, kT0 + seconds(60));
+  // Accounting did not show the run's end yet (no allocation in the record): its usage is
+  // looked for again (stage kAwaitingUsage) until usage_window after the end, then never.
+  Decision looking = Decide(job, Cluster(), {}, {}, {}, kT0 + seconds(60));
+  EXPECT_EQ(looking.action, Action::kQuery) << looking.why;
+  Decision after = Decide(job, Cluster(), {}, {}, {}, kT0 + seconds(9) + std::chrono::minutes(6));
   EXPECT_EQ(after.action, Action::kNone);
   EXPECT_FALSE(after.requeue_after.has_value()) << "finished jobs are never polled";
+  // A run whose usage the final write recorded is never polled.
+  info.allocation = slurm::Allocation{{{"cpu", 1}}, 8};
+  job.status = Decide(Submitted(), Cluster(), {}, Queried(info), {}, kT0 + seconds(10)).status;
+  ASSERT_TRUE(job.status.has_usage());
+  Decision recorded = Decide(job, Cluster(), {}, {}, {}, kT0 + seconds(60));
+  EXPECT_EQ(recorded.action, Action::kNone);
+  EXPECT_FALSE(recorded.requeue_after.has_value()) << "finished jobs are never polled";
 }
 
 struct FinalCase {

@@ -551,6 +551,58 @@ TEST_F(ExecutorTest, AnEndAccountingHasNotRecordedYetIsRecordedWithoutUsage) {
   EXPECT_FALSE(EndJob42("RUNNING").has_usage());
 }
 
+// ... and accounting is looked at again (stage kAwaitingUsage, 2 s, 5 s ... after the end) until it
+// shows the end: then status.usage is written, and counted once.
+TEST_F(ExecutorTest, UsageAccountingShowsOnlyLaterIsRecordedThenAndCountedOnce) {
+  const server::Labels labels = {
+      {"namespace", kNs}, {"cluster", "a3"}, {"partition", "gpu"}, {"account", "proj-llm"}};
+  auto gpu = [&] {
+    return server::GlobalMetrics().Value(server::metric::kAllocatedGpuSecondsTotal, labels);
+  };
+  const double gpu0 = gpu();
+  RunJob42();
+  ASSERT_FALSE(EndJob42("RUNNING").has_usage());
+  EXPECT_EQ(ap_.Count(kGet, kDbJob42), 1);
+  EXPECT_EQ(gpu() - gpu0, 0);
+  // Accounting learns the end; the next look (within seconds of the end) records it.
+  ap_.On(kGet, kDbJob42, StructuredBody(200, DbJob42WithTres("COMPLETED", 0)));
+  clock_.Set(Time(seconds(1700000017 + 5)));  // 5 s after the end JobRecord42 gives
+  Reconcile();
+  const v1alpha1::SlurmJobStatus s = Status();
+  ASSERT_TRUE(s.has_usage()) << Object()->dump();
+  EXPECT_EQ(s.usage().gpu_seconds(), 200);
+  EXPECT_EQ(s.job_state(), "COMPLETED");
+  EXPECT_EQ(s.phase(), "Succeeded");
+  EXPECT_EQ(gpu() - gpu0, 200);
+  const int db_reads = ap_.Count(kGet, kDbJob42);
+  // Recorded: never looked for again, never counted again (also after a restart).
+  NewExecutor();
+  clock_.Advance(seconds(30));
+  Reconcile();
+  EXPECT_EQ(ap_.Count(kGet, kDbJob42), db_reads);
+  EXPECT_EQ(gpu() - gpu0, 200);
+}
+
+// Accounting that never shows the end (a cluster without slurmdbd records) costs at most the
+// eight looks of NextUsageLook, all within usage_window of the end.
+TEST_F(ExecutorTest, UsageAccountingNeverShowsIsLookedForABoundedNumberOfTimes) {
+  RunJob42();
+  ASSERT_FALSE(EndJob42("RUNNING").has_usage());
+  const int live_reads = ap_.Count(kGet, kJob42);
+  for (int i = 0; i < 40; ++i) {
+    clock_.Advance(seconds(15));
+    Reconcile();
+  }
+  EXPECT_LE(ap_.Count(kGet, kDbJob42), 1 + 8);
+  EXPECT_GE(ap_.Count(kGet, kDbJob42), 1 + 6) << "looked for again";
+  EXPECT_EQ(ap_.Count(kGet, kJob42), live_reads) << "only accounting is read for the usage";
+  EXPECT_FALSE(Status().has_usage());
+  const int db_reads = ap_.Count(kGet, kDbJob42);
+  clock_.Advance(std::chrono::minutes(10));
+  Reconcile();
+  EXPECT_EQ(ap_.Count(kGet, kDbJob42), db_reads) << "past usage_window: never again";
+}
+
 TEST_F(ExecutorTest, LiveQueue404ReadsAccountingForTheFinalState) {
   RunJob42();
   clock_.Advance(seconds(1));

@@ -623,6 +623,52 @@ void TtlExpired() {
   ExpectRow(w, Stage::kDeletingEnded, Action::kRemoveFinalizer);
 }
 
+// A run that ran and ended at kT0 before accounting showed its end: no usage.
+void RanAndEndedWithoutUsage(World& w) {
+  w.Submitted("COMPLETED");
+  const int64_t end = std::chrono::duration_cast<seconds>(kT0.time_since_epoch()).count();
+  w.job.status.mutable_start_time()->set_seconds(end - 60);
+  w.job.status.mutable_end_time()->set_seconds(end);
+  w.job.status.set_run(1);
+}
+
+// Looked at again on NextUsageLook's schedule (2, 5, 10 ... 300 s after the end), and only the
+// usage is written once a look shows it; then nothing is left to do.
+void AwaitingUsage() {
+  World w;
+  RanAndEndedWithoutUsage(w);
+  w.now = kT0 + seconds(1);
+  ExpectRow(w, Stage::kAwaitingUsage, Action::kNone);
+  EXPECT_EQ(w.decide().requeue_after, std::optional<Duration>(seconds(1)));
+  w.now = kT0 + seconds(3);
+  ExpectRow(w, Stage::kAwaitingUsage, Action::kQuery);
+  EXPECT_TRUE(w.decide().accounting_only) << "the end is known: only accounting is read";
+  // Accounting does not show the end yet: the next look is 5 s after the end.
+  w.SlurmSays(slurm::BaseState::kCompleted);
+  Decision later = w.step();
+  EXPECT_EQ(later.action, Action::kNone) << later.why;
+  EXPECT_EQ(later.requeue_after, std::optional<Duration>(seconds(2)));
+  // Now it does: status.usage is written, the rest of the status as it was.
+  w.NextReconcile(seconds(2));
+  ASSERT_EQ(w.decide().action, Action::kQuery);
+  w.SlurmSays(slurm::BaseState::kCompleted);
+  slurm::JobInfo& record = *w.out.query->value().job;
+  record.start_time = kT0 - seconds(60);
+  record.end_time = kT0;
+  record.allocation = slurm::Allocation{{{"cpu", 4}, {"gres/gpu", 2}}, 60};
+  Decision d = w.step();
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_EQ(d.status.usage().run(), 1);
+  EXPECT_EQ(d.status.usage().gpu_seconds(), 120);
+  v1alpha1::SlurmJobStatus without_usage = d.status;
+  without_usage.clear_usage();
+  EXPECT_TRUE(SameStatus(without_usage, w.job.status)) << "only status.usage is written";
+  EXPECT_TRUE(d.events.empty());
+  w.Wrote(d);
+  w.NextReconcile();
+  EXPECT_EQ(w.stage(), Stage::kEnded);
+}
+
 // Argo CD or Flux would re-create it (new uid, run again): kept, said once.
 void KeptForGitOps() {
   World w;
@@ -995,6 +1041,7 @@ const std::vector<std::pair<Stage, void (*)()>>& Rows() {
       {Stage::kKeptForGitOps, KeptForGitOps},
       {Stage::kTtlWaiting, TtlWaiting},
       {Stage::kTtlExpired, TtlExpired},
+      {Stage::kAwaitingUsage, AwaitingUsage},
       {Stage::kEnded, Ended},
       {Stage::kClusterGone, ClusterGone},
       {Stage::kSuperseded, Superseded},
@@ -1029,6 +1076,22 @@ TEST(StageTable, EveryStageHasItsRowWalked) {
     EXPECT_TRUE(walked.contains(static_cast<Stage>(s)))
         << "no test walks stage " << StageName(static_cast<Stage>(s));
   }
+}
+
+// Not awaited: a run that never started, once the window passed, or with its TTL expired.
+TEST(StageTable, UsageIsNotAwaitedForARunThatNeverStartedPastTheWindowOrPastItsTtl) {
+  World w;
+  RanAndEndedWithoutUsage(w);
+  w.now = kT0 + std::chrono::minutes(6);
+  EXPECT_EQ(w.stage(), Stage::kEnded);
+  w.now = kT0 + seconds(3);
+  w.job.status.clear_start_time();
+  EXPECT_EQ(w.stage(), Stage::kEnded);
+  RanAndEndedWithoutUsage(w);
+  w.job.spec.set_ttl_seconds_after_finished(0);
+  EXPECT_EQ(w.stage(), Stage::kTtlExpired);
+  w.job.spec.set_ttl_seconds_after_finished(60);
+  EXPECT_EQ(w.stage(), Stage::kAwaitingUsage) << "before the TTL is waited for";
 }
 
 }  // namespace
