@@ -61,6 +61,26 @@ absl::Status CheckExtra(const v1alpha1::SlurmJobSpec& spec) {
       "instead)"));
 }
 
+// Slurm starts a job that has a deadline only when its time limit ends before
+// it (slurmctld's deadline_ok()); otherwise the job ends DEADLINE unstarted.
+// spec.activeDeadlineSeconds is that deadline from the first submit, so a
+// time limit longer than it can never run.
+absl::Status CheckDeadlineFitsTimeLimit(const v1alpha1::SlurmJobSpec& spec) {
+  if (!spec.has_active_deadline_seconds() || spec.time_limit_minutes() == 0) {
+    return absl::OkStatus();
+  }
+  if (int64_t{spec.time_limit_minutes()} * 60 <= spec.active_deadline_seconds()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "spec.timeLimitMinutes (", spec.time_limit_minutes(),
+      " min) is longer than spec.activeDeadlineSeconds (", spec.active_deadline_seconds(),
+      " s): Slurm starts a job with a deadline only when its time limit ends before the "
+      "deadline, so this job would never start; lower spec.timeLimitMinutes or raise "
+      "spec.activeDeadlineSeconds (without spec.timeLimitMinutes, Slurm cuts the job's time "
+      "limit to end at the deadline)"));
+}
+
 // Every job variable has exactly one source: a literal value or a Secret key.
 absl::Status CheckEnvValueSources(const v1alpha1::SlurmJobSpec& spec) {
   for (int i = 0; i < spec.environment_size(); ++i) {
@@ -181,6 +201,7 @@ absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec) {
                                                    "\" is not one of Cancel, Orphan"));
   }
   if (absl::Status s = CheckExtra(spec); !s.ok()) return s;
+  if (absl::Status s = CheckDeadlineFitsTimeLimit(spec); !s.ok()) return s;
   if (absl::Status s = CheckEnvironment(spec.environment(), "spec.environment"); !s.ok()) {
     return s;
   }

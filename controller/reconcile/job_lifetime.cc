@@ -91,16 +91,34 @@ std::optional<int64_t> SlurmDeadline(const JobFacts& job, Time now) {
 bool EndedByDeadline(const JobFacts& job, const slurm::JobInfo& record, Time now) {
   const std::optional<Time> deadline = ActiveDeadline(job);
   if (!deadline || record.state == slurm::BaseState::kCompleted) return false;
-  return record.state == slurm::BaseState::kDeadline || record.end_time.value_or(now) >= *deadline;
+  if (record.state == slurm::BaseState::kDeadline) return true;
+  const Time end = record.end_time.value_or(now);
+  // Slurm cut the time limit to whole minutes before the deadline.
+  if (record.state == slurm::BaseState::kTimeout) return end >= *deadline - std::chrono::minutes(1);
+  return end >= *deadline;
 }
 
 v1alpha1::SlurmJobStatus StatusDeadlineExceeded(const JobFacts& job, v1alpha1::SlurmJobStatus ended,
                                                 Time now) {
-  const std::string msg = absl::StrCat(
-      "Slurm job ", ended.job_id(), " ended ", ended.job_state(), ": spec.activeDeadlineSeconds (",
-      job.spec.active_deadline_seconds(), " s from the first submit at ",
-      FormatRfc3339(Time(std::chrono::seconds(ended.first_submit_time().seconds()))),
-      ") passed. Not retried.", OutputHint(ended));
+  const std::string deadline = absl::StrCat(
+      "spec.activeDeadlineSeconds (", job.spec.active_deadline_seconds(),
+      " s from the first submit at ",
+      FormatRfc3339(Time(std::chrono::seconds(ended.first_submit_time().seconds()))), ")");
+  const bool started = ended.has_start_time() && ended.has_end_time() &&
+                       ended.start_time().seconds() < ended.end_time().seconds();
+  std::string why;
+  if (ended.job_state() == "DEADLINE" && !started) {
+    why = absl::StrCat(
+        "Slurm did not start it: its time limit would have ended after the deadline of ", deadline,
+        " (Slurm starts a job with a deadline only when it can finish by then). Not retried.");
+  } else if (ended.job_state() == "TIMEOUT") {
+    why = absl::StrCat("it reached the time limit Slurm cut to end by the deadline of ", deadline,
+                       ". Not retried.");
+  } else {
+    why = absl::StrCat(deadline, " passed. Not retried.");
+  }
+  const std::string msg = absl::StrCat("Slurm job ", ended.job_id(), " ended ", ended.job_state(),
+                                       ": ", why, OutputHint(ended));
   ended.set_phase(std::string(kPhaseFailed));
   ended.set_reason("DeadlineExceeded");
   ended.set_message(msg);

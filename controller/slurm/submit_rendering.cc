@@ -105,7 +105,7 @@ void PutSbatchNodes(json& object, const JobDescriptor& job) {
 }
 
 // The fields both dialects spell alike: the tag (comment), accounting,
-// output paths, placement, the deadline (a plain unix time in every version) and the hold.
+// output paths, placement and the hold.
 void PutSharedFields(json& out, const JobDescriptor& job) {
   out["comment"] = job.comment;
   PutString(out, "account", job.account);
@@ -115,7 +115,6 @@ void PutSharedFields(json& out, const JobDescriptor& job) {
   PutString(out, "constraints", job.constraints);
   PutString(out, "reservation", job.reservation);
   PutString(out, "dependency", job.dependency);
-  PutInteger(out, "deadline", job.deadline);
   if (job.hold) out["hold"] = true;
 }
 
@@ -135,6 +134,9 @@ json SbatchOptionsJob(const JobDescriptor& job) {
   for (const auto& [name, value] : job.environment) env[name] = value;  // later entries win
   out["environment"] = std::move(env);
   PutInteger(out, "time_limit", job.time_limit_minutes);
+  // 22.05 reads `deadline` as sbatch's --deadline, with parse_time(): a unix
+  // time only as "uts<seconds>" (a bare number is "Invalid deadline time").
+  if (job.deadline.has_value()) out["deadline"] = absl::StrCat("uts", *job.deadline);
   PutSharedFields(out, job);
   return out;
 }
@@ -167,6 +169,8 @@ json JobDescMsgJob(const JobDescriptor& job) {
   if (job.time_limit_minutes.has_value()) {
     out["time_limit"] = SetNumber(*job.time_limit_minutes);
   }
+  // data_parser v0.0.39+: an integer (UINT64, then TIMESTAMP), a unix time.
+  PutInteger(out, "deadline", job.deadline);
   PutSharedFields(out, job);
   return out;
 }

@@ -542,6 +542,57 @@ TEST_F(RealSlurm, ExitThreeIsFailedWithExitCodeThree) {
   EXPECT_EQ(SacctWithComment(Tag("three"), job_id).size(), 1u);
 }
 
+// #14 item 2 on Slurm 22.05: the submit carries Slurm's own deadline ("uts<seconds>": 22.05's
+// parse_time() refused the bare number the operator sent before), scontrol shows it, and Slurm
+// keeps it its own way: a job without a time limit of its own runs with the limit slurmctld cut
+// to the whole minutes left (62 s: one minute). slurmctld ends jobs over their limit on a
+// periodic sweep, so either Slurm's TIMEOUT or the operator's cancel at the deadline comes first
+// (both were seen); the SlurmJob is Failed with reason DeadlineExceeded, not retried, its message
+// saying which.
+TEST_F(RealSlurm, ActiveDeadlineIsKeptBySlurmAndFailsTheSlurmJob) {
+  const std::string yaml =
+      "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
+      "metadata: {name: deadline, namespace: " +
+      std::string(kNs) + "}\nspec:\n  clusterRef: {name: local}\n  currentWorkingDirectory: " +
+      SlurmEnv("SLURM_JOBS_DIR") +
+      "\n  activeDeadlineSeconds: 62\n  script: |\n    #!/bin/bash\n    sleep 600\n";
+  ASSERT_EQ(Kubectl({"apply", "-f", "-"}, yaml).exit_code, 0);
+  CommandResult running = WaitFor("deadline", "jsonpath={.status.jobState}=RUNNING", 60);
+  ASSERT_EQ(running.exit_code, 0) << running.out << running.err << Get("deadline", "{.status}");
+  const std::string id = Get("deadline", "{.status.jobId}");
+  CommandResult show = SlurmTool({"scontrol", "show", "job", id});
+  EXPECT_THAT(show.out, ::testing::ContainsRegex("Deadline=[0-9]{4}-")) << show.out;
+  EXPECT_THAT(show.out, HasSubstr("TimeLimit=00:01:00")) << "the limit Slurm cut: " << show.out;
+  CommandResult failed = WaitFor("deadline", "jsonpath={.status.reason}=DeadlineExceeded", 120);
+  ASSERT_EQ(failed.exit_code, 0) << failed.out << failed.err << Get("deadline", "{.status}");
+  EXPECT_EQ(Get("deadline", "{.status.phase}"), "Failed");
+  EXPECT_EQ(Get("deadline", "{.status.run}"), "1") << "not retried";
+  const std::string state = Get("deadline", "{.status.jobState}");
+  ASSERT_TRUE(state == "TIMEOUT" || state == "CANCELLED") << state;
+  EXPECT_THAT(
+      Get("deadline", "{.status.message}"),
+      HasSubstr(state == "TIMEOUT" ? "reached the time limit Slurm cut to end by the deadline"
+                                   : "passed. Not retried."));
+  EXPECT_EQ(SacctJobOnceIn(id, state).state.substr(0, state.size()), state);
+  std::cerr << "[real-slurm] deadline: job " << id << " ended " << state << ": "
+            << Get("deadline", "{.status.message}") << "\n";
+}
+
+// #14 item 1 on Slurm 22.05: a finished SlurmJob is deleted ttlSecondsAfterFinished after its
+// end, and its Slurm job is left as it ended (one job, COMPLETED, in accounting).
+TEST_F(RealSlurm, TtlDeletesTheFinishedSlurmJob) {
+  ASSERT_EQ(ApplyJob("ttl", "#!/bin/bash\necho done\n", "  ttlSecondsAfterFinished: 5\n").exit_code,
+            0);
+  CommandResult done = WaitFor("ttl", "jsonpath={.status.jobState}=COMPLETED", 60);
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  const std::string id = Get("ttl", "{.status.jobId}");
+  const std::string tag = Tag("ttl");
+  CommandResult gone = Kubectl({"wait", "-n", kNs, "sj/ttl", "--for=delete", "--timeout=60s"});
+  ASSERT_EQ(gone.exit_code, 0) << gone.out << gone.err;
+  EXPECT_EQ(SacctJobOnceIn(id, "COMPLETED").state, "COMPLETED");
+  EXPECT_EQ(SacctWithComment(tag, id).size(), 1u) << tag;
+}
+
 // #14 item 4 on Slurm 22.05: status.usage is what Slurm's own accounting says (sacct's
 // AllocTRES and ElapsedRaw), with CPU-seconds = cpu x elapsed. slurmdbd learns the end
 // asynchronously; the operator looks again until it does (stage AwaitingUsage).

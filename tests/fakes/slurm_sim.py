@@ -10,7 +10,9 @@ What it models (spec: /work/shared/reference/slurm-rest-versions.md and slurm-lo
     (`ManualClock.advance`).  Every duration below is in *simulated* seconds and every timestamp in
     a response is simulated epoch seconds (the scaled clock starts at the real time).
   * job life: PENDING (pending_seconds, default 0.5) -> RUNNING -> COMPLETED / FAILED / TIMEOUT /
-    CANCELLED / DEADLINE (the job's `deadline`, a unix time, pending or running), then a
+    CANCELLED / DEADLINE (the job's `deadline`, a unix time, as slurmctld 22.05 keeps it: a
+    job whose time limit would end after it ends DEADLINE unstarted, one that starts has its
+    limit cut to the whole minutes left, a held job ends DEADLINE at it), then a
     COMPLETING flag for completing_seconds (default 0.2), then the job stays in the live queue
     for min_job_age seconds (default 5) and disappears from /slurm/...; accounting (/slurmdb/...) shows the job as it was accounting_delay seconds ago (default 0.5) and keeps it.
   * the script decides what the job does (see parse_script()).
@@ -412,7 +414,7 @@ class SimJob:
         self.qos = desc["qos"]
         self.time_limit = desc["time_limit"]  # minutes or UNLIMITED
         # --deadline (unix time): Slurm ends the job there, state DEADLINE, pending or running.
-        raw_deadline = (desc.get("raw") or {}).get("deadline")
+        raw_deadline = desc.get("deadline", (desc.get("raw") or {}).get("deadline"))
         self.deadline = (raw_deadline if isinstance(raw_deadline, int) and
                          not isinstance(raw_deadline, bool) and raw_deadline > 0 else None)
         self.stdout = desc["stdout"]
@@ -481,6 +483,22 @@ class SimJob:
         return "Dependency" if waiting else None
 
     # -- timeline -------------------------------------------------------------------------
+    def _finite_limit(self):
+        return self.time_limit if self.time_limit not in (None, UNLIMITED) else None
+
+    def run_limit(self):
+        """The time limit (minutes, or None) the job runs with. With a deadline, slurmctld's
+        scheduler cuts it to the whole minutes left before the deadline when it starts the job
+        (job_scheduler.c at 22.05.8, deadline_time_limit); under a minute left leaves it as it
+        was."""
+        limit = self._finite_limit()
+        if self.deadline is None or self.deadline <= self.start_time:
+            return limit
+        left = int((self.deadline - self.start_time) // 60)
+        if limit is not None:
+            left = min(limit, left)
+        return left if left > 0 else limit
+
     def outcome(self):
         """(end_time, base_state, reason, raw_exit_status, ran) of the job's end, or None while the
         job cannot end (held)."""
@@ -488,6 +506,12 @@ class SimJob:
             return (self.cancel_time, "CANCELLED", "None", 0, False)
         if self.deadline is not None and (self.hold or self.deadline <= self.start_time):
             return (self.deadline, "DEADLINE", "DeadLine", 0, False)
+        limit = self._finite_limit()
+        if self.deadline is not None and limit is not None and \
+                self.deadline < self.start_time + limit * 60:
+            # deadline_ok(): its time limit would end after the deadline: never started,
+            # DEADLINE when the scheduler looks at it, exit_code 1.
+            return (self.start_time, "DEADLINE", "DeadLine", 1, False)
         if self.hold:
             return None
         if not self.plan.has_shebang:
@@ -510,13 +534,12 @@ class SimJob:
         else:
             candidates.append((natural, 0, "FAILED", "NonZeroExitCode",
                                self.plan.exit_status << 8))
-        if self.time_limit not in (None, UNLIMITED):
-            candidates.append((self.start_time + self.time_limit * 60.0, 1, "TIMEOUT",
-                               "TimeLimit", 15))
+        limit = self.run_limit()
+        if limit is not None:
+            candidates.append((self.start_time + limit * 60.0, 1, "TIMEOUT", "TimeLimit", 15))
         if self.cancel_time is not None:
             candidates.append((self.cancel_time, 2, "CANCELLED", "None", self.cancel_signal))
-        if self.deadline is not None:
-            candidates.append((float(self.deadline), 3, "DEADLINE", "DeadLine", 9))
+        # A running job is not ended at its deadline: its (cut) time limit ends it before.
         end, _, state, reason, raw = min(candidates)
         return (end, state, reason, raw, True)
 
@@ -534,8 +557,9 @@ class SimJob:
                          start=0, end=0, raw=0, started=False, finished=False)
             else:
                 v["transitions"].append(self.start_time)
-                projected = (self.start_time + YEAR if self.time_limit in (None, UNLIMITED)
-                             else self.start_time + self.time_limit * 60)
+                limit = self.run_limit()
+                projected = (self.start_time + YEAR if limit is None
+                             else self.start_time + limit * 60)
                 v.update(state="RUNNING", reason="None", start=self.start_time, end=projected,
                          raw=0, started=True, finished=False)
             return v
@@ -1090,6 +1114,16 @@ class SlurmSimulator:
                     desc["nodes"] = int(m.group(1))
             elif canon == "begin_time" and not isinstance(value, str):
                 return key_error(key, "Unable to parse time", 2054)
+            elif canon == "deadline":
+                # arg_set_data_deadline: the value as a string through parse_time(), which takes
+                # a unix time only as "uts<seconds>"; a bare number (JSON or text) is refused,
+                # as the real 22.05.8 refused the operator's integer deadline.
+                if isinstance(value, bool) or not isinstance(value, (int, str)):
+                    return key_error(key, "Unable to read string")
+                when = parse_slurm_time(str(value), self.clock.now())
+                if when is None:
+                    return key_error(key, "Invalid deadline time")
+                desc["deadline"] = int(when)
             elif isinstance(value, (dict, list)) and canon not in ("argv", "mail_type"):
                 return key_error(key, "Unable to read value as string")
             else:

@@ -312,22 +312,40 @@ class SimulatorTest(unittest.TestCase):
         with self.assertRaises(slurm_sim.SimError):
             self.sim.set_params(next_job_id=0)
 
-    def test_deadline_ends_a_running_or_pending_job_as_deadline(self):
-        # --deadline is a unix time in every version; Slurm ends the job there, state DEADLINE.
+    def test_deadline_as_slurmctld_keeps_it(self):
+        """--deadline is a unix time ("uts<seconds>" in v0.0.38). slurmctld 22.05's scheduler
+        (deadline_ok, deadline_time_limit): a job whose time limit would end after the deadline
+        ends DEADLINE unstarted (exit_code 1); one it starts runs with its limit cut to the
+        whole minutes left (TIMEOUT there); under a minute left leaves the limit as it was; a
+        held job ends DEADLINE at the deadline."""
         for version in ("v0.0.38", "v0.0.42"):
             now = int(self.clock.now())
-            running = self.submit(version, "#!/bin/bash\nsleep 100\n", deadline=now + 5)
-            held = self.submit(version, "#!/bin/bash\nsleep 1\n", deadline=now + 3, hold=True)
+
+            def at(t):
+                return "uts%d" % t if version == "v0.0.38" else t
+
+            too_long = self.submit(version, "#!/bin/bash\nsleep 100\n", deadline=at(now + 300),
+                                   time_limit=10)
+            cut = self.submit(version, "#!/bin/bash\nsleep 1000\n", deadline=at(now + 150))
+            short = self.submit(version, "#!/bin/bash\nsleep 100\n", deadline=at(now + 30))
+            held = self.submit(version, "#!/bin/bash\nsleep 1\n", deadline=at(now + 3), hold=True)
             self.clock.advance(1)
-            self.assertEqual(state_of(self.get(version, running).body["jobs"][0])[0], "RUNNING")
-            self.clock.advance(5)
-            for jid, end in ((running, now + 5), (held, now + 3)):
-                job = self.get(version, jid).body["jobs"][0]
-                self.assertEqual(state_of(job)[0], "DEADLINE", job)
-                ended = job["end_time"] if version == "v0.0.38" else job["end_time"]["number"]
-                self.assertEqual(ended, end)
-                deadline = job["deadline"] if version == "v0.0.38" else job["deadline"]["number"]
-                self.assertEqual(deadline, end)
+            job = self.get(version, too_long).body["jobs"][0]
+            self.assertEqual(state_of(job)[0], "DEADLINE", job)
+            t = job["start_time"] if version == "v0.0.38" else job["start_time"]["number"]
+            e = job["end_time"] if version == "v0.0.38" else job["end_time"]["number"]
+            self.assertEqual(t, e, "never started")
+            self.assertEqual(state_of(self.get(version, cut).body["jobs"][0])[0], "RUNNING")
+            self.clock.advance(4)
+            self.assertEqual(state_of(self.get(version, held).body["jobs"][0])[0], "DEADLINE")
+            self.clock.advance(97)  # under a minute was left: it ran past its deadline
+            job = self.get(version, short).body["jobs"][0]
+            self.assertEqual(state_of(job)[0], "COMPLETED", job)
+            self.clock.advance(19)  # 2 whole minutes after the start: the cut limit
+            job = self.get(version, cut).body["jobs"][0]
+            self.assertEqual(state_of(job)[0], "TIMEOUT", job)
+            deadline = self.get(version, cut).body["jobs"][0]["deadline"]
+            self.assertEqual(deadline if version == "v0.0.38" else deadline["number"], now + 150)
 
     def test_output_paths_in_each_versions_shape(self):
         """#14 item 5: v0.0.38 shows the paths as asked ("" for none); v0.0.39-v0.0.42
@@ -601,6 +619,14 @@ class SimulatorTest(unittest.TestCase):
             return self.sim.handle("POST", "/slurm/v0.0.38/job/submit", body=body)
 
         good = {"name": "x", "current_working_directory": "/tmp", "environment": {"A": "1"}}
+        # 22.05.8 refused the operator's integer deadline: parse_time() wants "uts<seconds>".
+        for bad in (1900000000, "1900000000", "soon"):
+            r = post(dict(good, deadline=bad))
+            self.assertEqual(r.status, 400, bad)
+            self.assertEqual(r.body["errors"][0], {"error": "Invalid deadline time",
+                                                   "error_code": -1})
+            self.assertEqual(r.body["errors"][1]["description"], 'Unable to process key "deadline"')
+        self.assertEqual(post(dict(good, deadline="uts1900000000")).status, 200)
         r = post(dict(good, no_such_field=1))
         self.assertEqual(r.status, 400)
         self.assertEqual(r.body["errors"][0], {"description": 'Unknown key "no_such_field"',
@@ -631,7 +657,7 @@ class SimulatorTest(unittest.TestCase):
         self.assertNotIn("warnings", r.body)
         job = self.get("v0.0.38", r.body["job_id"]).body["jobs"][0]
         self.assertEqual(job["time_limit"], 90)
-        self.assertEqual(len(self.sim.submits), 10)
+        self.assertEqual(len(self.sim.submits), 14)  # every attempt, refused or not
 
     def test_new_version_validation(self):
         for version in NEW_VERSIONS:

@@ -609,6 +609,14 @@ INSTANTIATE_TEST_SUITE_P(
                        fields["deadline"].set_number_value(1900000000);
                      },
                      "InvalidSpec", "spec.extra sets deadline, which the operator"},
+        // Slurm would never start it (deadline_ok): refused before any submit, also where the
+        // API server did not apply the CRD's rule.
+        BadInputCase{"TimeLimitLongerThanTheDeadline",
+                     [](JobFacts& j, ClusterFacts&) {
+                       j.spec.set_time_limit_minutes(5);
+                       j.spec.set_active_deadline_seconds(120);
+                     },
+                     "InvalidSpec", "spec.timeLimitMinutes (5 min) is longer than"},
         BadInputCase{"BadDeletionPolicy",
                      [](JobFacts& j, ClusterFacts&) { j.spec.set_deletion_policy("Keep"); },
                      "InvalidSpec", "deletionPolicy"},

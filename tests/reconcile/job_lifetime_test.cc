@@ -144,6 +144,43 @@ TEST(StatusDeadlineExceeded, FailedWithTheReasonEverywhere) {
   EXPECT_EQ(FindCondition(s.conditions(), kFailed)->status(), "True");
 }
 
+// Slurm's own ways of keeping the deadline (slurmctld 22.05: deadline_ok, deadline_time_limit).
+TEST(EndedByDeadline, SlurmsDeadlineStateAndTheTimeLimitItCutCount) {
+  const JobFacts job = RunningWithDeadline(600);  // first submit kT0: deadline kT0 + 600 s
+  slurm::JobInfo r;
+  r.state = slurm::BaseState::kDeadline;
+  r.end_time = kT0 + seconds(1);  // never started
+  EXPECT_TRUE(EndedByDeadline(job, r, kT0 + seconds(1)));
+  r.state = slurm::BaseState::kTimeout;
+  r.end_time = kT0 + seconds(570);  // the limit cut to whole minutes before the deadline
+  EXPECT_TRUE(EndedByDeadline(job, r, kT0 + seconds(570)));
+  r.end_time = kT0 + seconds(300);  // its own limit, well before the deadline
+  EXPECT_FALSE(EndedByDeadline(job, r, kT0 + seconds(300)));
+  r.state = slurm::BaseState::kFailed;
+  r.end_time = kT0 + seconds(570);
+  EXPECT_FALSE(EndedByDeadline(job, r, kT0 + seconds(570)));
+}
+
+TEST(StatusDeadlineExceeded, SaysHowSlurmKeptTheDeadline) {
+  JobFacts job = RunningWithDeadline(600);
+  v1alpha1::SlurmJobStatus unstarted = job.status;
+  unstarted.set_job_state("DEADLINE");
+  unstarted.mutable_start_time()->set_seconds(1'700'000'001);
+  unstarted.mutable_end_time()->set_seconds(1'700'000'001);
+  EXPECT_NE(StatusDeadlineExceeded(job, unstarted, kT0)
+                .message()
+                .find("Slurm did not start it: its time limit would have ended after the deadline"),
+            std::string::npos);
+  v1alpha1::SlurmJobStatus cut = job.status;
+  cut.set_job_state("TIMEOUT");
+  cut.mutable_start_time()->set_seconds(1'700'000'001);
+  cut.mutable_end_time()->set_seconds(1'700'000'541);
+  EXPECT_NE(StatusDeadlineExceeded(job, cut, kT0)
+                .message()
+                .find("reached the time limit Slurm cut to end by the deadline"),
+            std::string::npos);
+}
+
 TEST(StatusDeadlineExceeded, NamesWhereTheJobsOutputIs) {
   JobFacts job = RunningWithDeadline(600);
   v1alpha1::SlurmJobStatus ended = job.status;
