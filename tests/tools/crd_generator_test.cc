@@ -305,11 +305,14 @@ TEST(RealCrdsTest, StructExtraPreservesUnknownFields) {
 
 TEST(RealCrdsTest, MessageValidationsBecomeCelRulesOnTheObject) {
   const YAML::Node rules = At(Root(SlurmJobCrd()), {"spec"})["x-kubernetes-validations"];
-  ASSERT_EQ(rules.size(), 2u);
+  ASSERT_EQ(rules.size(), 3u);
   EXPECT_EQ(rules[0]["rule"].as<std::string>(), "has(self.script) != has(self.scriptFrom)");
   EXPECT_EQ(rules[0]["message"].as<std::string>(),
             "exactly one of script and scriptFrom must be set");
   EXPECT_THAT(rules[1]["rule"].as<std::string>(), StartsWith("!has(self.nodes)"));
+  EXPECT_EQ(rules[2]["rule"].as<std::string>(),
+            "!has(self.activeDeadlineSeconds) || !has(self.timeLimitMinutes) || "
+            "self.timeLimitMinutes * 60 <= self.activeDeadlineSeconds");
 }
 
 TEST(RealCrdsTest, DescriptionsComeFromComments) {
