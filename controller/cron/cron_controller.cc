@@ -1,0 +1,121 @@
+// File: controller/cron/cron_controller.cc
+
+#include "controller/cron/cron_controller.h"
+
+#include "absl/strings/str_cat.h"
+#include "controller/api/cron_resources.h"
+#include "controller/api/types.h"
+#include "controller/cron/cron_resource.h"
+#include "controller/reconcile/resource_types.h"
+#include "glog/logging.h"
+
+namespace slurmop::cron {
+namespace {
+
+std::string KeyOf(const nlohmann::json& obj) {
+  return absl::StrCat(api::MetadataString(obj, "namespace"), "/", api::MetadataString(obj, "name"));
+}
+
+std::string CronLabel(const nlohmann::json& obj) {
+  const nlohmann::json labels =
+      obj.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object());
+  auto it = labels.find(std::string(api::kCronJobNameLabel));
+  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+kube::InformerOptions ChildInformerOptions() {
+  kube::InformerOptions options;
+  options.label_selector = std::string(api::kCronJobNameLabel);  // the label exists
+  return options;
+}
+
+}  // namespace
+
+std::shared_ptr<const nlohmann::json> CronController::CacheView::Get(std::string_view ns,
+                                                                     std::string_view name) const {
+  return informer_ ? informer_->Get(ns, name) : nullptr;
+}
+
+CronController::CronController(kube::Client& kube, reconcile::EventSink& events, const Clock& clock,
+                               std::string watch_namespace)
+    : queue_(clock, {}, "slurmcronjob"),
+      crons_view_(crons_),
+      executor_(
+          kube, crons_view_,
+          [this](const std::string& ns, const std::string& name) { return ChildrenOf(ns, name); },
+          events, clock) {
+  crons_ = std::make_unique<kube::Informer>(
+      kube, SlurmCronJobsResource(), watch_namespace,
+      [this](const std::string&, const std::shared_ptr<const nlohmann::json>& obj) {
+        if (obj) queue_.Add(KeyOf(*obj));
+      },
+      clock);
+  children_ = std::make_unique<kube::Informer>(
+      kube, reconcile::SlurmJobsResource(), watch_namespace,
+      [this](const std::string&, const std::shared_ptr<const nlohmann::json>& obj) {
+        OnChildEvent(obj);
+      },
+      clock, ChildInformerOptions());
+}
+
+CronController::~CronController() { Stop(); }
+
+std::vector<std::shared_ptr<const nlohmann::json>> CronController::ChildrenOf(
+    const std::string& ns, const std::string& name) const {
+  std::vector<std::shared_ptr<const nlohmann::json>> out;
+  for (std::shared_ptr<const nlohmann::json>& job : children_->List()) {
+    if (job && api::MetadataString(*job, "namespace") == ns && CronLabel(*job) == name) {
+      out.push_back(std::move(job));
+    }
+  }
+  return out;
+}
+
+void CronController::OnChildEvent(const std::shared_ptr<const nlohmann::json>& obj) {
+  if (!obj) return;
+  const std::string cron = CronLabel(*obj);
+  if (!cron.empty()) queue_.Add(absl::StrCat(api::MetadataString(*obj, "namespace"), "/", cron));
+}
+
+void CronController::Start() {
+  if (started_.exchange(true)) return;
+  crons_->Start();
+  children_->Start();
+  worker_ = std::thread([this] { Work(); });
+  LOG(INFO) << "SlurmCronJob controller started";
+}
+
+bool CronController::Synced() const { return crons_->HasSynced() && children_->HasSynced(); }
+
+void CronController::Stop() {
+  if (!started_.exchange(false)) return;
+  queue_.ShutDown();
+  crons_->Stop();
+  children_->Stop();
+  if (worker_.joinable()) worker_.join();
+}
+
+void CronController::Work() {
+  while (std::optional<std::string> key = queue_.Get()) {
+    if (queue_.ShuttingDown()) {
+      queue_.Done(*key);
+      return;
+    }
+    // Act only on complete caches: a child not listed yet must not look missing.
+    if (!Synced()) {
+      queue_.AddAfter(*key, std::chrono::milliseconds(200));
+      queue_.Done(*key);
+      continue;
+    }
+    const reconcile::ReconcileResult r = executor_.Reconcile(*key);
+    if (r.retry_with_backoff) {
+      queue_.AddRateLimited(*key);
+    } else {
+      queue_.Forget(*key);
+      if (r.requeue_after) queue_.AddAfter(*key, *r.requeue_after);
+    }
+    queue_.Done(*key);
+  }
+}
+
+}  // namespace slurmop::cron
