@@ -408,6 +408,10 @@ TEST(RealCrdsTest, SlurmCronJobValidatesAtAdmission) {
   EXPECT_EQ(spec["properties"]["failedJobsHistoryLimit"]["default"].as<int>(), 1);
   EXPECT_EQ(spec["properties"]["startingDeadlineSeconds"]["minimum"].as<int>(), 0);
   EXPECT_TRUE(spec["properties"]["timeZone"]["pattern"].IsDefined());
+  // Its name must leave room for the children's suffix (CronJob's 52).
+  const YAML::Node root_rules = Root(SlurmCronJobCrd())["x-kubernetes-validations"];
+  ASSERT_EQ(root_rules.size(), 1u);
+  EXPECT_EQ(root_rules[0]["rule"].as<std::string>(), "self.metadata.name.size() <= 52");
 }
 
 TEST(RealCrdsTest, SlurmCronJobPrinterColumns) {
