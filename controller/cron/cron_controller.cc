@@ -7,6 +7,8 @@
 #include "controller/api/types.h"
 #include "controller/cron/cron_resource.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/server/metric_names.h"
+#include "controller/server/metrics.h"
 #include "glog/logging.h"
 
 namespace slurmop::cron {
@@ -21,6 +23,18 @@ std::string CronLabel(const nlohmann::json& obj) {
       obj.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object());
   auto it = labels.find(std::string(api::kCronJobNameLabel));
   return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// controller-runtime's reconcile series, with controller="slurmcronjob".
+void CountReconcile(const reconcile::ReconcileResult& r, double seconds) {
+  namespace metric = server::metric;
+  const server::Labels controller = {{"controller", "slurmcronjob"}};
+  server::Labels result = controller;
+  result["result"] = r.retry_with_backoff ? "error" : r.requeue_after ? "requeue_after" : "success";
+  server::Metrics& m = server::GlobalMetrics();
+  m.Add(metric::kReconcileTotal, result);
+  if (r.retry_with_backoff) m.Add(metric::kReconcileErrorsTotal, controller);
+  m.Observe(metric::kReconcileTimeSeconds, controller, seconds);
 }
 
 kube::InformerOptions ChildInformerOptions() {
@@ -107,7 +121,10 @@ void CronController::Work() {
       queue_.Done(*key);
       continue;
     }
+    const auto started = std::chrono::steady_clock::now();
     const reconcile::ReconcileResult r = executor_.Reconcile(*key);
+    CountReconcile(
+        r, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (r.retry_with_backoff) {
       queue_.AddRateLimited(*key);
     } else {
