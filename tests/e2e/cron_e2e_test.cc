@@ -150,7 +150,7 @@ TEST_F(CronE2E, KubectlExplainDocumentsTheSpec) {
   EXPECT_THAT(tmpl.out, HasSubstr("#!"));
 }
 
-TEST_F(CronE2E, ExampleCreatesAnOwnedChildPerScheduledMinuteThatIsSubmitted) {
+TEST_F(CronE2E, ExampleCreatesAnOwnedSubmittedChildAndDeletingItDeletesTheChildren) {
   CommandResult apply = Kubectl({"apply", "-n", kNs, "-f", "-"}, ExampleWithSchedule("* * * * *"));
   ASSERT_EQ(apply.exit_code, 0) << apply.out << apply.err;
   const std::string selector = "hpc.slurmoperator.dev/slurmcronjob=nightly-report";
@@ -197,6 +197,17 @@ TEST_F(CronE2E, ExampleCreatesAnOwnedChildPerScheduledMinuteThatIsSubmitted) {
   CommandResult table = Kubectl({"get", "-n", kNs, "scj", "nightly-report"});
   EXPECT_THAT(table.out, HasSubstr("LASTSCHEDULE"));
   EXPECT_THAT(table.out, HasSubstr("* * * * *"));
+  // Deleting the SlurmCronJob deletes its SlurmJobs (the garbage collector follows the
+  // ownerReferences; the finished job's finalizer comes off without a cancel).
+  CommandResult del = Kubectl({"delete", "-n", kNs, "slurmcronjob", "nightly-report"});
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        const nlohmann::json left = GetJson({"sj", "-l", selector});
+        return left.is_object() && left["items"].empty();
+      },
+      seconds(30)))
+      << "the SlurmCronJob's SlurmJobs were not deleted with it";
 }
 
 TEST_F(CronE2E, AnUnknownTimeZoneIsStalledWithAReason) {
