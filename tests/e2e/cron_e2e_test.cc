@@ -12,6 +12,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -64,16 +65,32 @@ class CronE2E : public ::testing::Test {
     CommandResult cluster =
         Kubectl({"apply", "-f", "-"}, testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42"));
     ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
+    StartOperator("operator.log");
+    ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
+  }
+
+  static void StartOperator(const std::string& log) {
+    std::filesystem::remove(*dir_ + "/health.port");
     operator_ = new Subprocess(
         {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
          "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
          "--submit-settle-seconds=10", "--allow-operator-identity-for-namespaced-clusters",
          testing::AllowStandInFlag(ap_port_)},
-        *dir_ + "/operator.log",
+        *dir_ + "/" + log,
         {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
          {"GOOGLE_APPLICATION_CREDENTIALS", ""},
          {"HOME", *dir_}});
-    ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
+  }
+
+  // Slurm jobs the stand-in accepted under the Slurm job name `name`.
+  static int AcceptedSubmits(const std::string& name) {
+    CommandResult r =
+        RunCommand({"curl", "-sf",
+                    "http://127.0.0.1:" + std::to_string(ap_port_) + "/__admin/jobs?name=" + name},
+                   {}, seconds(10));
+    const nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    if (!j.is_object()) return -1;
+    return j["submit_counts"].value("accepted", -1);
   }
 
   static void TearDownTestSuite() {
@@ -230,6 +247,49 @@ TEST_F(CronE2E, AnUnknownTimeZoneIsStalledWithAReason) {
                                       "jsonpath={.status.conditions[?(@.type==\"Ready\")].reason}"})
                                  .out;
   EXPECT_EQ(reason, "InvalidTimeZone");
+}
+
+// Exactly once across a crash: with successfulJobsHistoryLimit 0 the finished child is deleted
+// at once; an operator SIGKILLed and started again finds no child for that minute, and
+// status.lastScheduleTime keeps it from creating (and Slurm from running) the minute again.
+TEST_F(CronE2E, AHistoryDeletedChildIsNotCreatedAgainAfterACrash) {
+  CommandResult apply = Kubectl({"apply", "-f", "-"},
+                                "apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
+                                "kind: SlurmCronJob\n"
+                                "metadata: {name: once, namespace: cron}\n"
+                                "spec:\n"
+                                "  schedule: \"* * * * *\"\n"
+                                "  successfulJobsHistoryLimit: 0\n"
+                                "  jobTemplate:\n"
+                                "    spec:\n"
+                                "      clusterRef: {name: local}\n"
+                                "      timeLimitMinutes: 5\n"
+                                "      script: \"#!/bin/bash\\ntrue\\n\"\n");
+  ASSERT_EQ(apply.exit_code, 0) << apply.out << apply.err;
+  std::string last;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        last =
+            Kubectl({"get", "-n", kNs, "scj", "once", "-o", "jsonpath={.status.lastScheduleTime}"})
+                .out;
+        return !last.empty();
+      },
+      seconds(75)));
+  const std::string child = "once-" + std::to_string(ParseTime(last) / 60);
+  ASSERT_TRUE(WaitUntil([&] { return AcceptedSubmits(child) == 1; }, seconds(30)));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return Kubectl({"get", "-n", kNs, "sj", child}).exit_code != 0;
+      },
+      seconds(30)))
+      << "the finished child was not deleted by the history limit";
+  operator_->Stop(SIGKILL);
+  delete operator_;
+  StartOperator("operator-2.log");
+  ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator-2.log");
+  std::this_thread::sleep_for(seconds(8));  // synced, reconciled, and the child's submit settled
+  EXPECT_NE(Kubectl({"get", "-n", kNs, "sj", child}).exit_code, 0) << child << " came back";
+  EXPECT_EQ(AcceptedSubmits(child), 1);
 }
 
 }  // namespace
