@@ -438,7 +438,13 @@ int Run() {
                                       std::move(manager_options));
 
   // SlurmCronJobs: creates their SlurmJobs at the scheduled times (leader only, like the manager).
-  slurmop::cron::CronController cron(**kube, events, clock, absl::GetFlag(FLAGS_namespace));
+  // It reads SlurmJobs from the manager's informer (one watch of SlurmJobs).
+  slurmop::cron::CronController cron(**kube, events, clock, absl::GetFlag(FLAGS_namespace),
+                                     [&manager] { return manager.JobsSynced(); });
+  manager.SetJobObserver(
+      [&cron](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+        cron.OnJobEvent(type, obj);
+      });
 
   slurmop::server::HealthServer health;
   slurmop::server::MetricsServer metrics(slurmop::server::GlobalMetrics());

@@ -6,7 +6,6 @@
 #include "controller/api/cron_resources.h"
 #include "controller/api/types.h"
 #include "controller/cron/cron_resource.h"
-#include "controller/reconcile/resource_types.h"
 #include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 #include "glog/logging.h"
@@ -16,13 +15,6 @@ namespace {
 
 std::string KeyOf(const nlohmann::json& obj) {
   return absl::StrCat(api::MetadataString(obj, "namespace"), "/", api::MetadataString(obj, "name"));
-}
-
-std::string CronLabel(const nlohmann::json& obj) {
-  const nlohmann::json labels =
-      obj.value("metadata", nlohmann::json::object()).value("labels", nlohmann::json::object());
-  auto it = labels.find(std::string(api::kCronJobNameLabel));
-  return it != labels.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
 // controller-runtime's reconcile series, with controller="slurmcronjob".
@@ -37,12 +29,6 @@ void CountReconcile(const reconcile::ReconcileResult& r, double seconds) {
   m.Observe(metric::kReconcileTimeSeconds, controller, seconds);
 }
 
-kube::InformerOptions ChildInformerOptions() {
-  kube::InformerOptions options;
-  options.label_selector = std::string(api::kCronJobNameLabel);  // the label exists
-  return options;
-}
-
 }  // namespace
 
 std::shared_ptr<const nlohmann::json> CronController::CacheView::Get(std::string_view ns,
@@ -51,12 +37,13 @@ std::shared_ptr<const nlohmann::json> CronController::CacheView::Get(std::string
 }
 
 CronController::CronController(kube::Client& kube, reconcile::EventSink& events, const Clock& clock,
-                               std::string watch_namespace)
+                               std::string watch_namespace, std::function<bool()> jobs_synced)
     : queue_(clock, {}, "slurmcronjob"),
+      jobs_synced_(std::move(jobs_synced)),
       crons_view_(crons_),
       executor_(
           kube, crons_view_,
-          [this](const std::string& ns, const std::string& name) { return ChildrenOf(ns, name); },
+          [this](const std::string& ns, const std::string& name) { return children_.Of(ns, name); },
           events, clock) {
   crons_ = std::make_unique<kube::Informer>(
       kube, SlurmCronJobsResource(), watch_namespace,
@@ -64,48 +51,28 @@ CronController::CronController(kube::Client& kube, reconcile::EventSink& events,
         if (obj) queue_.Add(KeyOf(*obj));
       },
       clock);
-  children_ = std::make_unique<kube::Informer>(
-      kube, reconcile::SlurmJobsResource(), watch_namespace,
-      [this](const std::string&, const std::shared_ptr<const nlohmann::json>& obj) {
-        OnChildEvent(obj);
-      },
-      clock, ChildInformerOptions());
 }
 
 CronController::~CronController() { Stop(); }
 
-std::vector<std::shared_ptr<const nlohmann::json>> CronController::ChildrenOf(
-    const std::string& ns, const std::string& name) const {
-  std::vector<std::shared_ptr<const nlohmann::json>> out;
-  for (std::shared_ptr<const nlohmann::json>& job : children_->List()) {
-    if (job && api::MetadataString(*job, "namespace") == ns && CronLabel(*job) == name) {
-      out.push_back(std::move(job));
-    }
-  }
-  return out;
-}
-
-void CronController::OnChildEvent(const std::shared_ptr<const nlohmann::json>& obj) {
-  if (!obj) return;
-  const std::string cron = CronLabel(*obj);
-  if (!cron.empty()) queue_.Add(absl::StrCat(api::MetadataString(*obj, "namespace"), "/", cron));
+void CronController::OnJobEvent(const std::string& type,
+                                const std::shared_ptr<const nlohmann::json>& obj) {
+  for (const std::string& key : children_.Apply(type, obj)) queue_.Add(key);
 }
 
 void CronController::Start() {
   if (started_.exchange(true)) return;
   crons_->Start();
-  children_->Start();
   worker_ = std::thread([this] { Work(); });
   LOG(INFO) << "SlurmCronJob controller started";
 }
 
-bool CronController::Synced() const { return crons_->HasSynced() && children_->HasSynced(); }
+bool CronController::Synced() const { return crons_->HasSynced() && jobs_synced_(); }
 
 void CronController::Stop() {
   if (!started_.exchange(false)) return;
   queue_.ShutDown();
   crons_->Stop();
-  children_->Stop();
   if (worker_.joinable()) worker_.join();
 }
 
