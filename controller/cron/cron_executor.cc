@@ -39,7 +39,9 @@ CronFacts CronExecutor::ReadFacts(const nlohmann::json& cron) const {
   f.ns = api::MetadataString(cron, "namespace");
   f.uid = api::MetadataString(cron, "uid");
   f.generation = cron.value("metadata", nlohmann::json::object()).value("generation", int64_t{0});
-  f.creation_time = ParseRfc3339(api::MetadataString(cron, "creationTimestamp")).value_or(Time());
+  // The API server always sets it; without it, no time before now counts as missed.
+  f.creation_time =
+      ParseRfc3339(api::MetadataString(cron, "creationTimestamp")).value_or(clock_.Now());
   f.being_deleted = !api::MetadataString(cron, "deletionTimestamp").empty();
   for (const std::shared_ptr<const nlohmann::json>& job : children_(f.ns, f.name)) {
     if (job && OwnedBy(*job, f.uid)) f.children.push_back(ChildFromObject(*job, f.name));

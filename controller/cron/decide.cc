@@ -143,15 +143,27 @@ CronPlan Invalid(const CronFacts& facts, Time now, const std::string& reason,
   return plan;
 }
 
-// The latest scheduled time in (last, now], if any.
-std::optional<absl::Time> MostRecentDue(const Schedule& schedule, const absl::TimeZone& zone,
-                                        absl::Time last, absl::Time now) {
+// The latest scheduled time in (from, now], walking forward from `from`.
+std::optional<absl::Time> LatestIn(const Schedule& schedule, const absl::TimeZone& zone,
+                                   absl::Time from, absl::Time now) {
   std::optional<absl::Time> due;
-  for (std::optional<absl::Time> t = Next(schedule, last, zone); t && *t <= now;
+  for (std::optional<absl::Time> t = Next(schedule, from, zone); t && *t <= now;
        t = Next(schedule, *t, zone)) {
     due = t;
   }
   return due;
+}
+
+// The latest scheduled time in (last, now], if any. Only the latest matters, so it is looked for
+// in the last day first, then the last year, then since `last`: an operator down for months does
+// not walk every minute of them.
+std::optional<absl::Time> MostRecentDue(const Schedule& schedule, const absl::TimeZone& zone,
+                                        absl::Time last, absl::Time now) {
+  for (absl::Duration window : {absl::Hours(24), absl::Hours(24 * 366)}) {
+    if (now - window <= last) break;
+    if (std::optional<absl::Time> due = LatestIn(schedule, zone, now - window, now)) return due;
+  }
+  return LatestIn(schedule, zone, last, now);
 }
 
 // What to do about the due time `due`: create (maybe replacing), or skip with an Event.

@@ -117,6 +117,25 @@ TEST(DecideCronTest, OnlyTheMostRecentMissedScheduleIsStarted) {
   EXPECT_EQ(*plan.requeue_after, minutes(40));
 }
 
+TEST(DecideCronTest, LongOutagesStartOnlyTheLatestTimeWhateverTheSchedulesPeriod) {
+  CronFacts f = Hourly();
+  f.spec.set_schedule("* * * * *");
+  CronPlan plan = DecideCron(f, T("2027-06-01T10:00:30Z"));  // six months after creation
+  ASSERT_TRUE(plan.create);
+  EXPECT_EQ(plan.create->scheduled_time, T("2027-06-01T10:00:00Z"));
+  // A yearly schedule whose last time is more than a day ago: found in the year's window.
+  f.spec.set_schedule("0 0 1 1 *");
+  plan = DecideCron(f, T("2027-06-01T10:00:30Z"));
+  ASSERT_TRUE(plan.create);
+  EXPECT_EQ(plan.create->scheduled_time, T("2027-01-01T00:00:00Z"));
+  // Every four years, and two years down: found from the last schedule time.
+  f.spec.set_schedule("0 0 29 2 *");
+  f.creation_time = T("2026-12-01T00:00:00Z");
+  plan = DecideCron(f, T("2029-01-01T00:00:00Z"));
+  ASSERT_TRUE(plan.create);
+  EXPECT_EQ(plan.create->scheduled_time, T("2028-02-29T00:00:00Z"));
+}
+
 TEST(DecideCronTest, StartingDeadlineSkipsATimeMissedByMoreThanIt) {
   CronFacts f = Hourly();
   f.spec.set_starting_deadline_seconds(300);
