@@ -212,6 +212,7 @@ CronPlan DecideCron(const CronFacts& facts, Time now) {
   CronPlan plan;
   plan.status = facts.status;
   if (facts.being_deleted) return plan;
+  RecordChildren(facts, &plan.status);
   absl::StatusOr<absl::TimeZone> zone = LoadZone(facts.spec.time_zone());
   if (!zone.ok()) {
     return Invalid(facts, now, "InvalidTimeZone", "spec.timeZone", zone.status(), plan);
@@ -222,7 +223,6 @@ CronPlan DecideCron(const CronFacts& facts, Time now) {
                    absl::StrCat("spec.schedule \"", facts.spec.schedule(), "\""), schedule.status(),
                    plan);
   }
-  RecordChildren(facts, &plan.status);
   plan.history = HistoryToDelete(facts);
   if (facts.spec.suspend()) {
     plan.status.clear_next_schedule_time();

@@ -278,6 +278,9 @@ TEST(DecideCronTest, LastScheduleTimeForbidsRecreatingADeletedChild) {
 TEST(DecideCronTest, AnInvalidScheduleIsStalledWithAnEventAndNoRequeue) {
   CronFacts f = Hourly();
   f.spec.set_schedule("0 25 * * *");
+  f.children = {ChildAt("2026-12-01T08:00:00Z", "Running"),
+                ChildAt("2026-12-01T07:00:00Z", "Failed"),
+                ChildAt("2026-12-01T06:00:00Z", "Failed")};
   const CronPlan plan = DecideCron(f, T("2026-12-01T10:00:00Z"));
   EXPECT_FALSE(plan.create);
   EXPECT_FALSE(plan.requeue_after);
@@ -291,6 +294,9 @@ TEST(DecideCronTest, AnInvalidScheduleIsStalledWithAnEventAndNoRequeue) {
   ASSERT_EQ(plan.events.size(), 1u);
   EXPECT_EQ(plan.events[0].type, "Warning");
   EXPECT_EQ(plan.events[0].reason, "InvalidSchedule");
+  EXPECT_TRUE(plan.history.empty());  // nothing is deleted while the schedule is unusable
+  EXPECT_THAT(ActiveNames(plan.status),
+              ElementsAre(ChildName("nightly", T("2026-12-01T08:00:00Z"))));
   // Fixed: Ready again, Stalled gone.
   CronFacts fixed = f;
   fixed.spec.set_schedule("0 * * * *");
