@@ -173,7 +173,7 @@ void StartOrSkip(const CronFacts& facts, Time due, Time now, CronPlan* plan) {
   const std::string when = FormatRfc3339(due);
   if (spec.has_starting_deadline_seconds() &&
       due + std::chrono::seconds(spec.starting_deadline_seconds()) < now) {
-    plan->events.push_back({"Warning", "MissedSchedule", "Schedule",
+    plan->events.push_back({"Warning", "MissSchedule", "Schedule",
                             absl::StrCat("scheduled time ", when, " missed by more than ",
                                          spec.starting_deadline_seconds(),
                                          " s (startingDeadlineSeconds): not started")});

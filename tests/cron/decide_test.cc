@@ -106,7 +106,7 @@ TEST(DecideCronTest, FirstScheduleCreatesTheChildAndRecordsIt) {
   EXPECT_TRUE(plan.replace.empty());
 }
 
-TEST(DecideCronTest, OnlyTheMostRecentMissedScheduleIsStarted) {
+TEST(DecideCronTest, OnlyTheMostRecentMissScheduleIsStarted) {
   CronFacts f = Hourly();
   *f.status.mutable_last_schedule_time() = google::protobuf::Timestamp();
   f.status.mutable_last_schedule_time()->set_seconds(Secs(T("2026-12-01T10:00:00Z")));
@@ -141,7 +141,7 @@ TEST(DecideCronTest, StartingDeadlineSkipsATimeMissedByMoreThanIt) {
   f.spec.set_starting_deadline_seconds(300);
   CronPlan plan = DecideCron(f, T("2026-12-01T10:05:01Z"));
   EXPECT_FALSE(plan.create);
-  EXPECT_THAT(Reasons(plan), ElementsAre("MissedSchedule"));
+  EXPECT_THAT(Reasons(plan), ElementsAre("MissSchedule"));
   EXPECT_FALSE(plan.status.has_last_schedule_time());
   EXPECT_EQ(*plan.requeue_after, minutes(55) - seconds(1));
   // Within the deadline it starts.
