@@ -22,7 +22,7 @@
 //    named `<name>-<scheduled unix minutes>`, so a retried create meets AlreadyExists, which the
 //    executor counts as created.
 //  * startingDeadlineSeconds: a scheduled time more than that before `now` is not started
-//    (Event MissSchedule, once per scheduled time the status has not recorded).
+//    (Warning Event MissSchedule at each look while it is the latest due time).
 //  * suspend: nothing is created; the status is still kept up to date; no requeue.
 //  * Forbid with an active child: the time is skipped for now (Event JobAlreadyActive) and looked
 //    at again at the next scheduled time; lastScheduleTime does not move, so the time still runs

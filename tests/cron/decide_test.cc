@@ -106,7 +106,7 @@ TEST(DecideCronTest, FirstScheduleCreatesTheChildAndRecordsIt) {
   EXPECT_TRUE(plan.replace.empty());
 }
 
-TEST(DecideCronTest, OnlyTheMostRecentMissScheduleIsStarted) {
+TEST(DecideCronTest, OnlyTheMostRecentMissedScheduleIsStarted) {
   CronFacts f = Hourly();
   *f.status.mutable_last_schedule_time() = google::protobuf::Timestamp();
   f.status.mutable_last_schedule_time()->set_seconds(Secs(T("2026-12-01T10:00:00Z")));
