@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -290,6 +291,82 @@ TEST_F(CronE2E, AHistoryDeletedChildIsNotCreatedAgainAfterACrash) {
   std::this_thread::sleep_for(seconds(8));  // synced, reconciled, and the child's submit settled
   EXPECT_NE(Kubectl({"get", "-n", kNs, "sj", child}).exit_code, 0) << child << " came back";
   EXPECT_EQ(AcceptedSubmits(child), 1);
+}
+
+// Only the elected leader runs the SlurmCronJob controller, and a takeover never starts a minute
+// twice: two replicas with --leader-elect; the leader creates the first minute's SlurmJob, is
+// SIGKILLed (the Lease is not released), and the standby, once it holds the Lease, creates the
+// next minutes'. Every minute's SlurmJob is submitted to Slurm exactly once.
+TEST_F(CronE2E, AStandbyTakesOverAndEachMinuteRunsOnce) {
+  operator_->Stop(SIGTERM, seconds(10));
+  delete operator_;
+  operator_ = nullptr;
+  auto replica = [&](const std::string& id) {
+    return new Subprocess(
+        {SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
+         "--health-port-file=" + *dir_ + "/" + id + ".port", "--min-poll-seconds=0.5",
+         "--submit-settle-seconds=10", "--leader-elect", "--leader-elect-namespace=cron",
+         "--leader-elect-identity=" + id, "--leader-elect-lease-duration-seconds=3",
+         "--leader-elect-renew-deadline-seconds=2", "--leader-elect-retry-period-seconds=0.5",
+         "--allow-operator-identity-for-namespaced-clusters", testing::AllowStandInFlag(ap_port_)},
+        *dir_ + "/operator-" + id + ".log",
+        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
+         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
+         {"HOME", *dir_}});
+  };
+  std::map<std::string, Subprocess*> replicas = {{"a", replica("a")}, {"b", replica("b")}};
+  auto holder = [&] {
+    CommandResult r = Kubectl(
+        {"get", "lease", "-n", kNs, "slurmjob-operator", "-o", "jsonpath={.spec.holderIdentity}"});
+    return r.exit_code == 0 ? r.out : std::string();
+  };
+  std::string leader;
+  ASSERT_TRUE(WaitUntil([&] { return !(leader = holder()).empty(); }, seconds(20)));
+  const std::string standby = leader == "a" ? "b" : "a";
+  CommandResult apply = Kubectl({"apply", "-f", "-"},
+                                "apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
+                                "kind: SlurmCronJob\n"
+                                "metadata: {name: ha, namespace: cron}\n"
+                                "spec:\n"
+                                "  schedule: \"* * * * *\"\n"
+                                "  jobTemplate:\n"
+                                "    spec:\n"
+                                "      clusterRef: {name: local}\n"
+                                "      timeLimitMinutes: 5\n"
+                                "      script: \"#!/bin/bash\\ntrue\\n\"\n");
+  ASSERT_EQ(apply.exit_code, 0) << apply.out << apply.err;
+  auto last_minute = [&] {
+    return ParseTime(
+               Kubectl({"get", "-n", kNs, "scj", "ha", "-o", "jsonpath={.status.lastScheduleTime}"})
+                   .out) /
+           60;
+  };
+  int64_t first = 0;
+  ASSERT_TRUE(WaitUntil([&] { return (first = last_minute()) > 0; }, seconds(75)));
+  ASSERT_TRUE(
+      WaitUntil([&] { return AcceptedSubmits("ha-" + std::to_string(first)) == 1; }, seconds(30)));
+  replicas[leader]->Stop(SIGKILL);
+  ASSERT_TRUE(WaitUntil([&] { return holder() == standby; }, seconds(20)));
+  int64_t second = 0;
+  ASSERT_TRUE(WaitUntil([&] { return (second = last_minute()) > first; }, seconds(75)));
+  ASSERT_TRUE(
+      WaitUntil([&] { return AcceptedSubmits("ha-" + std::to_string(second)) >= 1; }, seconds(30)));
+  std::this_thread::sleep_for(seconds(3));  // room for a duplicate to show
+  for (int64_t m = first; m <= second; ++m) {
+    EXPECT_LE(AcceptedSubmits("ha-" + std::to_string(m)), 1) << "minute " << m;
+  }
+  EXPECT_EQ(AcceptedSubmits("ha-" + std::to_string(first)), 1);
+  EXPECT_EQ(AcceptedSubmits("ha-" + std::to_string(second)), 1);
+  // Each replica started the SlurmCronJob controller only once it led.
+  for (const std::string& id : {leader, standby}) {
+    const std::string log = ReadFile(*dir_ + "/operator-" + id + ".log");
+    const size_t led = log.find("became the leader");
+    const size_t started = log.find("SlurmCronJob controller started");
+    ASSERT_NE(started, std::string::npos) << id;
+    EXPECT_LT(led, started) << id << " started the SlurmCronJob controller before it led";
+  }
+  delete replicas[leader];
+  operator_ = replicas[standby];  // stopped (SIGTERM, exit 0) by the suite's teardown
 }
 
 }  // namespace
