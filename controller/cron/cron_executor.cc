@@ -82,7 +82,7 @@ absl::Status CronExecutor::CreateChild(const nlohmann::json& cron, const CronFac
   return absl::OkStatus();
 }
 
-absl::Status CronExecutor::WriteStatus(const nlohmann::json& cron, const std::string& uid,
+absl::Status CronExecutor::WriteStatus(const nlohmann::json& cron, const std::string& key,
                                        const v1alpha1::SlurmCronJobStatus& current,
                                        const v1alpha1::SlurmCronJobStatus& status) {
   const nlohmann::json wanted = api::StatusToJson(status);
@@ -91,22 +91,41 @@ absl::Status CronExecutor::WriteStatus(const nlohmann::json& cron, const std::st
   object["status"] = wanted;
   absl::StatusOr<nlohmann::json> r = kube_.UpdateStatus(SlurmCronJobsResource(), object);
   if (!r.ok()) return r.status();
-  Remember(uid, status);
+  Remember(key, api::MetadataString(cron, "uid"), status);
   return absl::OkStatus();
 }
 
-void CronExecutor::Remember(const std::string& uid, const v1alpha1::SlurmCronJobStatus& status) {
+void CronExecutor::Remember(const std::string& key, const std::string& uid,
+                            const v1alpha1::SlurmCronJobStatus& status) {
   if (!status.has_last_schedule_time()) return;
   std::lock_guard<std::mutex> lock(mu_);
-  google::protobuf::Timestamp& t = recorded_[uid];
-  if (t.seconds() < status.last_schedule_time().seconds()) t = status.last_schedule_time();
+  Recorded& r = recorded_[key];
+  if (r.uid != uid) r = Recorded{uid, {}};
+  if (r.last_schedule_time.seconds() < status.last_schedule_time().seconds()) {
+    r.last_schedule_time = status.last_schedule_time();
+  }
+}
+
+void CronExecutor::ApplyRecorded(const std::string& key, CronFacts* facts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = recorded_.find(key);
+  if (it == recorded_.end() || it->second.uid != facts->uid) return;
+  const google::protobuf::Timestamp& ours = it->second.last_schedule_time;
+  if (!facts->status.has_last_schedule_time() ||
+      facts->status.last_schedule_time().seconds() < ours.seconds()) {
+    *facts->status.mutable_last_schedule_time() = ours;  // our write, not yet cached
+  }
 }
 
 ReconcileResult CronExecutor::Reconcile(const std::string& key) {
   const std::vector<std::string> parts = absl::StrSplit(key, absl::MaxSplits('/', 1));
   std::shared_ptr<const nlohmann::json> cron =
       parts.size() == 2 ? crons_.Get(parts[0], parts[1]) : nullptr;
-  if (!cron) return {};
+  if (!cron) {
+    std::lock_guard<std::mutex> lock(mu_);
+    recorded_.erase(key);  // gone
+    return {};
+  }
   absl::StatusOr<v1alpha1::SlurmCronJob> typed = api::SlurmCronJobFromObject(*cron);
   if (!typed.ok()) {
     LOG(WARNING) << key << ": cannot read the SlurmCronJob: " << typed.status();
@@ -115,15 +134,7 @@ ReconcileResult CronExecutor::Reconcile(const std::string& key) {
   CronFacts facts = ReadFacts(*cron);
   facts.spec = typed->spec();
   facts.status = typed->status();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = recorded_.find(facts.uid);
-    if (it != recorded_.end() &&
-        (!facts.status.has_last_schedule_time() ||
-         facts.status.last_schedule_time().seconds() < it->second.seconds())) {
-      *facts.status.mutable_last_schedule_time() = it->second;  // our write, not yet cached
-    }
-  }
+  ApplyRecorded(key, &facts);
   CronPlan plan = DecideCron(facts, clock_.Now());
   for (const reconcile::EventSpec& e : plan.events) events_.Record(*cron, e);
   if (absl::Status s = DeleteChildren(*cron, plan.replace); !s.ok()) {
@@ -137,7 +148,7 @@ ReconcileResult CronExecutor::Reconcile(const std::string& key) {
       return Failed(key, "creating SlurmJob " + plan.create->name, s);
     }
   }
-  if (absl::Status s = WriteStatus(*cron, facts.uid, typed->status(), plan.status); !s.ok()) {
+  if (absl::Status s = WriteStatus(*cron, key, typed->status(), plan.status); !s.ok()) {
     return Failed(key, "writing the status", s);
   }
   if (absl::Status s = DeleteChildren(*cron, plan.history); !s.ok()) {

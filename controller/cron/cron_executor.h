@@ -12,9 +12,9 @@
 //     plan's Events plus one per create and delete.
 //  3. Any failed request stops there with retry_with_backoff: what was done is found again by
 //     the next reconcile (a created child by its name, a recorded time in the status).
-//  4. The last schedule time it recorded per SlurmCronJob uid is remembered, so a reconcile that
-//     reads the SlurmCronJob from a cache older than its own status write still never starts
-//     that time again.
+//  4. The last schedule time it recorded per SlurmCronJob (key and uid) is remembered until the
+//     SlurmCronJob is gone, so a reconcile that reads the SlurmCronJob from a cache older than
+//     its own status write still never starts that time again.
 
 #ifndef SLURMOP_CONTROLLER_CRON_CRON_EXECUTOR_H_
 #define SLURMOP_CONTROLLER_CRON_CRON_EXECUTOR_H_
@@ -52,10 +52,14 @@ class CronExecutor {
   absl::Status CreateChild(const nlohmann::json& cron, const CronFacts& facts,
                            const ChildToCreate& child, v1alpha1::SlurmCronJobStatus* status);
   // PUT of `status` unless it equals `current` (the cached object's).
-  absl::Status WriteStatus(const nlohmann::json& cron, const std::string& uid,
+  absl::Status WriteStatus(const nlohmann::json& cron, const std::string& key,
                            const v1alpha1::SlurmCronJobStatus& current,
                            const v1alpha1::SlurmCronJobStatus& status);
-  void Remember(const std::string& uid, const v1alpha1::SlurmCronJobStatus& status);
+  // The last schedule time this process wrote for SlurmCronJob `key` (with `uid`), and its use
+  // when the cache shows an older one.
+  void Remember(const std::string& key, const std::string& uid,
+                const v1alpha1::SlurmCronJobStatus& status);
+  void ApplyRecorded(const std::string& key, CronFacts* facts);
 
   kube::Client& kube_;
   const reconcile::ObjectCache& crons_;
@@ -63,7 +67,11 @@ class CronExecutor {
   reconcile::EventSink& events_;
   const Clock& clock_;
   std::mutex mu_;
-  std::map<std::string, google::protobuf::Timestamp> recorded_;  // uid -> lastScheduleTime; mu_
+  struct Recorded {
+    std::string uid;
+    google::protobuf::Timestamp last_schedule_time;
+  };
+  std::map<std::string, Recorded> recorded_;  // "ns/name" -> ours; guarded by mu_
 };
 
 }  // namespace slurmop::cron
