@@ -17,8 +17,7 @@ inline constexpr std::string_view kSlurmCronJobSingular = "slurmcronjob";
 // Put on every SlurmJob a SlurmCronJob creates; its value is the SlurmCronJob's name.
 inline constexpr std::string_view kCronJobNameLabel = "hpc.slurmoperator.dev/slurmcronjob";
 // Put on every SlurmJob a SlurmCronJob creates: the scheduled time it was created for (RFC 3339).
-inline constexpr std::string_view kScheduledTimeAnnotation =
-    "hpc.slurmoperator.dev/scheduled-time";
+inline constexpr std::string_view kScheduledTimeAnnotation = "hpc.slurmoperator.dev/scheduled-time";
 
 }  // namespace slurmop::api
 
