@@ -31,6 +31,7 @@
 #include "controller/agentplatform/credentials.h"
 #include "controller/agentplatform/endpoint_policy.h"
 #include "controller/common/clock.h"
+#include "controller/cron/cron_controller.h"
 #include "controller/http/cpprest_transport.h"
 #include "controller/kube/client.h"
 #include "controller/kube/config.h"
@@ -360,10 +361,10 @@ absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> StartLeaderElectio
   return elector;
 }
 
-// Starts the manager once leading and keeps readiness in step with its
-// caches, until a stop signal or a lost Lease.
+// Starts the manager and the SlurmCronJob controller once leading and keeps
+// readiness in step with their caches, until a stop signal or a lost Lease.
 void RunUntilStopped(Lifecycle& life, slurmop::reconcile::Manager& manager,
-                     slurmop::server::HealthServer& health) {
+                     slurmop::cron::CronController& cron, slurmop::server::HealthServer& health) {
   bool started = false;
   bool ready = false;
   const auto trim_every = std::chrono::seconds(absl::GetFlag(FLAGS_malloc_trim_seconds));
@@ -380,9 +381,10 @@ void RunUntilStopped(Lifecycle& life, slurmop::reconcile::Manager& manager,
     }
     if (life.leading && !started) {
       manager.Start();
+      cron.Start();
       started = true;
     }
-    bool synced = started && manager.Synced();
+    bool synced = started && manager.Synced() && cron.Synced();
     if (synced != ready) {
       ready = synced;
       health.SetReady(ready);
@@ -435,6 +437,15 @@ int Run() {
   slurmop::reconcile::Manager manager(**kube, *ap->slurm_api, credentials, events, clock,
                                       std::move(manager_options));
 
+  // SlurmCronJobs: creates their SlurmJobs at the scheduled times (leader only, like the manager).
+  // It reads SlurmJobs from the manager's informer (one watch of SlurmJobs).
+  slurmop::cron::CronController cron(**kube, events, clock, absl::GetFlag(FLAGS_namespace),
+                                     [&manager] { return manager.JobsSynced(); });
+  manager.SetJobObserver(
+      [&cron](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+        cron.OnJobEvent(type, obj);
+      });
+
   slurmop::server::HealthServer health;
   slurmop::server::MetricsServer metrics(slurmop::server::GlobalMetrics());
   if (absl::Status s = StartServers(health, metrics); !s.ok()) {
@@ -463,10 +474,11 @@ int Run() {
     life.cv.notify_all();
   });
 
-  RunUntilStopped(life, manager, health);
+  RunUntilStopped(life, manager, cron, health);
 
   life.shutting_down = true;
   health.SetReady(false);
+  cron.Stop();
   manager.Stop();
   if (*elector) (*elector)->Stop();  // releases the Lease if held
   recorder.Flush();

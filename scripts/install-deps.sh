@@ -12,6 +12,9 @@
 # servers in tests/fakes; kubectl drives the end-to-end tests. prometheus (with
 # promtool) checks and unit-tests deploy/monitoring's alerts and scrapes the
 # operator in the monitoring end-to-end test (the tests start it themselves).
+# tzdata (/usr/share/zoneinfo) holds the IANA time zones that Abseil's
+# absl::LoadTimeZone reads for a SlurmCronJob's spec.timeZone (and its tests'
+# daylight-saving cases in America/New_York and Europe/Paris).
 set -euo pipefail
 
 PACKAGES=(
@@ -20,7 +23,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libgoogle-glog-dev libabsl-dev
   nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgtest-dev libgmock-dev
   python3 python3-yaml clang-format openssl curl lua5.4
-  clang libclang-rt-14-dev prometheus
+  clang libclang-rt-14-dev prometheus tzdata
 )
 
 missing=()

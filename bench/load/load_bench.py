@@ -239,7 +239,9 @@ class Env:
                                                 "crds/hpc.slurmoperator.dev_slurmclusters.yaml"),
                           # readiness waits for every informer's first list
                           "--crd", os.path.join(
-                              REPO, "crds/hpc.slurmoperator.dev_clusterslurmclusters.yaml")],
+                              REPO, "crds/hpc.slurmoperator.dev_clusterslurmclusters.yaml"),
+                          "--crd", os.path.join(
+                              REPO, "crds/hpc.slurmoperator.dev_slurmcronjobs.yaml")],
                          work + "/kube_apiserver.log")
         self.ap = Proc([PY] + PY_PREFIX + [os.path.join(REPO, "tests/fakes/agent_platform.py"), "--port", "0",
                         "--port-file", work + "/ap.port"], work + "/agent_platform.log")

@@ -157,6 +157,7 @@ void Manager::OnJobEvent(const std::string& type,
       if (c) queue_.Add(kProtectKeyPrefix + *c);
     }
   }
+  if (job_observer_) job_observer_(type, obj);
 }
 
 std::optional<JobTracker::Owner> Manager::KnownUid(const std::string& ns, const std::string& uid) {

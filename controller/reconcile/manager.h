@@ -14,6 +14,7 @@
 #define SLURMOP_CONTROLLER_RECONCILE_MANAGER_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,15 @@ class Manager {
   void Stop();
 
   size_t QueueLength() const { return queue_.Len(); }
+
+  // Also hands every SlurmJob informer event to `observer` (on the informer's thread, after the
+  // manager's own handling), so that another controller (the SlurmCronJob controller) needs no
+  // watch of its own. Before Start().
+  using JobObserver = std::function<void(const std::string& type,
+                                         const std::shared_ptr<const nlohmann::json>& obj)>;
+  void SetJobObserver(JobObserver observer) { job_observer_ = std::move(observer); }
+  // True once the SlurmJob informer delivered its first complete list.
+  bool JobsSynced() const { return jobs_ && jobs_->HasSynced(); }
 
   // Fencing (Executor::SetSubmitFence / AnchorSettleWindow); before Start().
   void SetSubmitFence(const SubmitFence* fence) { executor_.SetSubmitFence(fence); }
@@ -102,6 +112,7 @@ class Manager {
   // SlurmCluster "ns/name" -> its Ready condition is True (slurmjob_operator_slurmcluster_ready).
   std::map<std::string, bool> cluster_ready_;  // guarded by generations_mu_
   std::unique_ptr<kube::Informer> jobs_;
+  JobObserver job_observer_;  // set before Start()
   std::unique_ptr<kube::Informer> clusters_;
   std::unique_ptr<kube::Informer> cluster_clusters_;  // ClusterSlurmClusters
   std::unique_ptr<kube::Informer> namespaces_;

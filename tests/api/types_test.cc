@@ -10,8 +10,10 @@
 
 #include <string>
 
+#include "controller/api/cron_resources.h"
 #include "controller/api/resources.h"
 #include "slurmoperator/crd/options.pb.h"
+#include "slurmoperator/v1alpha1/slurmcronjob.pb.h"
 
 namespace slurmop::api {
 namespace {
@@ -191,6 +193,13 @@ TEST(ResourcesTest, ConstantsMatchTheProtoResourceOptions) {
   EXPECT_EQ(scoped.plural(), kClusterSlurmClusterPlural);
   EXPECT_EQ(scoped.singular(), kClusterSlurmClusterSingular);
   EXPECT_EQ(scoped.scope(), "Cluster");
+  const auto& cron =
+      v1alpha1::SlurmCronJob::descriptor()->options().GetExtension(::slurmoperator::crd::resource);
+  EXPECT_EQ(cron.group(), kGroup);
+  EXPECT_EQ(cron.version(), kVersion);
+  EXPECT_EQ(cron.kind(), kSlurmCronJobKind);
+  EXPECT_EQ(cron.plural(), kSlurmCronJobPlural);
+  EXPECT_EQ(cron.singular(), kSlurmCronJobSingular);
   EXPECT_EQ(kApiVersion, std::string(kGroup) + "/" + std::string(kVersion));
   EXPECT_EQ(kSlurmJobFinalizer, std::string(kGroup) + "/slurm-job");
 }

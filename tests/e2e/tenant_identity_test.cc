@@ -493,6 +493,14 @@ TEST_F(TenantIdentity, RbacMatchesTheCode) {
   // spec.ttlSecondsAfterFinished: the finished SlurmJob is deleted (slurmjobs delete).
   ApplyJob("team-a", "short-lived", "{kind: ClusterSlurmCluster, name: shared}",
            "  ttlSecondsAfterFinished: 0\n");
+  // A SlurmCronJob (slurmcronjobs list/watch): its child SlurmJob (slurmjobs create) and its
+  // status (slurmcronjobs/status update), within a minute.
+  Apply(
+      "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmCronJob\n"
+      "metadata: {name: every-minute, namespace: team-a}\n"
+      "spec:\n  schedule: \"* * * * *\"\n  jobTemplate:\n    spec:\n"
+      "      clusterRef: {kind: ClusterSlurmCluster, name: shared}\n"
+      "      script: \"#!/bin/bash\\ntrue\\n\"\n");
   // A status write that conflicts once: the SlurmJob is read again (slurmjobs get).
   const json conflict = {
       {"method", "PUT"}, {"path", "/slurmjobs/shared-job/status"}, {"status", 409}, {"count", 1}};
@@ -528,6 +536,11 @@ TEST_F(TenantIdentity, RbacMatchesTheCode) {
   stall_twice("stalled-core");
   std::this_thread::sleep_for(seconds(2));  // the Event writer is asynchronous
 
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return !Get("team-a", "slurmcronjob/every-minute", "{.status.lastScheduleTime}").empty();
+      },
+      seconds(75)));
   // Deletion: the cancel, then the finalizer's removal.
   CommandResult del = Kubectl({"delete", "-n", "team-a", "sj", "long", "--timeout=60s"});
   ASSERT_EQ(del.exit_code, 0) << del.err;

@@ -2,8 +2,8 @@
 # File: tests/gitops/run_gitops_tests.py
 """Checks the GitOps health integrations in deploy/gitops against the same test objects.
 
-1. Argo CD: runs deploy/gitops/argocd/health.lua (SlurmJob) and slurmcluster-health.lua
-   (SlurmCluster) on every case of deploy/gitops/argocd/health_test.yaml (Argo CD's own layout:
+1. Argo CD: runs deploy/gitops/argocd/health.lua (SlurmJob), slurmcluster-health.lua
+   (SlurmCluster) and slurmcronjob-health.lua (SlurmCronJob) on every case of deploy/gitops/argocd/health_test.yaml (Argo CD's own layout:
    tests: [{healthStatus: {status, message}, inputPath}]) with lua5.4 and
    tests/gitops/run_health_tests.lua, which sets up the environment Argo CD gives health scripts.
    The YAML objects are handed to Lua as table literals written here.
@@ -38,7 +38,8 @@ ARGOCD_DIR = ROOT / "deploy" / "gitops" / "argocd"
 FLUX_DIR = ROOT / "deploy" / "gitops" / "flux"
 GROUP = "hpc.slurmoperator.dev"
 # Kind -> health script, as installed by argocd-cm-patch.yaml.
-SCRIPTS = {"SlurmJob": "health.lua", "SlurmCluster": "slurmcluster-health.lua"}
+SCRIPTS = {"SlurmJob": "health.lua", "SlurmCluster": "slurmcluster-health.lua",
+           "SlurmCronJob": "slurmcronjob-health.lua"}
 CM_KEY = "resource.customizations.health." + GROUP + "_{kind}"
 # Flux expectation column -> Kustomization file whose healthCheckExprs it checks.
 CEL_FILES = {"cel": "healthcheckexprs.yaml", "celSubmitted": "healthcheckexprs-submitted.yaml"}

@@ -369,6 +369,64 @@ TEST(RealCrdsTest, SchemasAreStructural) {
   CheckStructural(Root(SlurmClusterCrd()), "");
 }
 
+// The SlurmCronJob CRD (its own proto, which imports slurmjob.proto for the template's spec).
+const YAML::Node SlurmCronJobCrd() {
+  static const YAML::Node crd = [] {
+    ProtoWorkspace workspace;
+    absl::StatusOr<std::vector<GeneratedFile>> generated =
+        GenerateCrds({workspace.Import("slurmoperator/v1alpha1/slurmcronjob.proto")}, {});
+    EXPECT_TRUE(generated.ok()) << generated.status();
+    if (!generated.ok()) return YAML::Node();
+    auto by_name = ByName(*generated);
+    EXPECT_TRUE(by_name.contains("hpc.slurmoperator.dev_slurmcronjobs.yaml"));
+    return YAML::Load(by_name["hpc.slurmoperator.dev_slurmcronjobs.yaml"]);
+  }();
+  return crd;
+}
+
+TEST(RealCrdsTest, SlurmCronJobSchemaIsStructuralAndEmbedsTheSlurmJobSpec) {
+  const YAML::Node crd = SlurmCronJobCrd();
+  ASSERT_TRUE(crd.IsMap());
+  CheckStructural(Root(crd), "");
+  EXPECT_EQ(crd["spec"]["names"]["kind"].as<std::string>(), "SlurmCronJob");
+  EXPECT_THAT(Strings(crd["spec"]["names"]["shortNames"]), ElementsAre("scj"));
+  EXPECT_TRUE(crd["spec"]["versions"][0]["subresources"]["status"].IsMap());
+  // The template's spec is a SlurmJob's spec, with its own CEL rules (checked at admission).
+  EXPECT_EQ(Keys(At(Root(crd), {"spec", "jobTemplate", "spec"})["properties"]),
+            Keys(At(Root(SlurmJobCrd()), {"spec"})["properties"]));
+  EXPECT_EQ(At(Root(crd), {"spec", "jobTemplate", "spec"})["x-kubernetes-validations"].size(), 2u);
+  EXPECT_THAT(Strings(At(Root(crd), {"spec"})["required"]), ElementsAre("schedule", "jobTemplate"));
+}
+
+TEST(RealCrdsTest, SlurmCronJobValidatesAtAdmission) {
+  const YAML::Node spec = At(Root(SlurmCronJobCrd()), {"spec"});
+  const YAML::Node schedule_rules = spec["properties"]["schedule"]["x-kubernetes-validations"];
+  ASSERT_EQ(schedule_rules.size(), 2u);
+  EXPECT_THAT(schedule_rules[0]["rule"].as<std::string>(), HasSubstr("CRON_TZ="));
+  EXPECT_THAT(schedule_rules[1]["rule"].as<std::string>(), HasSubstr("size() == 5"));
+  EXPECT_THAT(Strings(spec["properties"]["concurrencyPolicy"]["enum"]),
+              ElementsAre("Allow", "Forbid", "Replace"));
+  EXPECT_EQ(spec["properties"]["concurrencyPolicy"]["default"].as<std::string>(), "Allow");
+  EXPECT_EQ(spec["properties"]["successfulJobsHistoryLimit"]["default"].as<int>(), 3);
+  EXPECT_EQ(spec["properties"]["failedJobsHistoryLimit"]["default"].as<int>(), 1);
+  EXPECT_EQ(spec["properties"]["startingDeadlineSeconds"]["minimum"].as<int>(), 0);
+  EXPECT_TRUE(spec["properties"]["timeZone"]["pattern"].IsDefined());
+  // Its name must leave room for the children's suffix (CronJob's 52).
+  const YAML::Node root_rules = Root(SlurmCronJobCrd())["x-kubernetes-validations"];
+  ASSERT_EQ(root_rules.size(), 1u);
+  EXPECT_EQ(root_rules[0]["rule"].as<std::string>(), "self.metadata.name.size() <= 52");
+}
+
+TEST(RealCrdsTest, SlurmCronJobPrinterColumns) {
+  const YAML::Node columns = SlurmCronJobCrd()["spec"]["versions"][0]["additionalPrinterColumns"];
+  std::vector<std::string> names;
+  for (const YAML::Node& column : columns) names.push_back(column["name"].as<std::string>());
+  EXPECT_THAT(names, ElementsAre("Schedule", "TimeZone", "Suspend", "Active", "LastSchedule",
+                                 "Ready", "Reason", "Age"));
+  EXPECT_EQ(columns[3]["jsonPath"].as<std::string>(), ".status.activeCount");
+  EXPECT_EQ(columns[4]["jsonPath"].as<std::string>(), ".status.lastScheduleTime");
+}
+
 TEST(RealCrdsTest, OutputIsDeterministicAndIndependentOfFileOrder) {
   ProtoWorkspace workspace;
   std::vector<const FileDescriptor*> reversed = {
