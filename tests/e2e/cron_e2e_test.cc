@@ -250,6 +250,46 @@ TEST_F(CronE2E, AnUnknownTimeZoneIsStalledWithAReason) {
   EXPECT_EQ(reason, "InvalidTimeZone");
 }
 
+// What CEL can tell is refused at admission, with the CRD's messages (the stand-in evaluates
+// these rules as a real API server does): a TZ= prefix, a schedule that is not five fields or a
+// macro, a name over 52 characters, and a template spec that breaks a SlurmJob's own rule.
+TEST_F(CronE2E, AdmissionRefusesWhatCelCanTell) {
+  auto apply = [](const std::string& name, const std::string& schedule,
+                  const std::string& template_extra = "") {
+    return Kubectl({"apply", "-f", "-"},
+                   "apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
+                   "kind: SlurmCronJob\n"
+                   "metadata: {name: " +
+                       name +
+                       ", namespace: cron}\n"
+                       "spec:\n"
+                       "  schedule: \"" +
+                       schedule +
+                       "\"\n"
+                       "  jobTemplate:\n"
+                       "    spec:\n"
+                       "      clusterRef: {name: local}\n" +
+                       template_extra + "      script: \"#!/bin/bash\\ntrue\\n\"\n");
+  };
+  const struct {
+    std::string name, schedule, template_extra, message;
+  } refused[] = {
+      {"tz", "TZ=UTC 0 * * * *", "", "TZ="},
+      {"six", "0 0 * * * *", "", "five"},
+      {"every", "@every 1h", "", "five"},
+      {std::string(53, 'n'), "0 * * * *", "", "52"},
+      {"deadline", "0 * * * *", "      timeLimitMinutes: 5\n      activeDeadlineSeconds: 60\n",
+       "timeLimitMinutes must end within activeDeadlineSeconds"},
+  };
+  for (const auto& r : refused) {
+    CommandResult got = apply(r.name, r.schedule, r.template_extra);
+    EXPECT_NE(got.exit_code, 0) << r.schedule << ": " << got.out;
+    EXPECT_THAT(got.err, HasSubstr(r.message)) << r.schedule;
+  }
+  CommandResult ok = apply("fine", "*/15 2-4 * JAN-MAR MON-FRI");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
 // Exactly once across a crash: with successfulJobsHistoryLimit 0 the finished child is deleted
 // at once; an operator SIGKILLed and started again finds no child for that minute, and
 // status.lastScheduleTime keeps it from creating (and Slurm from running) the minute again.

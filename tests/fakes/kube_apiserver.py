@@ -694,11 +694,14 @@ def validate_schema(value, schema, path, errs, old=MISSING, cel=True):
 # --------------------------------------------------------------------------------------------
 # a tiny CEL subset for x-kubernetes-validations
 # --------------------------------------------------------------------------------------------
-# Supported: literals (int, float, 'str', "str", true, false, null), `self`, `oldSelf`,
-# field selection (self.a.b), has(self.a.b), size(x) / x.size(), !, &&, ||, ==, !=, <, <=, >, >=,
-# parentheses.  This covers `self == oldSelf`, `has(self.a) != has(self.b)` and
-# `!has(self.a) || (!has(self.b) && !has(self.c))`.  A rule using anything else (macros, string
-# functions, messageExpression, optionalOldSelf, ...) is SKIPPED (treated as passing).
+# Supported: literals (int, float, 'str', "str", true, false, null, [lists]), `self`, `oldSelf`,
+# field selection (self.a.b), has(self.a.b), size(x) / x.size(), !, unary -, * / % + - (int
+# arithmetic truncating toward zero; + also joins strings and lists), ==, !=, <, <=, >, >=, `in`,
+# &&, ||, the ternary `c ? a : b`, parentheses, the string functions startsWith, endsWith,
+# contains, trim, split (Kubernetes' CEL strings library), and the macros filter, all, exists
+# (`list.filter(x, pred)`).  This covers every rule of this project's CRDs.  A rule using
+# anything else (other functions, messageExpression, optionalOldSelf, ...) is SKIPPED (treated
+# as passing), and so is one whose evaluation meets a type this subset does not model.
 
 class CelUnsupported(Exception):
     pass
@@ -709,7 +712,7 @@ class CelNoSuchKey(Exception):
 
 
 _CEL_TOKEN = re.compile(r"\s*(?:(\d+\.\d+|\d+)|('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")|"
-                        r"(==|!=|<=|>=|&&|\|\||[!<>().,])|([A-Za-z_][A-Za-z0-9_]*))")
+                        r"(==|!=|<=|>=|&&|\|\||[!<>().,*/%+\-?:\[\]])|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 def cel_tokenize(src):
@@ -727,6 +730,8 @@ def cel_tokenize(src):
             out.append(("lit", st[1:-1]))
         elif op is not None:
             out.append(("op", op))
+        elif ident == "in":
+            out.append(("op", "in"))
         else:
             out.append(("id", ident))
         while pos < len(src) and src[pos].isspace():
@@ -734,7 +739,13 @@ def cel_tokenize(src):
     return out
 
 
+_CEL_METHODS = {"size": 0, "startsWith": 1, "endsWith": 1, "contains": 1, "trim": 0, "split": 1}
+_CEL_MACROS = ("filter", "all", "exists")
+
+
 class CelParser:
+    """CEL's grammar (cel-spec langdef.md), for the subset above."""
+
     def __init__(self, src):
         self.toks = cel_tokenize(src)
         self.i = 0
@@ -750,9 +761,18 @@ class CelParser:
         return t
 
     def parse(self):
-        e = self.or_()
+        e = self.expr()
         if self.i != len(self.toks):
             raise CelUnsupported("trailing tokens")
+        return e
+
+    def expr(self):
+        e = self.or_()
+        if self.peek() == ("op", "?"):
+            self.take()
+            a = self.or_()
+            self.take("op", ":")
+            e = ("cond", e, a, self.expr())
         return e
 
     def or_(self):
@@ -770,41 +790,82 @@ class CelParser:
         return e
 
     def rel(self):
-        e = self.unary()
+        e = self.add()
         t = self.peek()
-        if t[0] == "op" and t[1] in ("==", "!=", "<", "<=", ">", ">="):
+        while t[0] == "op" and t[1] in ("==", "!=", "<", "<=", ">", ">=", "in"):
             self.take()
-            e = ("cmp", t[1], e, self.unary())
+            e = ("in", e, self.add()) if t[1] == "in" else ("cmp", t[1], e, self.add())
+            t = self.peek()
+        return e
+
+    def add(self):
+        e = self.mul()
+        while self.peek() in (("op", "+"), ("op", "-")):
+            e = ("arith", self.take()[1], e, self.mul())
+        return e
+
+    def mul(self):
+        e = self.unary()
+        while self.peek() in (("op", "*"), ("op", "/"), ("op", "%")):
+            e = ("arith", self.take()[1], e, self.unary())
         return e
 
     def unary(self):
         if self.peek() == ("op", "!"):
             self.take()
             return ("not", self.unary())
+        if self.peek() == ("op", "-"):
+            self.take()
+            return ("neg", self.unary())
         return self.postfix()
+
+    def args(self):
+        self.take("op", "(")
+        out = []
+        if self.peek() != ("op", ")"):
+            out.append(self.expr())
+            while self.peek() == ("op", ","):
+                self.take()
+                out.append(self.expr())
+        self.take("op", ")")
+        return out
 
     def postfix(self):
         e = self.primary()
         while self.peek() == ("op", "."):
             self.take()
             name = self.take("id")[1]
-            if self.peek() == ("op", "("):
-                self.take()
-                self.take("op", ")")
-                if name != "size":
-                    raise CelUnsupported(name)
-                e = ("size", e)
-            else:
+            if self.peek() != ("op", "("):
                 e = ("sel", e, name)
+                continue
+            args = self.args()
+            if name in _CEL_MACROS:
+                if len(args) != 2 or args[0][0] != "ident":
+                    raise CelUnsupported(name + " needs (variable, predicate)")
+                e = ("macro", name, e, args[0][1], args[1])
+            elif _CEL_METHODS.get(name, -1) == len(args):
+                e = ("call", name, e, args)
+            else:
+                raise CelUnsupported(name)
         return e
 
     def primary(self):
         t = self.peek()
         if t == ("op", "("):
             self.take()
-            e = self.or_()
+            e = self.expr()
             self.take("op", ")")
             return e
+        if t == ("op", "["):
+            self.take()
+            items = []
+            if self.peek() != ("op", "]"):
+                items.append(self.expr())
+                while self.peek() == ("op", ","):
+                    self.take()
+                    items.append(self.expr())
+            self.take("op", "]")
+            return ("list", items)
         if t[0] == "lit":
             self.take()
             return ("lit", t[1])
@@ -818,26 +879,81 @@ class CelParser:
             if name in ("self", "oldSelf"):
                 return ("var", name)
             if name in ("has", "size") and self.peek() == ("op", "("):
-                self.take()
-                arg = self.or_()
-                self.take("op", ")")
+                args = self.args()
+                if len(args) != 1:
+                    raise CelUnsupported(name + " takes one argument")
                 if name == "has":
-                    if arg[0] != "sel":
+                    if args[0][0] != "sel":
                         raise CelUnsupported("has() needs a field selection")
-                    return ("has", arg)
-                return ("size", arg)
+                    return ("has", args[0])
+                return ("size", args[0])
+            return ("ident", name)  # a macro's variable
         raise CelUnsupported("unexpected %r" % (t,))
+
+
+def _cel_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _cel_arith(o, a, b):
+    if o == "+" and ((isinstance(a, str) and isinstance(b, str)) or
+                     (isinstance(a, list) and isinstance(b, list))):
+        return a + b
+    if not (_cel_int(a) and _cel_int(b)):
+        raise CelUnsupported("arithmetic on %s, %s" % (type(a).__name__, type(b).__name__))
+    if o in ("/", "%") and b == 0:
+        raise CelUnsupported("division by zero")
+    if o == "/":
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b >= 0) else -q  # CEL truncates toward zero
+    if o == "%":
+        return a - b * _cel_arith("/", a, b)
+    return {"+": a + b, "-": a - b, "*": a * b}[o]
+
+
+def _cel_call(name, target, args):
+    if not isinstance(target, (str, list, dict)):
+        raise CelUnsupported(name + " on " + type(target).__name__)
+    if name == "size":
+        return len(target)
+    if not isinstance(target, str) or not all(isinstance(a, str) for a in args):
+        raise CelUnsupported(name + " on non-strings")
+    if name == "startsWith":
+        return target.startswith(args[0])
+    if name == "endsWith":
+        return target.endswith(args[0])
+    if name == "contains":
+        return args[0] in target
+    if name == "trim":
+        return target.strip()  # Unicode white space, as strings.trim
+    return target.split(args[0]) if args[0] else list(target)  # split("") splits characters
+
+
+def _cel_macro(name, target, var, pred, env):
+    if not isinstance(target, list):
+        raise CelUnsupported(name + " on non-list")
+    results = []
+    for item in target:
+        r = cel_eval(pred, dict(env, **{var: item}))
+        if not isinstance(r, bool):
+            raise CelUnsupported(name + " predicate is not bool")
+        results.append(r)
+    if name == "filter":
+        return [item for item, keep in zip(target, results) if keep]
+    return all(results) if name == "all" else any(results)
 
 
 def cel_eval(node, env):
     op = node[0]
     if op == "lit":
         return node[1]
-    if op == "var":
+    if op in ("var", "ident"):
         v = env.get(node[1], MISSING)
         if v is MISSING:
             raise CelUnsupported("unbound " + node[1])
         return v
+    if op == "list":
+        return [cel_eval(e, env) for e in node[1]]
     if op == "sel":
         base = cel_eval(node[1], env)
         if not isinstance(base, dict):
@@ -851,15 +967,35 @@ def cel_eval(node, env):
             raise CelUnsupported("has on non-object")
         return node[1][2] in base
     if op == "size":
-        v = cel_eval(node[1], env)
-        if isinstance(v, (str, list, dict)):
-            return len(v)
-        raise CelUnsupported("size")
+        return _cel_call("size", cel_eval(node[1], env), [])
+    if op == "call":
+        return _cel_call(node[1], cel_eval(node[2], env), [cel_eval(a, env) for a in node[3]])
+    if op == "macro":
+        return _cel_macro(node[1], cel_eval(node[2], env), node[3], node[4], env)
     if op == "not":
         v = cel_eval(node[1], env)
         if not isinstance(v, bool):
             raise CelUnsupported("! on non-bool")
         return not v
+    if op == "neg":
+        v = cel_eval(node[1], env)
+        if not is_num(v) or isinstance(v, bool):
+            raise CelUnsupported("- on non-number")
+        return -v
+    if op == "arith":
+        return _cel_arith(node[1], cel_eval(node[2], env), cel_eval(node[3], env))
+    if op == "cond":
+        c = cel_eval(node[1], env)
+        if not isinstance(c, bool):
+            raise CelUnsupported("?: on non-bool")
+        return cel_eval(node[2] if c else node[3], env)
+    if op == "in":
+        a, b = cel_eval(node[1], env), cel_eval(node[2], env)
+        if isinstance(b, list):
+            return any(deep_equal(a, x) for x in b)
+        if isinstance(b, dict):
+            return a in b
+        raise CelUnsupported("in on " + type(b).__name__)
     if op in ("and", "or"):
         a = cel_eval(node[1], env)
         if op == "and" and a is False:
