@@ -6,6 +6,7 @@
 #include "controller/reconcile/job_lifetime.h"
 
 #include "controller/reconcile/conditions.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/reconcile/decide_fixtures.h"
 
@@ -14,6 +15,7 @@ namespace {
 
 using fixtures::kT0;
 using std::chrono::seconds;
+using ::testing::HasSubstr;
 using Kind = TtlVerdict::Kind;
 
 int64_t Unix(Time t) { return std::chrono::duration_cast<seconds>(t.time_since_epoch()).count(); }
@@ -161,24 +163,23 @@ TEST(EndedByDeadline, SlurmsDeadlineStateAndTheTimeLimitItCutCount) {
   EXPECT_FALSE(EndedByDeadline(job, r, kT0 + seconds(570)));
 }
 
+// The message of a run the deadline ended in `state`, started and ended `ran` seconds apart.
+std::string DeadlineMessage(const std::string& state, int64_t ran) {
+  const JobFacts job = RunningWithDeadline(600);
+  v1alpha1::SlurmJobStatus ended = job.status;
+  ended.set_job_state(state);
+  ended.mutable_start_time()->set_seconds(1'700'000'001);
+  ended.mutable_end_time()->set_seconds(1'700'000'001 + ran);
+  return StatusDeadlineExceeded(job, ended, kT0).message();
+}
+
 TEST(StatusDeadlineExceeded, SaysHowSlurmKeptTheDeadline) {
-  JobFacts job = RunningWithDeadline(600);
-  v1alpha1::SlurmJobStatus unstarted = job.status;
-  unstarted.set_job_state("DEADLINE");
-  unstarted.mutable_start_time()->set_seconds(1'700'000'001);
-  unstarted.mutable_end_time()->set_seconds(1'700'000'001);
-  EXPECT_NE(StatusDeadlineExceeded(job, unstarted, kT0)
-                .message()
-                .find("Slurm did not start it: its time limit would have ended after the deadline"),
-            std::string::npos);
-  v1alpha1::SlurmJobStatus cut = job.status;
-  cut.set_job_state("TIMEOUT");
-  cut.mutable_start_time()->set_seconds(1'700'000'001);
-  cut.mutable_end_time()->set_seconds(1'700'000'541);
-  EXPECT_NE(StatusDeadlineExceeded(job, cut, kT0)
-                .message()
-                .find("reached the time limit Slurm cut to end by the deadline"),
-            std::string::npos);
+  EXPECT_THAT(DeadlineMessage("DEADLINE", 0),
+              HasSubstr("Slurm did not start it: its time limit would have ended after the "
+                        "deadline"));
+  EXPECT_THAT(DeadlineMessage("TIMEOUT", 540),
+              HasSubstr("reached the time limit Slurm cut to end by the deadline"));
+  EXPECT_THAT(DeadlineMessage("CANCELLED", 600), HasSubstr(") passed. Not retried."));
 }
 
 TEST(StatusDeadlineExceeded, NamesWhereTheJobsOutputIs) {
