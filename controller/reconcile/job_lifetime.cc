@@ -106,8 +106,10 @@ v1alpha1::SlurmJobStatus StatusDeadlineExceeded(const JobFacts& job, v1alpha1::S
       FormatRfc3339(Time(std::chrono::seconds(ended.first_submit_time().seconds()))), ")");
   const bool started = ended.has_start_time() && ended.has_end_time() &&
                        ended.start_time().seconds() < ended.end_time().seconds();
+  // A job Slurm never started (deadline_ok()) wrote no output either.
+  const bool unstarted = ended.job_state() == "DEADLINE" && !started;
   std::string why;
-  if (ended.job_state() == "DEADLINE" && !started) {
+  if (unstarted) {
     why = absl::StrCat(
         "Slurm did not start it: its time limit would have ended after the deadline of ", deadline,
         " (Slurm starts a job with a deadline only when it can finish by then). Not retried.");
@@ -118,7 +120,7 @@ v1alpha1::SlurmJobStatus StatusDeadlineExceeded(const JobFacts& job, v1alpha1::S
     why = absl::StrCat(deadline, " passed. Not retried.");
   }
   const std::string msg = absl::StrCat("Slurm job ", ended.job_id(), " ended ", ended.job_state(),
-                                       ": ", why, OutputHint(ended));
+                                       ": ", why, unstarted ? "" : OutputHint(ended));
   ended.set_phase(std::string(kPhaseFailed));
   ended.set_reason("DeadlineExceeded");
   ended.set_message(msg);

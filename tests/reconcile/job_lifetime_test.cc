@@ -180,6 +180,13 @@ TEST(StatusDeadlineExceeded, SaysHowSlurmKeptTheDeadline) {
   EXPECT_THAT(DeadlineMessage("TIMEOUT", 540),
               HasSubstr("reached the time limit Slurm cut to end by the deadline"));
   EXPECT_THAT(DeadlineMessage("CANCELLED", 600), HasSubstr(") passed. Not retried."));
+  // A job Slurm never started wrote nothing: its (default) output file is not named.
+  JobFacts job = RunningWithDeadline(600);
+  v1alpha1::SlurmJobStatus unstarted = job.status;
+  unstarted.set_job_state("DEADLINE");
+  unstarted.set_standard_output("/w/slurm-7.out");
+  EXPECT_THAT(StatusDeadlineExceeded(job, unstarted, kT0).message(),
+              ::testing::Not(HasSubstr("/w/slurm-7.out")));
 }
 
 TEST(StatusDeadlineExceeded, NamesWhereTheJobsOutputIs) {
