@@ -192,7 +192,7 @@ TEST(StatusDeadlineExceeded, SaysHowSlurmKeptTheDeadline) {
 TEST(StatusDeadlineExceeded, NamesWhereTheJobsOutputIs) {
   JobFacts job = RunningWithDeadline(600);
   v1alpha1::SlurmJobStatus ended = job.status;
-  ended.set_job_state("DEADLINE");
+  ended.set_job_state("CANCELLED");  // the operator's cancel at the deadline: it ran
   ended.set_standard_output("/w/slurm-7.out");
   ended.set_standard_error("/w/slurm-7.out");
   const v1alpha1::SlurmJobStatus s = StatusDeadlineExceeded(job, ended, kT0 + seconds(601));
