@@ -29,10 +29,13 @@ if [ "${SLURMOP_SANITIZERS:-1}" != 0 ]; then
   # plain build: cpprestsdk's set_body type-puns its stream buffers, and UBSan's vptr report
   # of it from the operator subprocess is not reliably suppressed).
   # CpprestTransportTest.Stream* end streaming responses early on purpose (callback stop,
-  # inactivity timeout); cpprestsdk's own pending tasks for them are still alive at exit, which
-  # LSan reports now and then (allocations inside libcpprest only). They run, and must pass, in
-  # the plain build above.
-  SANITIZE_EXCLUDE='real-slurm|chaos|e2e' scripts/test-sanitizers.sh -E 'CpprestTransportTest.Stream'
+  # inactivity timeout), and SendOfABodyCutShortIsUnavailable sends a request body whose source
+  # ends early; cpprestsdk's own pending tasks for them (set_body's task, in its thread pool) are
+  # still alive at exit, which LSan reports now and then (allocations inside libcpprest only,
+  # unsymbolized, so no function-name suppression in tests/sanitizers/lsan.supp can match them;
+  # seen once in 2 runs for SendOfABodyCutShort). They run, and must pass, in the plain build above.
+  SANITIZE_EXCLUDE='real-slurm|chaos|e2e' scripts/test-sanitizers.sh \
+    -E 'CpprestTransportTest.(Stream|SendOfABodyCutShort)'
   echo "sanitizers: $(($(date +%s) - tested)) s"
 fi
 fuzz_start=$(date +%s)
