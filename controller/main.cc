@@ -41,6 +41,7 @@
 #include "controller/reconcile/credentials_resolver.h"
 #include "controller/reconcile/installation_id.h"
 #include "controller/reconcile/manager.h"
+#include "controller/reconcile/metered_slurm.h"
 #include "controller/reconcile/submit_fence.h"
 #include "controller/server/health_server.h"
 #include "controller/server/log_format.h"
@@ -252,6 +253,7 @@ absl::StatusOr<AgentPlatform> NewAgentPlatform(const slurmop::Clock& clock) {
     api_options.budget.requests_per_minute = qps * 60;
   }
   ap.slurm_api = slurmop::agentplatform::NewSlurmApiClient(api_options);
+  slurmop::reconcile::RegisterCallBudgetMetrics(*ap.slurm_api);
   ap.credentials.transport = ap.transport.get();
   ap.credentials.endpoint_policy = *endpoints;  // for Secrets' credentials
   ap.credentials.clock = &clock;

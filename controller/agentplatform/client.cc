@@ -93,6 +93,8 @@ class SlurmApiClient final : public SlurmApi {
   }
 
   using SlurmApi::Call;
+  std::vector<BudgetState> Budgets() override { return budget_.Snapshot(); }
+
   absl::StatusOr<SlurmResponse> Call(const ClusterName& cluster, TokenSource& credentials,
                                      HttpMethod method, std::string_view path,
                                      const nlohmann::json* body,
@@ -133,15 +135,21 @@ class SlurmApiClient final : public SlurmApi {
 
   // kUnavailable (unsent unless an earlier attempt was: Call marks it) when
   // the budget has no token for this call within max_rate_limit_wait.
-  absl::Status OverBudget(const ClusterName& cluster, CallPriority priority,
-                          std::chrono::nanoseconds would_wait) {
-    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(would_wait);
+  absl::Status OverBudget(const ClusterName& cluster, CallPriority priority, const Reservation& r) {
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(r.wait);
+    const std::string whose =
+        r.limited_by_own_cap
+            ? absl::StrCat("of SlurmCluster ", cluster.budget.owner, " (",
+                           std::lround(cluster.budget.own_requests_per_minute),
+                           " calls/min, its spec.callBudget.requestsPerMinute)")
+            : absl::StrCat(
+                  "of project ", cluster.project_id, " in ", cluster.region, " (",
+                  std::lround(budget_.RequestsPerMinute(
+                      QuotaKey(cluster.endpoint, cluster.project_id, cluster.region))),
+                  " calls/min for all its clusters: --agent-platform-requests-per-minute, or "
+                  "a ClusterSlurmCluster's spec.callBudget)");
     absl::Status s = absl::UnavailableError(absl::StrCat(
-        "Agent Platform: the client-side budget of project ", cluster.project_id, " in ",
-        cluster.region, " (",
-        std::lround(budget_.RequestsPerMinute(
-            QuotaKey(cluster.endpoint, cluster.project_id, cluster.region))),
-        " calls/min for all its clusters, --agent-platform-requests-per-minute) is spent; this ",
+        "Agent Platform: the client-side budget ", whose, " is spent; this ",
         CallPriorityName(priority), " call is not sent, retry in ", ms.count(), " ms"));
     SetRetryDelay(s, ms);
     return MarkHeldBackByBudget(s);
@@ -195,11 +203,10 @@ class SlurmApiClient final : public SlurmApi {
     if (std::optional<absl::Status> paused = PausedStatus(budget_key, cluster)) return *paused;
     for (int attempt = 1;; ++attempt) {
       const bool attempts_left = attempt < opts_.max_attempts;
-      std::chrono::nanoseconds would_wait{};
-      std::optional<std::chrono::nanoseconds> wait =
-          budget_.TryReserve(budget_key, priority, opts_.max_rate_limit_wait, &would_wait);
-      if (!wait) return OverBudget(cluster, priority, would_wait);
-      Sleep(*wait);
+      const Reservation r =
+          budget_.Reserve(budget_key, cluster.budget, priority, opts_.max_rate_limit_wait);
+      if (!r.granted) return OverBudget(cluster, priority, r);
+      Sleep(r.wait);
 
       absl::StatusOr<std::string> token = credentials.Token();
       if (!token.ok()) {

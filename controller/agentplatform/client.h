@@ -90,6 +90,8 @@ struct ClusterName {
   // (trailing slash ok).
   std::string endpoint;
   std::string project_id, region, cluster_id;
+  // What the cluster's resource asks of the call budget (quota_budget.h).
+  BudgetRequest budget;
   // projects/P/locations/R/modelDevelopmentClusters/C
   std::string ResourceName() const;
   // <endpoint>/v1beta1/<ResourceName()>:callSlurmRestApi, each name
@@ -173,6 +175,9 @@ class SlurmApi {  // the seam the executor uses; tests swap a fake
                                              HttpMethod method, std::string_view path,
                                              const nlohmann::json* body,
                                              const CallOptions& options) = 0;
+  // The call budget of every project and region called so far (for the
+  // metrics); none for a SlurmApi without one.
+  virtual std::vector<BudgetState> Budgets() { return {}; }
   // The same with default options.
   absl::StatusOr<SlurmResponse> Call(const ClusterName& cluster, TokenSource& credentials,
                                      HttpMethod method, std::string_view path,

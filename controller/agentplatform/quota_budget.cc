@@ -42,23 +42,46 @@ QuotaBudget::QuotaBudget(const Clock* clock, QuotaBudgetOptions options)
     : clock_(clock != nullptr ? clock : &RealClock::Get()), options_(Sane(options)) {}
 
 double QuotaBudget::RateLocked(const Bucket& b, Time now) const {
-  const double configured = options_.requests_per_minute;
-  if (b.shrunk_at == Time()) return configured;
+  if (b.shrunk_at == Time()) return b.configured;
   const double minutes = std::chrono::duration<double>(now - b.shrunk_at).count() / 60;
-  return std::min(configured, b.shrunk_rate * (1 + options_.recovery_per_minute * minutes));
+  return std::min(b.configured, b.shrunk_rate * (1 + options_.recovery_per_minute * minutes));
 }
 
-QuotaBudget::Bucket& QuotaBudget::Refilled(const std::string& key, Time now) {
-  auto [it, inserted] = buckets_.try_emplace(
-      key, Bucket{options_.burst, now, options_.requests_per_minute, Time(), std::nullopt});
-  Bucket& b = it->second;
-  if (now > b.updated) {
-    const double seconds = std::chrono::duration<double>(now - b.updated).count();
-    const double cap = b.probing ? 1.0 : options_.burst;
-    b.tokens = std::min(cap, b.tokens + seconds * RateLocked(b, now) / 60);
-    b.updated = now;
+void QuotaBudget::Refill(Bucket& b, Time now) const {
+  if (now <= b.updated) return;
+  const double seconds = std::chrono::duration<double>(now - b.updated).count();
+  const double cap = b.probing ? 1.0 : options_.burst;
+  b.tokens = std::min(cap, b.tokens + seconds * std::max(0.0, RateLocked(b, now)) / 60);
+  b.updated = now;
+}
+
+QuotaBudget::Bucket& QuotaBudget::Refilled(std::map<std::string, Bucket>& buckets,
+                                           const std::string& key, double configured, Time now) {
+  auto [it, inserted] = buckets.try_emplace(
+      key, Bucket{options_.burst, now, configured, configured, Time(), std::nullopt});
+  Refill(it->second, now);
+  return it->second;
+}
+
+void QuotaBudget::Remember(Bucket& b, const BudgetRequest& request, Time now) const {
+  if (!request.owner.empty()) {
+    if (request.project_requests_per_minute > 0) {
+      b.settings[request.owner] = Setting{request.project_requests_per_minute, now};
+    } else {
+      b.settings.erase(request.owner);  // the resource no longer sets it
+    }
   }
-  return b;
+  std::optional<double> lowest;
+  for (auto it = b.settings.begin(); it != b.settings.end();) {
+    if (now - it->second.seen > options_.setting_memory) {
+      it = b.settings.erase(it);  // no call carried it for long: e.g. a deleted resource
+      continue;
+    }
+    lowest =
+        std::min(lowest.value_or(it->second.requests_per_minute), it->second.requests_per_minute);
+    ++it;
+  }
+  b.configured = lowest.value_or(options_.requests_per_minute);
 }
 
 double QuotaBudget::ReserveOf(CallPriority priority) const {
@@ -73,36 +96,66 @@ double QuotaBudget::ReserveOf(CallPriority priority) const {
   return 0;
 }
 
-std::optional<std::chrono::nanoseconds> QuotaBudget::TryReserve(
-    const std::string& key, CallPriority priority, std::chrono::nanoseconds max_wait,
-    std::chrono::nanoseconds* would_wait) {
-  if (!(options_.requests_per_minute > 0)) return std::chrono::nanoseconds(0);
-  std::lock_guard<std::mutex> lock(mu_);
-  const Time now = clock_->Now();
-  Bucket& b = Refilled(key, now);
+std::chrono::nanoseconds QuotaBudget::WaitFor(const Bucket& b, CallPriority priority,
+                                              Time now) const {
   // The token itself plus the reserve kept for higher classes; never more
   // than a full bucket, or the wait could never end.
   const double need = std::min(b.probing ? 1.0 : options_.burst, 1.0 + ReserveOf(priority));
-  if (b.tokens >= need) {
-    b.tokens -= 1.0;
-    return std::chrono::nanoseconds(0);
-  }
+  if (b.tokens >= need) return std::chrono::nanoseconds(0);
   const double per_second = RateLocked(b, now) / 60;
-  const std::chrono::nanoseconds wait(
+  if (!(per_second > 0)) return std::chrono::nanoseconds::max();
+  return std::chrono::nanoseconds(
       static_cast<int64_t>(std::ceil((need - b.tokens) * 1e9 / per_second)));
-  if (wait > max_wait) {
-    if (would_wait != nullptr) *would_wait = wait;
-    return std::nullopt;
+}
+
+Reservation QuotaBudget::Reserve(const std::string& key, const BudgetRequest& request,
+                                 CallPriority priority, std::chrono::nanoseconds max_wait) {
+  const bool any_setting = !request.owner.empty();
+  if (!(options_.requests_per_minute > 0) && !any_setting) {
+    return Reservation{true, std::chrono::nanoseconds(0), false};  // off, as configured
   }
-  b.tokens -= 1.0;
-  return wait;
+  std::lock_guard<std::mutex> lock(mu_);
+  const Time now = clock_->Now();
+  Bucket& project = Refilled(buckets_, key, options_.requests_per_minute, now);
+  Remember(project, request, now);
+  Bucket* own = nullptr;
+  if (request.own_requests_per_minute > 0) {
+    own = &Refilled(own_, request.owner, request.own_requests_per_minute, now);
+    own->configured = request.own_requests_per_minute;  // a changed cap holds from now on
+  } else if (any_setting) {
+    own_.erase(request.owner);
+  }
+  Reservation r;
+  const bool project_on = project.configured > 0;
+  if (project_on) r.wait = WaitFor(project, priority, now);
+  if (own != nullptr) {
+    const std::chrono::nanoseconds w = WaitFor(*own, priority, now);
+    if (w > r.wait) {
+      r.wait = w;
+      r.limited_by_own_cap = true;
+    }
+  }
+  if (r.wait > max_wait) return r;
+  r.granted = true;
+  if (project_on) project.tokens -= 1.0;
+  if (own != nullptr) own->tokens -= 1.0;
+  return r;
+}
+
+std::optional<std::chrono::nanoseconds> QuotaBudget::TryReserve(
+    const std::string& key, CallPriority priority, std::chrono::nanoseconds max_wait,
+    std::chrono::nanoseconds* would_wait) {
+  const Reservation r = Reserve(key, BudgetRequest(), priority, max_wait);
+  if (r.granted) return r.wait;
+  if (would_wait != nullptr) *would_wait = r.wait;
+  return std::nullopt;
 }
 
 void QuotaBudget::Exhausted(const std::string& key,
                             std::optional<std::chrono::milliseconds> retry_delay) {
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();
-  Bucket& b = Refilled(key, now);
+  Bucket& b = Refilled(buckets_, key, options_.requests_per_minute, now);
   const std::chrono::milliseconds pause =
       retry_delay.has_value() && *retry_delay > std::chrono::milliseconds(0) ? *retry_delay
                                                                              : kDefaultPause;
@@ -111,7 +164,7 @@ void QuotaBudget::Exhausted(const std::string& key,
   // shrink per pause, not one per call that was in flight.
   if (!already_paused) {
     b.shrunk_rate = std::max(options_.min_requests_per_minute, RateLocked(b, now) / 2);
-    b.shrunk_rate = std::min(b.shrunk_rate, options_.requests_per_minute);
+    b.shrunk_rate = std::min(b.shrunk_rate, b.configured);
     b.shrunk_at = now;
     b.tokens = std::min(b.tokens, 0.0);  // resume gently once the pause is over
   }
@@ -139,6 +192,17 @@ double QuotaBudget::RequestsPerMinute(const std::string& key) {
   auto it = buckets_.find(key);
   if (it == buckets_.end()) return options_.requests_per_minute;
   return RateLocked(it->second, clock_->Now());
+}
+
+std::vector<BudgetState> QuotaBudget::Snapshot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Time now = clock_->Now();
+  std::vector<BudgetState> out;
+  for (const auto& [key, b] : buckets_) {
+    out.push_back(
+        BudgetState{key, RateLocked(b, now), b.paused_until.has_value() && *b.paused_until > now});
+  }
+  return out;
 }
 
 }  // namespace slurmop::agentplatform

@@ -26,6 +26,14 @@
 //    rate. After the pause the bucket starts empty and holds at most one
 //    token until a call succeeds again (Succeeded()): one call finds out
 //    whether the quota is back, not a burst of them.
+//  * Settings from the clusters' resources (BudgetRequest, carried by each
+//    call): a ClusterSlurmCluster's `callBudget` sets its project and
+//    region's rate in place of `requests_per_minute` (the lowest of the
+//    settings seen in the last `setting_memory` wins; a setting no call has
+//    carried for that long is forgotten, e.g. of a deleted resource); a
+//    SlurmCluster's `callBudget` is a bucket of its own the call must also
+//    take a token from, so a tenant can slow only its own calls. Reserves
+//    apply in both buckets; a call takes a token from both or from neither.
 //  * Thread-safe; time comes only from the injected Clock.
 
 #ifndef SLURMOP_CONTROLLER_AGENTPLATFORM_QUOTA_BUDGET_H_
@@ -36,6 +44,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "controller/common/clock.h"
 
@@ -53,8 +62,34 @@ struct QuotaBudgetOptions {
   double burst = 10;
   double track_reserve = 0.25;  // fractions of the burst
   double probe_reserve = 0.5;
-  double min_requests_per_minute = 30;  // RESOURCE_EXHAUSTED never shrinks below
-  double recovery_per_minute = 0.5;     // of the shrunk rate, per minute after a shrink
+  double min_requests_per_minute = 30;      // RESOURCE_EXHAUSTED never shrinks below
+  double recovery_per_minute = 0.5;         // of the shrunk rate, per minute after a shrink
+  std::chrono::minutes setting_memory{10};  // see BudgetRequest in the file comment
+};
+
+// What one cluster's resource asks of the budget (slurmcluster.proto CallBudget).
+struct BudgetRequest {
+  // "namespace/name" of a SlurmCluster, "/name" of a ClusterSlurmCluster; ""
+  // when the call has no resource behind it (nothing below applies).
+  std::string owner;
+  // > 0: a ClusterSlurmCluster's budget for its whole project and region.
+  double project_requests_per_minute = 0;
+  // > 0: a SlurmCluster's cap on its own calls.
+  double own_requests_per_minute = 0;
+};
+
+// What TryReserve() found.
+struct Reservation {
+  bool granted = false;
+  std::chrono::nanoseconds wait{0};  // granted: wait this long first; else what it would have been
+  bool limited_by_own_cap = false;   // the owner's own bucket set the wait
+};
+
+// One project and region's budget now, for the metrics.
+struct BudgetState {
+  std::string key;
+  double requests_per_minute = 0;  // after shrinks and recovery
+  bool paused = false;
 };
 
 // "<endpoint>|projects/<project>/locations/<region>": the endpoint too, so that
@@ -66,6 +101,12 @@ class QuotaBudget {
  public:
   QuotaBudget(const Clock* clock, QuotaBudgetOptions options);
 
+  // Takes a token of `key` (and of request.owner's own bucket, if capped)
+  // unless that means waiting longer than `max_wait`; see the file comment.
+  Reservation Reserve(const std::string& key, const BudgetRequest& request, CallPriority priority,
+                      std::chrono::nanoseconds max_wait);
+  // The same for a call without a resource's settings: the wait, or nullopt
+  // (the wait in *would_wait).
   std::optional<std::chrono::nanoseconds> TryReserve(const std::string& key, CallPriority priority,
                                                      std::chrono::nanoseconds max_wait,
                                                      std::chrono::nanoseconds* would_wait);
@@ -79,27 +120,42 @@ class QuotaBudget {
   std::optional<Time> PausedUntil(const std::string& key);
   // The key's rate now (requests per minute), after shrinks and recovery.
   double RequestsPerMinute(const std::string& key);
+  // Every project and region called so far.
+  std::vector<BudgetState> Snapshot();
 
   // The pause after a RESOURCE_EXHAUSTED that carried no retry delay.
   static constexpr std::chrono::milliseconds kDefaultPause{30000};
 
  private:
+  struct Setting {
+    double requests_per_minute;
+    Time seen;
+  };
   struct Bucket {
     double tokens;
     Time updated;
+    double configured;   // requests per minute before shrinks: the flag, or the lowest setting
     double shrunk_rate;  // requests per minute right after the last shrink
     Time shrunk_at;      // Time() = never shrunk
     std::optional<Time> paused_until;
     bool probing = false;  // after an exhaustion, until a call succeeds: burst of one
+    std::map<std::string, Setting> settings;  // ClusterSlurmClusters' callBudget, by owner
   };
-  Bucket& Refilled(const std::string& key, Time now);  // mu_ held
+  // mu_ held for all of these.
+  Bucket& Refilled(std::map<std::string, Bucket>& buckets, const std::string& key,
+                   double configured, Time now);
+  void Refill(Bucket& b, Time now) const;
+  void Remember(Bucket& b, const BudgetRequest& request, Time now) const;
   double RateLocked(const Bucket& b, Time now) const;  // per minute
   double ReserveOf(CallPriority priority) const;
+  // The wait for a token of `b` for `priority` (zero when one is there).
+  std::chrono::nanoseconds WaitFor(const Bucket& b, CallPriority priority, Time now) const;
 
   const Clock* const clock_;
   const QuotaBudgetOptions options_;
   std::mutex mu_;
-  std::map<std::string, Bucket> buckets_;
+  std::map<std::string, Bucket> buckets_;  // per QuotaKey()
+  std::map<std::string, Bucket> own_;      // per BudgetRequest::owner with a cap
 };
 
 }  // namespace slurmop::agentplatform

@@ -53,13 +53,13 @@ ProbeOutcome ClusterReconciler::Probe(const std::string& key, const ClusterIdent
   }
   // Swept for orphaned jobs from now on.
   if (tracker_)
-    tracker_->RegisterCluster(ClusterEndpoint{key, version, ClusterNameOf(spec), *creds});
+    tracker_->RegisterCluster(ClusterEndpoint{key, version, ClusterNameOf(spec, key), *creds});
   // Probes draw last on the project's budget: submits, cancels and tracking
   // go first when it runs low.
   agentplatform::CallOptions probe;
   probe.priority = agentplatform::CallPriority::kProbe;
   absl::StatusOr<agentplatform::SlurmResponse> r =
-      slurm_.Call(ClusterNameOf(spec), **creds, agentplatform::HttpMethod::kGet,
+      slurm_.Call(ClusterNameOf(spec, key), **creds, agentplatform::HttpMethod::kGet,
                   (*dialect)->PingPath(), nullptr, probe);
   if (!r.ok()) {
     p.call = r.status();

@@ -412,7 +412,7 @@ class Executor::Attempt {
   };
   Slurm SlurmFor(const Decision& d) {
     Slurm s{slurm::DialectFor(d.api_version), absl::UnknownError("unset"),
-            ClusterNameOf(cluster_.spec)};
+            ClusterNameOf(cluster_.spec, cluster_.key)};
     s.creds = s.dialect.ok()
                   ? ex_.credentials_.For(cluster_.identity)
                   : absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>>(s.dialect.status());
@@ -730,7 +730,7 @@ class Executor::Attempt {
     if (!creds.ok()) return r;
     ex_.tracker_->Track(
         ClusterEndpoint{cluster_.key, slurm::VersionOrDefault(cluster_.spec.slurm_api_version()),
-                        ClusterNameOf(cluster_.spec), *creds},
+                        ClusterNameOf(cluster_.spec, cluster_.key), *creds},
         facts_.status.job_id(), key_, v.poll);
     // A failed write's Retry-After is when the API server wants the write
     // again: not stretched to the tracked requeue, since no list change will

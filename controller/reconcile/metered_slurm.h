@@ -31,8 +31,18 @@ class MeteredSlurm {
   agentplatform::SlurmApi& api_;
 };
 
-// Where a SlurmCluster's calls go.
-agentplatform::ClusterName ClusterNameOf(const ::slurmoperator::v1alpha1::SlurmClusterSpec& spec);
+// Where a SlurmCluster's calls go, and what it asks of the call budget
+// (spec.callBudget). `key`: "namespace/name" of a SlurmCluster, "/name" of a
+// ClusterSlurmCluster (whose callBudget sets its project and region's budget;
+// a SlurmCluster's caps only its own calls).
+agentplatform::ClusterName ClusterNameOf(const ::slurmoperator::v1alpha1::SlurmClusterSpec& spec,
+                                         const std::string& key);
+
+// Declares the call budget's series and reads them from `api` at each scrape:
+// slurmjob_operator_call_budget_requests_per_minute and _paused per
+// {endpoint, project, region}; MeteredSlurm counts the calls the budget held
+// back in slurmjob_operator_call_budget_held_back_total{project, region, priority}.
+void RegisterCallBudgetMetrics(agentplatform::SlurmApi& api);
 
 // "/slurm/v0.0.42/job/123?x=1" -> "/slurm/v0.0.42/job/{id}".
 std::string PathTemplate(const std::string& path);

@@ -49,6 +49,10 @@ inline constexpr char kJobRunSeconds[] = "slurmjob_operator_job_run_seconds";
 inline constexpr char kAllocatedCpuSecondsTotal[] = "slurmjob_operator_allocated_cpu_seconds_total";
 inline constexpr char kAllocatedGpuSecondsTotal[] = "slurmjob_operator_allocated_gpu_seconds_total";
 inline constexpr char kTokenRefreshesTotal[] = "slurmjob_operator_token_refreshes_total";
+inline constexpr char kCallBudgetRequestsPerMinute[] =
+    "slurmjob_operator_call_budget_requests_per_minute";
+inline constexpr char kCallBudgetPaused[] = "slurmjob_operator_call_budget_paused";
+inline constexpr char kCallBudgetHeldBackTotal[] = "slurmjob_operator_call_budget_held_back_total";
 inline constexpr char kTrackedJobs[] = "slurmjob_operator_tracked_jobs";
 inline constexpr char kOrphansCancelledTotal[] = "slurmjob_operator_orphans_cancelled_total";
 inline constexpr char kSlurmJobs[] = "slurmjob_operator_slurmjobs";

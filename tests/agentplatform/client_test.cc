@@ -566,6 +566,39 @@ TEST_F(ClientTest, ClustersOfOneProjectAndRegionShareOneBudget) {
   EXPECT_EQ(sleeps_.size(), 1u);
 }
 
+// A SlurmCluster's spec.callBudget caps its own calls and the refusal names it;
+// a sibling of the same project is not held back by that cap, and the
+// Budgets() snapshot shows the project's rate.
+TEST_F(ClientTest, ASlurmClustersOwnCapHoldsBackOnlyItsCallsAndSaysSo) {
+  options_.budget.requests_per_minute = 600;
+  options_.budget.burst = 2;
+  options_.max_rate_limit_wait = ms(0);
+  transport_.SetHandler([](const http::Request&) -> absl::StatusOr<http::Response> {
+    return Respond(200, Envelope(200, "{}"));
+  });
+  auto api = Client();
+  ClusterName capped = cluster_;
+  capped.budget.owner = "team-a/train";
+  capped.budget.own_requests_per_minute = 6;
+  ASSERT_TRUE(
+      api->Call(capped, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr).ok());
+  absl::StatusOr<SlurmResponse> refused =
+      api->Call(capped, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(HeldBackByBudget(refused.status()));
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("SlurmCluster team-a/train (6 calls/min, its "
+                        "spec.callBudget.requestsPerMinute)"));
+  ClusterName sibling = cluster_;
+  sibling.budget.owner = "team-b/train";
+  EXPECT_TRUE(api->Call(sibling, credentials_, HttpMethod::kPost, "/slurm/v0.0.42/job/submit",
+                        &submit_body_)
+                  .ok());
+  const std::vector<BudgetState> budgets = api->Budgets();
+  ASSERT_EQ(budgets.size(), 1u);
+  EXPECT_DOUBLE_EQ(budgets[0].requests_per_minute, 600);
+}
+
 // Tracking (GET) keeps a reserve for submits; an explicit probe priority
 // keeps a larger one.
 TEST_F(ClientTest, SubmitsGetTheLastOfTheBudgetAndProbesStopFirst) {

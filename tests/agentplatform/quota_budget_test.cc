@@ -167,5 +167,127 @@ TEST(QuotaBudget, AfterAnExhaustionOneCallProbesBeforeTheBurstReturns) {
   }
 }
 
+// What a cluster's resource asks (slurmcluster.proto CallBudget).
+BudgetRequest ProjectSetting(const std::string& owner, double per_minute) {
+  BudgetRequest r;
+  r.owner = owner;
+  r.project_requests_per_minute = per_minute;
+  return r;
+}
+BudgetRequest OwnCap(const std::string& owner, double per_minute) {
+  BudgetRequest r;
+  r.owner = owner;
+  r.own_requests_per_minute = per_minute;
+  return r;
+}
+
+TEST(QuotaBudgetSettings, AClusterSlurmClustersSettingIsThatProjectsRateForEveryCaller) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(1, 1));  // the flag: 60/min
+  const std::string key = QuotaKey("", "proj", "us-central1");
+  // The installer's ClusterSlurmCluster raises the project's budget to 600/min.
+  Reservation r =
+      budget.Reserve(key, ProjectSetting("/shared", 600), CallPriority::kChange, kNoWait);
+  EXPECT_TRUE(r.granted);
+  EXPECT_EQ(r.wait, nanoseconds(0));
+  EXPECT_DOUBLE_EQ(budget.RequestsPerMinute(key), 600);
+  // A tenant's SlurmCluster in the same project (no setting) draws at that rate too.
+  r = budget.Reserve(key, BudgetRequest{"team-a/mine", 0, 0}, CallPriority::kChange, kNoWait);
+  EXPECT_EQ(r.wait, milliseconds(100));  // 10 a second, not the flag's 1
+  // Another project keeps the flag's rate.
+  EXPECT_DOUBLE_EQ(budget.RequestsPerMinute(QuotaKey("", "other", "us-central1")), 60);
+}
+
+TEST(QuotaBudgetSettings, TheLowestSettingWinsAndARemovedOneIsForgotten) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(8, 1));  // the flag: 480/min
+  const std::string key = QuotaKey("", "proj", "us-central1");
+  budget.Reserve(key, ProjectSetting("/a", 1200), CallPriority::kChange, kNoWait);
+  budget.Reserve(key, ProjectSetting("/b", 300), CallPriority::kChange, kNoWait);
+  EXPECT_DOUBLE_EQ(budget.RequestsPerMinute(key), 300);
+  // /b's setting is removed: its next call says so, and /a's holds.
+  budget.Reserve(key, BudgetRequest{"/b", 0, 0}, CallPriority::kChange, kNoWait);
+  EXPECT_DOUBLE_EQ(budget.RequestsPerMinute(key), 1200);
+  // /a is deleted (no more calls): after setting_memory its setting is forgotten, and the
+  // flag's rate is back.
+  clock.Advance(std::chrono::minutes(11));
+  budget.Reserve(key, BudgetRequest(), CallPriority::kChange, kNoWait);
+  EXPECT_DOUBLE_EQ(budget.RequestsPerMinute(key), 480);
+}
+
+TEST(QuotaBudgetSettings, AnOwnCapSlowsOnlyItsOwnerAndNamesItself) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(10, 10));  // the project: 600/min, a burst of 10
+  const std::string key = QuotaKey("", "proj", "us-central1");
+  // A tenant caps its SlurmCluster at 60/min: its burst is spent, then one a second.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(budget.Reserve(key, OwnCap("team-a/c", 60), CallPriority::kChange, kNoWait).wait,
+              nanoseconds(0))
+        << i;
+  }
+  Reservation capped =
+      budget.Reserve(key, OwnCap("team-a/c", 60), CallPriority::kChange, milliseconds(250));
+  EXPECT_FALSE(capped.granted);  // a second away, more than the caller waits
+  EXPECT_TRUE(capped.limited_by_own_cap);
+  EXPECT_EQ(capped.wait, milliseconds(1000));
+  // The project's bucket refills at 10/s: another tenant is not held back by team-a's cap.
+  clock.Advance(milliseconds(500));
+  Reservation other =
+      budget.Reserve(key, BudgetRequest{"team-b/c", 0, 0}, CallPriority::kChange, kNoWait);
+  EXPECT_TRUE(other.granted);
+  EXPECT_EQ(other.wait, nanoseconds(0));
+  EXPECT_FALSE(other.limited_by_own_cap);
+  // A cap cannot raise the project's rate.
+  EXPECT_DOUBLE_EQ(budget.RequestsPerMinute(key), 600);
+}
+
+TEST(QuotaBudgetSettings, ACallTakesFromBothBucketsOrFromNeither) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(1, 2));  // the project: 60/min, a burst of 2
+  const std::string key = QuotaKey("", "proj", "us-central1");
+  // team-b spends the project's burst.
+  budget.Reserve(key, BudgetRequest{"team-b/c", 0, 0}, CallPriority::kChange, kNoWait);
+  budget.Reserve(key, BudgetRequest{"team-b/c", 0, 0}, CallPriority::kChange, kNoWait);
+  // team-a (capped, its own bucket full) is held back by the project, and its own token stays.
+  Reservation r =
+      budget.Reserve(key, OwnCap("team-a/c", 1), CallPriority::kChange, milliseconds(250));
+  EXPECT_FALSE(r.granted);
+  EXPECT_FALSE(r.limited_by_own_cap);
+  // The project refills 2 in 2 s; team-a's own bucket (1/min) still has both its tokens only if
+  // the refused call took none.
+  clock.Advance(seconds(2));
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(
+        budget.Reserve(key, OwnCap("team-a/c", 1), CallPriority::kChange, nanoseconds(0)).granted)
+        << i;
+  }
+}
+
+TEST(QuotaBudgetSettings, ASettingTurnsTheBudgetOnForItsProjectWhenTheFlagIsOff) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(0, 1));  // --agent-platform-requests-per-minute=0
+  const std::string key = QuotaKey("", "proj", "us-central1");
+  EXPECT_EQ(Take(budget, CallPriority::kChange, QuotaKey("", "free", "r")), nanoseconds(0));
+  EXPECT_EQ(Take(budget, CallPriority::kChange, QuotaKey("", "free", "r")), nanoseconds(0));
+  EXPECT_EQ(budget.Reserve(key, ProjectSetting("/a", 60), CallPriority::kChange, kNoWait).wait,
+            nanoseconds(0));
+  EXPECT_EQ(budget.Reserve(key, ProjectSetting("/a", 60), CallPriority::kChange, kNoWait).wait,
+            seconds(1));
+}
+
+TEST(QuotaBudgetSettings, ExhaustionShrinksBelowASetting) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(1, 1));
+  const std::string key = QuotaKey("", "proj", "us-central1");
+  budget.Reserve(key, ProjectSetting("/a", 1200), CallPriority::kChange, kNoWait);
+  budget.Exhausted(key, std::nullopt);
+  EXPECT_DOUBLE_EQ(budget.RequestsPerMinute(key), 600);
+  const std::vector<BudgetState> states = budget.Snapshot();
+  ASSERT_EQ(states.size(), 1u);
+  EXPECT_EQ(states[0].key, key);
+  EXPECT_DOUBLE_EQ(states[0].requests_per_minute, 600);
+  EXPECT_TRUE(states[0].paused);
+}
+
 }  // namespace
 }  // namespace slurmop::agentplatform

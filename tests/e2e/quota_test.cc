@@ -108,9 +108,11 @@ class Quota : public ::testing::Test {
   // operator from before the budget (e.g. --agent-platform-qps=5, its default).
   void StartOperator(std::string budget_flag) {
     if (const char* f = std::getenv("SLURMOP_QUOTA_TEST_BUDGET_FLAG")) budget_flag = f;
+    metrics_port_ = testing::FreeLoopbackPort();
     operator_ = std::make_unique<Subprocess>(
         std::vector<std::string>{SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + dir_ + "/kubeconfig",
                                  "--health-port=0", "--health-port-file=" + dir_ + "/health.port",
+                                 "--metrics-port=" + std::to_string(metrics_port_),
                                  "--allow-operator-identity-for-namespaced-clusters",
                                  testing::AllowStandInFlag(ap_port_), budget_flag},
         dir_ + "/operator.log",
@@ -196,8 +198,22 @@ class Quota : public ::testing::Test {
     return testing::StandInAdmin(ap_port_, method, path, body);
   }
 
+  // The operator's /metrics series named `name` (whole lines).
+  std::vector<std::string> MetricLines(const std::string& name) {
+    CommandResult r =
+        RunCommand({"curl", "-sf", absl::StrCat("http://127.0.0.1:", metrics_port_, "/metrics")},
+                   {}, seconds(10));
+    std::vector<std::string> out;
+    std::stringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind(name + "{", 0) == 0) out.push_back(line);
+    }
+    return out;
+  }
+
   std::string dir_;
   int ap_port_ = 0;
+  int metrics_port_ = 0;
   std::unique_ptr<Subprocess> apiserver_, agent_, operator_;
 };
 
@@ -231,6 +247,44 @@ TEST_F(Quota, AnExhaustedQuotaShrinksTheWholeProjectsBudget) {
             << "\n";
   EXPECT_GE(a.exhausted, 1) << "the quota was never reached: the test proves nothing";
   EXPECT_LE(a.exhausted, 15) << "429s kept coming: the budget did not shrink for the project";
+}
+
+// The installer's ClusterSlurmCluster in the project sets its budget
+// (spec.callBudget: 210 a minute) below the operator's flag (1,800, ten times
+// the stand-in's quota of 50 calls in any 10 s): every SlurmCluster of the
+// project keeps to it, so no call meets a 429, and the budget's gauge shows
+// the setting.
+TEST_F(Quota, AClusterSlurmClustersCallBudgetSetsTheWholeProjects) {
+  SetStandInQuota(50, 10, 2);
+  CommandResult setter =
+      Kubectl({"apply", "-f", "-"}, absl::StrCat("apiVersion: hpc.slurmoperator.dev/v1alpha1\n"
+                                                 "kind: ClusterSlurmCluster\n"
+                                                 "metadata: {name: installer}\n"
+                                                 "spec:\n  projectId: shared-project\n"
+                                                 "  region: us-central1\n  clusterId: c0\n"
+                                                 "  slurmApiVersion: v0.0.42\n"
+                                                 "  endpoint: http://127.0.0.1:",
+                                                 ap_port_,
+                                                 "\n  namespaceSelector: {}\n"
+                                                 "  callBudget: {requestsPerMinute: 210}\n"));
+  ASSERT_EQ(setter.exit_code, 0) << setter.out << setter.err;
+  StartOperator("--agent-platform-requests-per-minute=1800");
+  std::vector<std::string> gauge;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        gauge = MetricLines("slurmjob_operator_call_budget_requests_per_minute");
+        return gauge.size() == 1 &&
+               gauge[0].find("project=\"shared-project\"") != std::string::npos &&
+               gauge[0].substr(gauge[0].rfind(' ') + 1) == "210";
+      },
+      seconds(20)))
+      << (gauge.empty() ? "no series" : gauge[0]);
+  const double took = RunAllJobs(3);
+  const Answered a = CallsAnswered();
+  std::cerr << "METRIC quota_cluster_setting clusters=" << kClusters << " jobs=" << kClusters * 3
+            << " seconds=" << took << " calls=" << a.all << " resource_exhausted=" << a.exhausted
+            << "\n";
+  EXPECT_EQ(a.exhausted, 0) << "the ClusterSlurmCluster's budget was not the project's";
 }
 
 }  // namespace
