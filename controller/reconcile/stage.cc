@@ -5,6 +5,7 @@
 #include "controller/reconcile/stage.h"
 
 #include "absl/strings/str_cat.h"
+#include "controller/reconcile/array_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_lifetime.h"
 #include "controller/reconcile/job_usage.h"
@@ -175,6 +176,8 @@ bool DeadlinePassed(const Known& k) { return reconcile::DeadlinePassed(k.job, k.
 bool UsageAwaited(const Known& k) {
   const v1alpha1::SlurmJobStatus& s = k.job.status;
   if (RunIdChanged(k.job) || !s.has_start_time() || !s.has_end_time()) return false;
+  // An array job's usage is its tasks' (one accounting record each): not recorded yet.
+  if (k.job.spec.has_array()) return false;
   if (UsageRecorded(s, CurrentRun(s))) return false;
   if (!ClusterFound(k.cluster) || ClusterMovedSinceSubmit(k)) return false;
   return k.now < Time(std::chrono::seconds(s.end_time().seconds())) + k.opt.usage_window;
@@ -297,6 +300,10 @@ SubmitPlan PlanSubmit(const Known& k) {
   }
   plan.descriptor = std::move(*descriptor);
   plan.descriptor.deadline = SlurmDeadline(k.job, k.now);
+  if (k.job.spec.has_array()) {
+    // The first run submits spec.array.indexes; a retry only its failed indexes (array_status.h).
+    plan.descriptor.array = RunArrayExpression(k.job.spec.array(), k.job.status.array());
+  }
   plan.api_version = slurm::VersionOrDefault(k.cluster.spec.slurm_api_version());
   absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(plan.api_version);
   if (!dialect.ok()) {
