@@ -49,6 +49,7 @@ JobInfo Fold(const std::vector<JobInfo>& records) {
   std::map<int32_t, ArrayTask> tasks;
   std::map<int32_t, std::optional<Time>> task_seen;  // submit time of the kept record
   bool unreadable_remainder = false;
+  std::vector<ArrayTask> ended_in_remainder;
   IndexSet pending;
   for (const JobInfo& r : records) {
     array.max_running = std::max(array.max_running, r.array_max_tasks);
@@ -56,10 +57,19 @@ JobInfo Fold(const std::vector<JobInfo>& records) {
       out.submit_time = r.submit_time;
     }
     if (!r.array_task_id) {
-      if (std::optional<IndexSet> rest = RemainderIndexes(r.array_task_string)) {
-        pending.insert(rest->begin(), rest->end());
-      } else {
+      std::optional<IndexSet> rest = RemainderIndexes(r.array_task_string);
+      if (!rest) {
         unreadable_remainder = true;
+      } else if (r.IsFinal()) {
+        // Tasks that never left the meta record ended with it (cancelled or past their
+        // deadline while pending): each of them ended in its state.
+        for (int32_t index : *rest) {
+          JobInfo task = r;
+          task.array_task_id = index;
+          ended_in_remainder.push_back(TaskOf(task));
+        }
+      } else {
+        pending.insert(rest->begin(), rest->end());
       }
       continue;
     }
@@ -70,6 +80,7 @@ JobInfo Fold(const std::vector<JobInfo>& records) {
     task_seen[*r.array_task_id] = r.submit_time;
     tasks[*r.array_task_id] = TaskOf(r);
   }
+  for (ArrayTask& t : ended_in_remainder) tasks.try_emplace(t.index, t);
   for (auto& [index, task] : tasks) {
     pending.erase(index);
     array.tasks.push_back(task);

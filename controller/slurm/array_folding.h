@@ -23,6 +23,9 @@
 //    COMPLETED when every task completed, else the state, reason, exit code
 //    and signal of the lowest failed index. submit_time is the earliest,
 //    start_time the earliest start, end_time the latest end once final.
+//  * A remainder record in a final state (the array cancelled, or its
+//    deadline passed, while those tasks were pending) ends each of its
+//    indexes in that state, unstarted.
 //  * A remainder whose array_task_string cannot be read keeps the folded
 //    record non-final (PENDING), never final: the operator never concludes
 //    an array ended from a record it did not understand.

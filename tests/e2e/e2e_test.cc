@@ -15,7 +15,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "controller/http/cpprest_transport.h"
@@ -948,6 +950,72 @@ TEST_F(E2E, EveryRestVersionResolvesTheSameOutputFiles) {
     EXPECT_EQ(Get(name, "{.status.standardError}"), "/var/log/jobs/" + id + "_4294967294-%.err")
         << version;
     EXPECT_THAT(Get(name, "{.status.message}"), HasSubstr("/home/e2e/runs/logs/")) << version;
+  }
+}
+
+// examples/array-slurmjob.yaml (#14 item 3) applied with the real kubectl once per REST version
+// (all seven at once, each on its own SlurmCluster): one Slurm array job "0-3%2"; index 2 fails
+// on its first try, so run 2 submits index 2 alone ("2%2") under its own tag; the SlurmJob
+// succeeds with completedIndexes 0-3. The stand-in shows each version's records: the pending
+// remainder record, a record per started task, the last task keeping the array's id.
+TEST_F(E2E, ArrayExampleRetriesOnlyTheFailedIndexOnEveryRestVersion) {
+  const std::string example =
+      ReadFile(std::string(SLURMOP_SOURCE_DIR) + "/examples/array-slurmjob.yaml");
+  ASSERT_NE(example.find("name: array-demo"), std::string::npos);
+  const std::vector<std::string> versions = {"v0.0.38", "v0.0.39", "v0.0.40", "v0.0.41",
+                                             "v0.0.42", "v0.0.43", "v0.0.44"};
+  auto replace = [](std::string text, const std::string& from, const std::string& to) {
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    return text;
+  };
+  for (const std::string& version : versions) {
+    const std::string n = version.substr(5, 2);
+    std::string cluster = testing::LocalSlurmClusterManifest(kNs, ap_port_, version);
+    cluster.replace(cluster.find("name: local,"), 12, "name: arr" + n + ",");
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, cluster).exit_code, 0) << version;
+    std::string yaml = replace(example, "name: array-demo", "name: array-" + n);
+    yaml = replace(yaml, "    name: local", "    name: arr" + n);
+    // The stand-in fails index 2 in the first array job submitted with a script text: one
+    // text per version.
+    yaml = replace(yaml, "    sleep 1\n", "    sleep 1  # " + version + "\n");
+    CommandResult applied = Kubectl({"apply", "-n", kNs, "-f", "-"}, yaml);
+    ASSERT_EQ(applied.exit_code, 0) << version << ": " << applied.out << applied.err;
+  }
+  for (const std::string& version : versions) {
+    const std::string name = "array-" + version.substr(5, 2);
+    CommandResult ready =
+        Kubectl({"wait", "-n", kNs, "sj/" + name, "--for=condition=Ready", "--timeout=90s"});
+    ASSERT_EQ(ready.exit_code, 0) << version << ": " << ready.out << ready.err
+                                  << Get(name, "{.status}");
+    EXPECT_EQ(Get(name, "{.status.phase}"), "Succeeded") << version;
+    EXPECT_EQ(Get(name, "{.status.run}"), "2") << version;
+    EXPECT_EQ(Get(name, "{.status.array.completedIndexes}"), "0-3") << version;
+    EXPECT_EQ(Get(name, "{.status.array.succeeded}"), "4") << version;
+    EXPECT_EQ(Get(name, "{.status.array.total}"), "4") << version;
+    EXPECT_EQ(Get(name, "{.status.array.failedIndexes}"), "") << version;
+    EXPECT_EQ(Get(name, "{.status.array.runIndexes}"), "2") << version;
+    EXPECT_EQ(Get(name, "{.status.array.indexFailures}"), "2:1") << version;
+    EXPECT_THAT(Get(name, "{.status.runs[0].message}"), HasSubstr("Retried indexes 2")) << version;
+    // Slurm saw one array job per run: four tasks of run 1, index 2 alone in run 2.
+    const std::string uid = Get(name, "{.metadata.uid}");
+    const nlohmann::json jobs = Admin("/__admin/jobs")["jobs"];
+    std::map<int, std::vector<int>> tasks_by_run;
+    std::set<int64_t> arrays;
+    for (const auto& j : jobs) {
+      for (int run : {1, 2}) {
+        if (j.value("comment", "") == Tag(uid, run)) {
+          tasks_by_run[run].push_back(j.value("array_task_id", -1));
+          arrays.insert(j.value("array_job_id", int64_t{0}));
+        }
+      }
+    }
+    std::sort(tasks_by_run[1].begin(), tasks_by_run[1].end());
+    EXPECT_THAT(tasks_by_run[1], ::testing::ElementsAre(0, 1, 2, 3)) << version;
+    EXPECT_THAT(tasks_by_run[2], ::testing::ElementsAre(2)) << version;
+    EXPECT_EQ(arrays.size(), 2u) << version;
+    EXPECT_EQ(arrays.count(std::stoll(Get(name, "{.status.jobId}"))), 1u) << version;
   }
 }
 

@@ -251,6 +251,22 @@ TEST_P(ArrayRecordsTest, ATruncatedRemainderIsNeverFinal) {
   EXPECT_FALSE(list->jobs[0].IsFinal());
 }
 
+TEST_P(ArrayRecordsTest, ACancelledRemainderEndsItsIndexes) {
+  // Cancelled while 1-3 were pending: slurmctld keeps them in the meta record, CANCELLED.
+  json body = Body({Record(wrapped(), 101, 0, "CANCELLED", 0),
+                    Record(wrapped(), 100, std::nullopt, "CANCELLED", 0, "1-3%1")});
+  absl::StatusOr<JobList> list = dialect().ParseJobs(200, body);
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->jobs.size(), 1u);
+  const JobInfo& a = list->jobs[0];
+  EXPECT_TRUE(a.IsFinal());
+  EXPECT_EQ(a.state, BaseState::kCancelled);
+  ASSERT_EQ(a.array->tasks.size(), 4u);
+  EXPECT_EQ(a.array->tasks[3].index, 3);
+  EXPECT_EQ(a.array->tasks[3].state, BaseState::kCancelled);
+  EXPECT_TRUE(a.array->pending_indexes.empty());
+}
+
 TEST_P(ArrayRecordsTest, LookupOfTheArrayIdFoldsEveryTask) {
   json body = Body({Record(wrapped(), 101, 0, "COMPLETED", 0),
                     Record(wrapped(), 100, 1, "RUNNING", std::nullopt)});
