@@ -829,6 +829,30 @@ Decision DeadlineExceeded(const Known& k) {
   return StopAndRequeue(k.opt.cancel_wait_poll, "waiting for the job cancelled at its deadline");
 }
 
+// More indexes of the array failed for good than spec.array.maxFailedIndexes allows while
+// tasks still run or wait: the array is cancelled (a look found it ours), and the run ends
+// Failed with reason MaxFailedIndexesExceeded (ArrayEnded), as batch/v1 Job does.
+Decision TooManyFailedIndexes(const Known& k) {
+  const int64_t job_id = k.job.status.job_id();
+  if (guards::CancelDue(k)) {
+    Decision d = Do(Action::kCancel, "more indexes failed than spec.array.maxFailedIndexes");
+    d.api_version = ApiVersionOf(k.cluster);
+    d.job_id = job_id;
+    d.events.push_back({kWarning, "MaxFailedIndexesExceeded", "Cancel",
+                        absl::StrCat("More indexes failed than spec.array.maxFailedIndexes (",
+                                     k.job.spec.array().max_failed_indexes(),
+                                     "): cancelling Slurm array job ", job_id, ".")});
+    return d;
+  }
+  if (guards::CancelFailed(k.out)) {
+    return StopAndBackoff(
+        absl::StrCat("cancel of Slurm array job ", job_id,
+                     " after too many failed indexes failed: ", k.out.cancel->status().message()));
+  }
+  return StopAndRequeue(k.opt.cancel_wait_poll,
+                        "waiting for the array cancelled after too many failed indexes");
+}
+
 // A run the deadline ended (Slurm's DEADLINE, or our cancel): Failed, never retried.
 Decision EndedAtDeadline(const Known& k, v1alpha1::SlurmJobStatus desired) {
   v1alpha1::SlurmJobStatus s = StatusDeadlineExceeded(k.job, std::move(desired), k.now);
@@ -1066,6 +1090,8 @@ Decision DecideStage(const Known& k, Assessment a) {
       return JobMissing(k);
     case Stage::kDeadlineExceeded:
       return DeadlineExceeded(k);
+    case Stage::kTooManyFailedIndexes:
+      return TooManyFailedIndexes(k);
     case Stage::kJobEnded:
       return JobEnded(k);
     case Stage::kHolding:

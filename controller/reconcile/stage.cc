@@ -173,6 +173,17 @@ bool HoldUpdated(const Outcomes& out) { return out.update && out.update->ok(); }
 
 bool DeadlinePassed(const Known& k) { return reconcile::DeadlinePassed(k.job, k.now); }
 
+bool TooManyFailedIndexes(const Known& k) {
+  const v1alpha1::SlurmJobSpec& spec = k.job.spec;
+  if (!spec.has_array() || !spec.array().has_max_failed_indexes()) return false;
+  if (!QueryDone(k.out) || !k.out.query->ok() || !k.out.query->value().job) return false;
+  const slurm::JobInfo& live = *k.out.query->value().job;
+  if (!live.array) return false;
+  ArrayObservation a = ObserveArray(spec.array(), k.job.status.array(), live);
+  return static_cast<int64_t>(RetryIndexes(spec.array(), a.status).failed_for_good.size()) >
+         spec.array().max_failed_indexes();
+}
+
 bool UsageAwaited(const Known& k) {
   const v1alpha1::SlurmJobStatus& s = k.job.status;
   if (RunIdChanged(k.job) || !s.has_start_time() || !s.has_end_time()) return false;
@@ -394,6 +405,7 @@ Stage TrackingStage(const Known& k) {
   if (SlurmKnowsNoJob(k.out)) return Stage::kJobMissing;
   if (RecordNotOurs(k)) return Stage::kNotOurs;
   if (!SlurmSaysEnded(k.out) && DeadlinePassed(k)) return Stage::kDeadlineExceeded;
+  if (!SlurmSaysEnded(k.out) && TooManyFailedIndexes(k)) return Stage::kTooManyFailedIndexes;
   if (SlurmSaysEnded(k.out)) return Stage::kJobEnded;
   if (RunIdChanged(k.job) && (CancelDue(k) || CancelFailed(k.out))) return Stage::kSuperseded;
   if (HoldOutOfDate(k) && !HoldUpdated(k.out)) return Stage::kHolding;
@@ -493,6 +505,8 @@ const char* StageName(Stage s) {
       return "JobMissing";
     case Stage::kDeadlineExceeded:
       return "DeadlineExceeded";
+    case Stage::kTooManyFailedIndexes:
+      return "TooManyFailedIndexes";
     case Stage::kJobEnded:
       return "JobEnded";
     case Stage::kHolding:
