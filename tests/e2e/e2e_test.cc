@@ -678,6 +678,58 @@ TEST_F(E2E, ALostSubmitResponseIsFoundByItsTagNotSubmittedAgain) {
   EXPECT_EQ(Get("lostreply", "{.status.conditions[?(@.type==\"Submitted\")].reason}"), "Adopted");
 }
 
+// An array job's submit reply lost: the tag search finds the array (one record for its task
+// and pending-remainder records) and adopts the array's id; nothing is submitted again.
+TEST_F(E2E, ALostSubmitReplyOfAnArrayAdoptsTheArrayNeverSubmitsAgain) {
+  ASSERT_TRUE(AdminPost("/__admin/faults", {{"action", "perform_then_drop"},
+                                            {"method", "POST"},
+                                            {"path", "/job/submit$"},
+                                            {"count", 1}}));
+  ASSERT_EQ(
+      ApplyJob("lostarray", "#!/bin/bash\nsleep 1\n", "  array: {indexes: \"0-5%3\"}\n").exit_code,
+      0);
+  CommandResult ready =
+      Kubectl({"wait", "-n", kNs, "sj/lostarray", "--for=condition=Ready", "--timeout=60s"});
+  ASSERT_EQ(ready.exit_code, 0) << ready.out << ready.err << Get("lostarray", "{.status}");
+  EXPECT_EQ(Get("lostarray", "{.status.conditions[?(@.type==\"Submitted\")].reason}"), "Adopted");
+  EXPECT_EQ(Get("lostarray", "{.status.array.completedIndexes}"), "0-5");
+  EXPECT_EQ(Get("lostarray", "{.status.run}"), "1");
+  const std::vector<nlohmann::json> tasks = SlurmJobsFor("lostarray");
+  ASSERT_EQ(tasks.size(), 6u) << "one array of six tasks, submitted once";
+  for (const auto& t : tasks) {
+    EXPECT_EQ(t.value("array_job_id", int64_t{0}), std::stoll(Get("lostarray", "{.status.jobId}")));
+    EXPECT_EQ(t.value("submits_with_same_comment", 0), 1) << t.dump();
+  }
+}
+
+// More indexes failed than spec.array.maxFailedIndexes while others wait: the operator cancels
+// the array (its own id), the waiting tasks never run, and the SlurmJob fails with reason
+// MaxFailedIndexesExceeded without a retry.
+TEST_F(E2E, TooManyFailedIndexesCancelTheRestOfTheArray) {
+  ASSERT_EQ(ApplyJob("toomany", "#!/bin/bash\n#SIM array_fail=0\nsleep 2\n",
+                     "  array: {indexes: \"0-7%1\", maxFailedIndexes: 0}\n")
+                .exit_code,
+            0);
+  CommandResult failed =
+      Kubectl({"wait", "-n", kNs, "sj/toomany",
+               "--for=jsonpath={.status.reason}=MaxFailedIndexesExceeded", "--timeout=60s"});
+  ASSERT_EQ(failed.exit_code, 0) << failed.out << failed.err << Get("toomany", "{.status}");
+  EXPECT_EQ(Get("toomany", "{.status.phase}"), "Failed");
+  EXPECT_EQ(Get("toomany", "{.status.run}"), "1") << "nothing retried";
+  std::set<int> ran;
+  int cancelled = 0;
+  for (const auto& t : SlurmJobsFor("toomany")) {
+    if (t.value("start_time", 0.0) > 0 && t.value("state", "") != "CANCELLED") {
+      ran.insert(t.value("array_task_id", -1));
+    }
+    cancelled += t.value("state", "") == "CANCELLED";
+  }
+  EXPECT_EQ(ran.count(7), 0u) << "the last index never ran";
+  EXPECT_GE(cancelled, 5);
+  CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "toomany"});
+  EXPECT_THAT(describe.out, HasSubstr("MaxFailedIndexesExceeded"));
+}
+
 TEST_F(E2E, AmbiguousSlurmAnswersToASubmitAreFoundByTagNeverSubmittedTwice) {
   // Slurm queues the job, then slurmrestd answers without a job id: 504
   // (slurmctld's reply timed out), error 1004 (communication), or a 200 that
