@@ -440,6 +440,31 @@ TEST_F(E2E, DeleteWhileRunningCancelsTheSlurmJobThenReleases) {
   EXPECT_EQ(state, "CANCELLED") << all.dump();
 }
 
+// Deleting the SlurmJob of a running array cancels the array by its own id: the running tasks
+// and the pending remainder all end CANCELLED, and the finalizer comes off only once Slurm's
+// records (folded: the remainder's CANCELLED ends its indexes) say every task ended.
+TEST_F(E2E, DeletingAnArrayCancelsEveryTask) {
+  ASSERT_EQ(ApplyJob("longarray", "#!/bin/bash\nsleep 120\n", "  array: {indexes: \"0-5%2\"}\n")
+                .exit_code,
+            0);
+  CommandResult wait = Kubectl({"wait", "-n", kNs, "sj/longarray",
+                                "--for=jsonpath={.status.jobState}=RUNNING", "--timeout=60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  const int64_t array_id = std::stoll(Get("longarray", "{.status.jobId}"));
+  ASSERT_EQ(Get("longarray", "{.status.array.active}"), "2");
+  CommandResult del = Kubectl({"delete", "-n", kNs, "sj", "longarray", "--timeout=60s"});
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  int tasks = 0, cancelled = 0;
+  const nlohmann::json all = Admin("/__admin/jobs");
+  for (const auto& j : all["jobs"]) {
+    if (j.value("array_job_id", int64_t{0}) != array_id) continue;
+    ++tasks;
+    cancelled += j.value("state", "") == "CANCELLED";
+  }
+  EXPECT_EQ(tasks, 6) << array_id;
+  EXPECT_EQ(cancelled, 6);
+}
+
 // Slurm's state of the simulated job `job_id` ("" when unknown).
 std::string SimState(const nlohmann::json& all, int64_t job_id) {
   const nlohmann::json& list = all.is_object() ? all["jobs"] : all;
