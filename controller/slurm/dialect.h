@@ -122,8 +122,8 @@ class Dialect {
                                               const nlohmann::json& body) const = 0;
   // The records of the array whose id is `job_id` -> their folded record
   // (array_folding.h); else several records -> the latest submission (of
-  // those whose job_id matches, if any does); "Nothing found" (9003) / warning "found nothing" / empty /
-  // 404 -> job == nullopt.
+  // those whose job_id matches, if any does); "Nothing found" (9003) / warning "found nothing" /
+  // empty / 404 -> job == nullopt.
   virtual absl::StatusOr<JobLookup> ParseDbJob(int http_status, const nlohmann::json& body,
                                                int64_t job_id) const = 0;
   // 2017 (404, 500 or inside a 200 status[]) -> unknown_job; 2021 or a
