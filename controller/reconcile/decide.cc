@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "controller/common/condition_reason.h"
 #include "controller/common/time_format.h"
+#include "controller/reconcile/array_status.h"
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_lifetime.h"
@@ -787,7 +788,19 @@ Decision JobMissing(const Known& k) {
 // before submittedTo (the previous version's) learns where its job runs and
 // the tag it carries from this first record found ours (ownership.h).
 v1alpha1::SlurmJobStatus Observed(const Known& k, std::vector<EventSpec>* events) {
-  const slurm::JobInfo& record = *k.out.query->value().job;
+  const slurm::JobInfo& live = *k.out.query->value().job;
+  if (k.job.spec.has_array() && live.array) {
+    // An array's record is final only once every index of the run is known to have ended
+    // (array_status.h); status.array accumulates what each look saw.
+    ArrayObservation a = ObserveArray(k.job.spec.array(), k.job.status.array(), live);
+    v1alpha1::SlurmJobStatus s =
+        StatusFromJobInfo(k.job.status, a.record, k.job.generation, k.now, events);
+    *s.mutable_array() = std::move(a.status);
+    if (!s.has_submitted_to()) *s.mutable_submitted_to() = LocationOf(k.cluster.spec);
+    if (s.job_tag().empty() && !live.comment.empty()) s.set_job_tag(live.comment);
+    return s;
+  }
+  const slurm::JobInfo& record = live;
   v1alpha1::SlurmJobStatus s =
       StatusFromJobInfo(k.job.status, record, k.job.generation, k.now, events);
   if (!s.has_submitted_to()) *s.mutable_submitted_to() = LocationOf(k.cluster.spec);
@@ -816,12 +829,80 @@ Decision DeadlineExceeded(const Known& k) {
   return StopAndRequeue(k.opt.cancel_wait_poll, "waiting for the job cancelled at its deadline");
 }
 
+// More indexes of the array failed for good than spec.array.maxFailedIndexes allows while
+// tasks still run or wait: the array is cancelled (a look found it ours), and the run ends
+// Failed with reason MaxFailedIndexesExceeded (ArrayEnded), as batch/v1 Job does.
+Decision TooManyFailedIndexes(const Known& k) {
+  const int64_t job_id = k.job.status.job_id();
+  if (guards::CancelDue(k)) {
+    Decision d = Do(Action::kCancel, "more indexes failed than spec.array.maxFailedIndexes");
+    d.api_version = ApiVersionOf(k.cluster);
+    d.job_id = job_id;
+    d.events.push_back({kWarning, "MaxFailedIndexesExceeded", "Cancel",
+                        absl::StrCat("More indexes failed than spec.array.maxFailedIndexes (",
+                                     k.job.spec.array().max_failed_indexes(),
+                                     "): cancelling Slurm array job ", job_id, ".")});
+    return d;
+  }
+  if (guards::CancelFailed(k.out)) {
+    return StopAndBackoff(
+        absl::StrCat("cancel of Slurm array job ", job_id,
+                     " after too many failed indexes failed: ", k.out.cancel->status().message()));
+  }
+  return StopAndRequeue(k.opt.cancel_wait_poll,
+                        "waiting for the array cancelled after too many failed indexes");
+}
+
 // A run the deadline ended (Slurm's DEADLINE, or our cancel): Failed, never retried.
 Decision EndedAtDeadline(const Known& k, v1alpha1::SlurmJobStatus desired) {
   v1alpha1::SlurmJobStatus s = StatusDeadlineExceeded(k.job, std::move(desired), k.now);
   std::string msg = s.message();
   return WriteIfChanged(k.job, std::move(s), {{kWarning, "DeadlineExceeded", "Track", msg}},
                         Stop("the Slurm job ended at its deadline"));
+}
+
+// A run of an array job ended (every index of it known ended): its failed indexes within
+// spec.array.backoffLimitPerIndex are retried as a new run of those indexes only; more failed
+// indexes than spec.array.maxFailedIndexes, or failures beyond the per-index limit, fail it.
+Decision ArrayEnded(const Known& k, v1alpha1::SlurmJobStatus desired) {
+  const int64_t gen = k.job.generation;
+  const v1alpha1::ArraySpec& spec = k.job.spec.array();
+  IndexRetry r = RetryIndexes(spec, desired.array());
+  const size_t failed = r.retry.size() + r.failed_for_good.size();
+  const std::optional<Time> deadline = ActiveDeadline(k.job);
+  const bool past_deadline = deadline && k.now >= *deadline;
+  if (failed == 0) {
+    return WriteIfChanged(k.job, std::move(desired), {}, Stop("the array job has ended"));
+  }
+  const bool too_many = spec.has_max_failed_indexes() &&
+                        static_cast<int64_t>(r.failed_for_good.size()) > spec.max_failed_indexes();
+  if (!r.retry.empty() && !too_many && !past_deadline) {
+    const std::string indexes = slurm::FormatIndexList(r.retry);
+    std::string msg =
+        absl::StrCat(desired.message(), " Retrying index", r.retry.size() == 1 ? " " : "es ",
+                     indexes, " as run ", CurrentRun(desired) + 1,
+                     " (spec.array.backoffLimitPerIndex ", spec.backoff_limit_per_index(), ").");
+    Decision d = Do(Action::kWriteStatus, "indexes of the array failed; retrying them");
+    v1alpha1::SlurmJobStatus next = desired;
+    *next.mutable_array() = ArrayStatusForRetry(desired.array(), r.retry);
+    d.status =
+        StatusForNewRun(next, desired.run_id(), desired.retries() + 1,
+                        absl::StrCat("Retried indexes ", indexes), "Retrying", msg, gen, k.now);
+    d.events.push_back({kWarning, "Retrying", "Track", msg});
+    return d;
+  }
+  std::string why = too_many        ? absl::StrCat(r.failed_for_good.size(), " indexes failed (",
+                                                   slurm::FormatIndexList(r.failed_for_good),
+                                                   "), more than spec.array.maxFailedIndexes ",
+                                                   spec.max_failed_indexes())
+                    : past_deadline ? std::string("spec.activeDeadlineSeconds passed")
+                                    : absl::StrCat("index", failed == 1 ? " " : "es ",
+                                                   desired.array().failed_indexes(),
+                                                   " failed after ", spec.backoff_limit_per_index(),
+                                                   " retries (spec.array.backoffLimitPerIndex)");
+  desired.set_message(absl::StrCat(desired.message(), " Not retried: ", why, "."));
+  if (too_many) desired.set_reason("MaxFailedIndexesExceeded");
+  return WriteIfChanged(k.job, std::move(desired), {}, Stop("the array job has ended"));
 }
 
 Decision JobEnded(const Known& k) {
@@ -832,6 +913,7 @@ Decision JobEnded(const Known& k) {
   if (EndedByDeadline(k.job, *k.out.query->value().job, k.now)) {
     return EndedAtDeadline(k, std::move(desired));
   }
+  if (k.job.spec.has_array() && desired.has_array()) return ArrayEnded(k, std::move(desired));
   FailureVerdict verdict = EvaluateFailurePolicy(k.job.spec, desired);
   if (const std::optional<Time> deadline = ActiveDeadline(k.job);
       deadline && k.now >= *deadline && verdict.kind != FailureVerdict::Kind::kSucceeded) {
@@ -1008,6 +1090,8 @@ Decision DecideStage(const Known& k, Assessment a) {
       return JobMissing(k);
     case Stage::kDeadlineExceeded:
       return DeadlineExceeded(k);
+    case Stage::kTooManyFailedIndexes:
+      return TooManyFailedIndexes(k);
     case Stage::kJobEnded:
       return JobEnded(k);
     case Stage::kHolding:

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "controller/api/json_codec.h"
+#include "controller/slurm/array_indexes.h"
 #include "controller/slurm/dialects.h"
 #include "controller/slurm/reserved_keys.h"
 
@@ -55,10 +56,10 @@ absl::Status CheckExtra(const v1alpha1::SlurmJobSpec& spec) {
   return absl::InvalidArgumentError(absl::StrCat(
       "spec.extra sets ", absl::StrJoin(reserved, ", "),
       ", which the operator sets itself (the job's tag, name, dependencies, deadline, hold, "
-      "script and identity); remove ",
+      "array, script and identity); remove ",
       reserved.size() == 1 ? "it" : "them",
-      " from spec.extra (use spec.name, spec.dependsOn, spec.activeDeadlineSeconds, spec.suspend "
-      "instead)"));
+      " from spec.extra (use spec.name, spec.dependsOn, spec.activeDeadlineSeconds, spec.suspend, "
+      "spec.array instead)"));
 }
 
 // Slurm starts a job that has a deadline only when its time limit ends before
@@ -79,6 +80,25 @@ absl::Status CheckDeadlineFitsTimeLimit(const v1alpha1::SlurmJobSpec& spec) {
       "deadline, so this job would never start; lower spec.timeLimitMinutes or raise "
       "spec.activeDeadlineSeconds (without spec.timeLimitMinutes, Slurm cuts the job's time "
       "limit to end at the deadline)"));
+}
+
+// spec.array: Slurm's --array expression, parsed as slurmctld does and capped
+// (slurm/array_indexes.h), so that what is submitted is what status.array counts.
+absl::Status CheckArray(const v1alpha1::SlurmJobSpec& spec) {
+  if (!spec.has_array()) return absl::OkStatus();
+  absl::StatusOr<slurm::ArrayExpression> parsed =
+      slurm::ParseArrayExpression(spec.array().indexes());
+  if (!parsed.ok()) return parsed.status();
+  if (spec.array().backoff_limit_per_index() < 0 || spec.array().backoff_limit_per_index() > 100) {
+    return absl::InvalidArgumentError("spec.array.backoffLimitPerIndex must be 0 to 100");
+  }
+  if (spec.array().has_max_failed_indexes() &&
+      (spec.array().max_failed_indexes() < 0 ||
+       spec.array().max_failed_indexes() > slurm::kMaxArrayIndexes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.array.maxFailedIndexes must be 0 to ", slurm::kMaxArrayIndexes));
+  }
+  return absl::OkStatus();
 }
 
 // Every job variable has exactly one source: a literal value or a Secret key.
@@ -202,6 +222,7 @@ absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec) {
   }
   if (absl::Status s = CheckExtra(spec); !s.ok()) return s;
   if (absl::Status s = CheckDeadlineFitsTimeLimit(spec); !s.ok()) return s;
+  if (absl::Status s = CheckArray(spec); !s.ok()) return s;
   if (absl::Status s = CheckEnvironment(spec.environment(), "spec.environment"); !s.ok()) {
     return s;
   }
@@ -324,6 +345,7 @@ absl::StatusOr<slurm::JobDescriptor> BuildJobDescriptor(const JobIdentity& id,
   d.constraints = spec.constraints();
   d.reservation = spec.reservation();
   d.comment = SubmissionTag(id, run);
+  if (spec.has_array()) d.array = spec.array().indexes();
   d.dependency = dependency;
 
   d.environment = *std::move(env);

@@ -18,7 +18,8 @@ namespace {
 bool SameRecord(const slurm::JobInfo& a, const slurm::JobInfo& b) {
   return a.state == b.state && a.flags == b.flags && a.state_reason == b.state_reason &&
          a.exit_code == b.exit_code && a.signal == b.signal && a.start_time == b.start_time &&
-         a.end_time == b.end_time && a.submit_time == b.submit_time && a.comment == b.comment;
+         a.end_time == b.end_time && a.submit_time == b.submit_time && a.comment == b.comment &&
+         a.array == b.array;
 }
 
 // The same Slurm cluster, reached the same way: a different one names other

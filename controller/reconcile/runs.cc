@@ -107,6 +107,8 @@ v1alpha1::SlurmJobStatus StatusForNewRun(const v1alpha1::SlurmJobStatus& finishe
   s.set_run(CurrentRun(finished) + 1);
   // A retry keeps the first submit's time (spec.activeDeadlineSeconds); a new runId starts afresh.
   if (run_id != finished.run_id()) s.clear_first_submit_time();
+  // status.array counts over the runs of one runId (array_status.h).
+  if (run_id != finished.run_id()) s.clear_array();
   s.set_run_id(std::string(run_id));
   s.set_retries(retries);
   s.set_job_id(0);

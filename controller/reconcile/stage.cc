@@ -5,6 +5,7 @@
 #include "controller/reconcile/stage.h"
 
 #include "absl/strings/str_cat.h"
+#include "controller/reconcile/array_status.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_lifetime.h"
 #include "controller/reconcile/job_usage.h"
@@ -172,9 +173,22 @@ bool HoldUpdated(const Outcomes& out) { return out.update && out.update->ok(); }
 
 bool DeadlinePassed(const Known& k) { return reconcile::DeadlinePassed(k.job, k.now); }
 
+bool TooManyFailedIndexes(const Known& k) {
+  const v1alpha1::SlurmJobSpec& spec = k.job.spec;
+  if (!spec.has_array() || !spec.array().has_max_failed_indexes()) return false;
+  if (!QueryDone(k.out) || !k.out.query->ok() || !k.out.query->value().job) return false;
+  const slurm::JobInfo& live = *k.out.query->value().job;
+  if (!live.array) return false;
+  ArrayObservation a = ObserveArray(spec.array(), k.job.status.array(), live);
+  return static_cast<int64_t>(RetryIndexes(spec.array(), a.status).failed_for_good.size()) >
+         spec.array().max_failed_indexes();
+}
+
 bool UsageAwaited(const Known& k) {
   const v1alpha1::SlurmJobStatus& s = k.job.status;
   if (RunIdChanged(k.job) || !s.has_start_time() || !s.has_end_time()) return false;
+  // An array job's usage is its tasks' (one accounting record each): not recorded yet.
+  if (k.job.spec.has_array()) return false;
   if (UsageRecorded(s, CurrentRun(s))) return false;
   if (!ClusterFound(k.cluster) || ClusterMovedSinceSubmit(k)) return false;
   return k.now < Time(std::chrono::seconds(s.end_time().seconds())) + k.opt.usage_window;
@@ -297,6 +311,10 @@ SubmitPlan PlanSubmit(const Known& k) {
   }
   plan.descriptor = std::move(*descriptor);
   plan.descriptor.deadline = SlurmDeadline(k.job, k.now);
+  if (k.job.spec.has_array()) {
+    // The first run submits spec.array.indexes; a retry only its failed indexes (array_status.h).
+    plan.descriptor.array = RunArrayExpression(k.job.spec.array(), k.job.status.array());
+  }
   plan.api_version = slurm::VersionOrDefault(k.cluster.spec.slurm_api_version());
   absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(plan.api_version);
   if (!dialect.ok()) {
@@ -387,6 +405,7 @@ Stage TrackingStage(const Known& k) {
   if (SlurmKnowsNoJob(k.out)) return Stage::kJobMissing;
   if (RecordNotOurs(k)) return Stage::kNotOurs;
   if (!SlurmSaysEnded(k.out) && DeadlinePassed(k)) return Stage::kDeadlineExceeded;
+  if (!SlurmSaysEnded(k.out) && TooManyFailedIndexes(k)) return Stage::kTooManyFailedIndexes;
   if (SlurmSaysEnded(k.out)) return Stage::kJobEnded;
   if (RunIdChanged(k.job) && (CancelDue(k) || CancelFailed(k.out))) return Stage::kSuperseded;
   if (HoldOutOfDate(k) && !HoldUpdated(k.out)) return Stage::kHolding;
@@ -486,6 +505,8 @@ const char* StageName(Stage s) {
       return "JobMissing";
     case Stage::kDeadlineExceeded:
       return "DeadlineExceeded";
+    case Stage::kTooManyFailedIndexes:
+      return "TooManyFailedIndexes";
     case Stage::kJobEnded:
       return "JobEnded";
     case Stage::kHolding:

@@ -122,6 +122,11 @@
 //                     DeadlinePassed (spec.active- DeadlineExceeded; Cancel-   kJobEnded
 //                     DeadlineSeconds from         Failed: backoff; else
 //                     status.firstSubmitTime)      requeue cancel_wait_poll
+// kTooManyFailed-     !SlurmSaysEnded and an       CancelDue: Cancel, Event     kFollowing, then
+//   Indexes           array's indexes failed for   MaxFailedIndexesExceeded;    kJobEnded
+//                     good (array_status.h) are    CancelFailed: backoff; else  (Failed, reason
+//                     more than spec.array.max-    requeue cancel_wait_poll     MaxFailedIndexes-
+//                     FailedIndexes                                             Exceeded)
 // kJobEnded           SlurmSaysEnded               WriteStatus(final; or the    kEnded, or
 //                                                  next run: RunIdChanged, or   kReadyToSubmit
 //                                                  the failure policy retries,  (next run)
@@ -197,6 +202,7 @@ enum class Stage {
   kJobMissing,
   kNotOurs,
   kDeadlineExceeded,
+  kTooManyFailedIndexes,
   kJobEnded,
   kSuperseded,
   kHolding,
@@ -328,6 +334,9 @@ bool HoldOutOfDate(const Known& k);
 bool HoldUpdated(const Outcomes& out);
 // spec.activeDeadlineSeconds passed and the status is not final (job_lifetime.h).
 bool DeadlinePassed(const Known& k);
+// The array job's record shows more indexes failed for good (beyond spec.array's
+// backoffLimitPerIndex) than spec.array.maxFailedIndexes allows (array_status.h).
+bool TooManyFailedIndexes(const Known& k);
 // The current run started and ended, accounting did not show its usage when
 // its end was recorded, its runId still stands, its cluster is where it ran,
 // and its end is less than usage_window ago: its usage is looked for again.

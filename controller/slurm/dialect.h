@@ -100,11 +100,12 @@ class Dialect {
   // "Unknown job" forms (404, any status + error 2017, 200 with empty jobs)
   // -> OK with job == nullopt. A 404 whose text body is slurmrestd's
   // "Unable find requested URL" (the version is not served) is a rejection.
-  // Several records (array job) -> the one whose job_id matches, else the
-  // first.
+  // An array job's records are folded into one (array_folding.h); of
+  // several records the one whose job_id matches, else the first.
   virtual absl::StatusOr<JobLookup> ParseJob(int http_status, const nlohmann::json& body,
                                              int64_t job_id) const = 0;
-  // 304, or a "No job changes since update_time" message -> unchanged.
+  // 304, or a "No job changes since update_time" message -> unchanged. Each
+  // array job's records are folded into one record (array_folding.h).
   virtual absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body) const = 0;
   // The same for an answer whose records streamed into `records` (each
   // added as it arrived; job_list_decoder.h), taken from it.
@@ -115,12 +116,14 @@ class Dialect {
   // A caller of a long list may have the rest dropped while the answer is
   // decoded (agentplatform::CallOptions::job_fields).
   virtual const std::vector<std::string>& JobRecordKeys() const = 0;
-  // Every record of a /slurmdb/.../jobs answer; "nothing found" is an empty list.
+  // Every record of a /slurmdb/.../jobs answer, each array's folded into one;
+  // "nothing found" is an empty list.
   virtual absl::StatusOr<JobList> ParseDbJobs(int http_status,
                                               const nlohmann::json& body) const = 0;
-  // Several records -> the latest submission (of those whose job_id matches,
-  // if any does); "Nothing found" (9003) / warning "found nothing" / empty /
-  // 404 -> job == nullopt.
+  // The records of the array whose id is `job_id` -> their folded record
+  // (array_folding.h); else several records -> the latest submission (of
+  // those whose job_id matches, if any does); "Nothing found" (9003) / warning "found nothing" /
+  // empty / 404 -> job == nullopt.
   virtual absl::StatusOr<JobLookup> ParseDbJob(int http_status, const nlohmann::json& body,
                                                int64_t job_id) const = 0;
   // 2017 (404, 500 or inside a 200 status[]) -> unknown_job; 2021 or a

@@ -4,6 +4,7 @@
 
 #include "controller/slurm/job_model.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -83,6 +84,11 @@ bool JobInfo::HasFlag(std::string_view f) const {
 }
 
 bool JobInfo::IsFinal() const { return IsTerminalState(state) && !HasFlag("COMPLETING"); }
+
+bool ArrayTask::IsFinal() const {
+  return IsTerminalState(state) &&
+         std::find(flags.begin(), flags.end(), "COMPLETING") == flags.end();
+}
 
 std::string SlurmMessage::ToString() const {
   std::string text = !error.empty() ? error : description;

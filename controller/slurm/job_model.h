@@ -79,6 +79,8 @@ struct JobDescriptor {
   bool hold = false;  // submit held (priority 0)
   // Slurm's --deadline as a unix time: Slurm ends the job there (spec.activeDeadlineSeconds).
   std::optional<int64_t> deadline;
+  // Slurm's --array expression, e.g. "0-31%4" ("" = not an array job).
+  std::string array;
   nlohmann::json extra = nlohmann::json::object();  // merged into the job object last, as given
 };
 
@@ -88,6 +90,30 @@ struct JobDescriptor {
 struct Allocation {
   std::map<std::string, int64_t> tres;
   std::optional<int64_t> elapsed_seconds;
+};
+
+// One task of an array job, from its own record.
+struct ArrayTask {
+  int32_t index = 0;   // array_task_id
+  int64_t job_id = 0;  // the task's own job id
+  BaseState state = BaseState::kUnknown;
+  std::vector<std::string> flags;
+  std::string state_reason;
+  std::optional<int32_t> exit_code, signal;  // only when final
+  std::optional<Time> start_time, end_time;
+  // Final: the base state is terminal and no COMPLETING flag.
+  bool IsFinal() const;
+  bool operator==(const ArrayTask&) const = default;
+};
+
+// What Slurm's records say of an array job (FoldArrayRecords): one task per
+// record that names its index, and the indexes of the pending remainder
+// record (array_task_id unset, array_task_string e.g. "4-7%2").
+struct ArrayJob {
+  std::vector<ArrayTask> tasks;          // by index
+  std::vector<int32_t> pending_indexes;  // ascending
+  int32_t max_running = 0;               // array_max_tasks; 0 = no limit
+  bool operator==(const ArrayJob&) const = default;
 };
 
 // What Slurm says about one job, version-neutral.
@@ -113,6 +139,16 @@ struct JobInfo {
   // before the job started) or when the record does not say (accounting
   // records before v0.0.41).
   std::string standard_output, standard_error;
+  // Array records: the array's job id (0 = not an array task), the task's
+  // index (nullopt on the pending remainder record), the remainder's index
+  // expression and the array's throttle (0 = none).
+  int64_t array_job_id = 0;
+  std::optional<int32_t> array_task_id;
+  std::string array_task_string;
+  int32_t array_max_tasks = 0;
+  // Set on the one record FoldArrayRecords makes of an array job's records
+  // (job_id = array_job_id): what each task's record says.
+  std::optional<ArrayJob> array;
 
   bool HasFlag(std::string_view f) const;
   // Final: the base state is terminal and no COMPLETING flag.

@@ -46,6 +46,31 @@ std::optional<int64_t> ArrayId(const nlohmann::json& record, std::string_view ke
   return id;
 }
 
+// An array task's record (or the pending remainder's): the array's id, the
+// task's index, the remainder's expression and the throttle. `record` is the
+// live record itself or the accounting record's `array` object (whose keys
+// are job_id, task_id, task, limits.max.running.tasks).
+void ApplyArray(const nlohmann::json& record, bool accounting, JobInfo* info) {
+  std::optional<int64_t> array_job = ArrayId(record, accounting ? "job_id" : "array_job_id");
+  if (!array_job || *array_job == 0) return;
+  info->array_job_id = *array_job;
+  if (std::optional<int64_t> task = ArrayId(record, accounting ? "task_id" : "array_task_id");
+      task && *task <= 0x7fffffff) {
+    info->array_task_id = static_cast<int32_t>(*task);
+  }
+  info->array_task_string = StringMember(record, accounting ? "task" : "array_task_string");
+  std::optional<int64_t> max = std::nullopt;
+  if (accounting) {
+    const nlohmann::json* limits = FindMember(record, "limits");
+    const nlohmann::json* m = limits ? FindMember(*limits, "max") : nullptr;
+    const nlohmann::json* r = m ? FindMember(*m, "running") : nullptr;
+    if (r != nullptr) max = ArrayId(*r, "tasks");
+  } else {
+    max = ArrayId(record, "array_max_tasks");
+  }
+  if (max && *max <= 0x7fffffff) info->array_max_tasks = static_cast<int32_t>(*max);
+}
+
 // Where a live record says the batch script's output and error go.
 void ApplyOutputPaths(const nlohmann::json& record, JobInfo* info) {
   BatchOutputContext context;
@@ -88,7 +113,9 @@ const std::vector<std::string>& SlurmctldJobRecordKeys() {
       "submit_time", "start_time", "end_time", "exit_code",
       // ApplyOutputPaths()
       "standard_output", "standard_error", "stdout_expanded", "stderr_expanded",
-      "current_working_directory", "user_name", "batch_host", "array_job_id", "array_task_id"};
+      "current_working_directory", "user_name", "batch_host", "array_job_id", "array_task_id",
+      // ApplyArray()
+      "array_task_string", "array_max_tasks"};
   return *kKeys;
 }
 
@@ -106,6 +133,7 @@ absl::StatusOr<JobInfo> DecodeSlurmctldJob(const nlohmann::json& record) {
     ApplyExit(DecodeSlurmctldExitCode(*exit), &*info);
   }
   ApplyOutputPaths(record, &*info);
+  ApplyArray(record, /*accounting=*/false, &*info);
   return info;
 }
 
@@ -135,6 +163,10 @@ absl::StatusOr<JobInfo> DecodeSlurmdbJob(const nlohmann::json& record,
               &*info);
   }
   ApplyAccountedOutputPaths(record, &*info);
+  if (const nlohmann::json* array = FindMember(record, "array");
+      array != nullptr && array->is_object()) {
+    ApplyArray(*array, /*accounting=*/true, &*info);
+  }
   return info;
 }
 

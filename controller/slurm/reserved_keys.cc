@@ -8,8 +8,8 @@ namespace slurmop::slurm {
 namespace {
 
 constexpr std::string_view kReserved[] = {
-    "comment", "deadline", "dependency", "group_id", "hold", "job_name",
-    "name",    "priority", "script",     "user_id",  "wrap",
+    "array",    "comment", "deadline", "dependency", "group_id", "hold",
+    "job_name", "name",    "priority", "script",     "user_id",  "wrap",
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "controller/slurm/array_folding.h"
 #include "controller/slurm/job_record_decoding.h"
 #include "controller/slurm/json_fields.h"
 #include "controller/slurm/slurm_errors.h"
@@ -99,17 +100,23 @@ absl::StatusOr<JobLookup> ParseJobResponse(int http_status, const json& body, in
   }
   if (jobs == nullptr) return MalformedResponse("job query answered without a jobs array");
   if (!has_jobs) return JobLookup{std::nullopt, Surfaced(std::move(m))};
-  // An array job answers with one record per task: prefer the exact id.
-  const json* chosen = &jobs->front();
+  // An array job answers with one record per task (array_folding.h): they
+  // are folded into the array's one record; otherwise prefer the exact id.
+  std::vector<JobInfo> records;
   for (const json& record : *jobs) {
-    if (IntegerMember(record, "job_id") == job_id) {
-      chosen = &record;
+    absl::StatusOr<JobInfo> info = DecodeSlurmctldJob(record);
+    if (!info.ok()) return info.status();
+    records.push_back(*std::move(info));
+  }
+  records = FoldArrayRecords(std::move(records));
+  JobInfo* chosen = &records.front();
+  for (JobInfo& r : records) {
+    if (r.job_id == job_id) {
+      chosen = &r;
       break;
     }
   }
-  absl::StatusOr<JobInfo> info = DecodeSlurmctldJob(*chosen);
-  if (!info.ok()) return info.status();
-  return JobLookup{*std::move(info), Surfaced(std::move(m))};
+  return JobLookup{std::move(*chosen), Surfaced(std::move(m))};
 }
 
 absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body,
@@ -142,6 +149,7 @@ absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body,
       list.jobs.push_back(*std::move(info));
     }
   }
+  list.jobs = FoldArrayRecords(std::move(list.jobs));
   list.warnings = Surfaced(std::move(m));
   if (const json* last = FindMember(body, "last_update"); last != nullptr) {
     if (last->is_number_integer()) {
@@ -185,6 +193,20 @@ absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const json& b
   if (jobs == nullptr) return MalformedResponse("slurmdb job query answered without a jobs array");
   if (!has_jobs) return JobLookup{std::nullopt, Surfaced(std::move(m))};
 
+  // An array job's tasks are records of their own: fold them into the
+  // array's one record (array_folding.h).
+  {
+    std::vector<JobInfo> tasks;
+    for (const json& record : *jobs) {
+      absl::StatusOr<JobInfo> info = DecodeSlurmdbJob(record, exit_codes);
+      if (!info.ok()) return info.status();
+      if (info->array_job_id == job_id) tasks.push_back(*std::move(info));
+    }
+    if (!tasks.empty()) {
+      std::vector<JobInfo> folded = FoldArrayRecords(std::move(tasks));
+      return JobLookup{std::move(folded.front()), Surfaced(std::move(m))};
+    }
+  }
   // Requeues and het components give several records: keep those of this
   // job id (all of them if none matches) and take the latest submission;
   // on a tie, the later record.
@@ -223,6 +245,7 @@ absl::StatusOr<JobList> ParseSlurmdbJobsResponse(int http_status, const json& bo
     if (!info.ok()) return info.status();
     out.jobs.push_back(*std::move(info));
   }
+  out.jobs = FoldArrayRecords(std::move(out.jobs));
   out.warnings = Surfaced(std::move(m));
   return out;
 }

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "controller/slurm/array_indexes.h"
 #include "controller/slurm/reserved_keys.h"
 #include "controller/slurm/text_compat.h"
 
@@ -57,6 +58,11 @@ absl::Status Validate(const JobDescriptor& job) {
         CheckAtLeast(job.time_limit_minutes, 1, "time_limit_minutes"),
         CheckAtLeast(job.memory_per_node_mb, 0, "memory_per_node_mb")}) {
     if (!s.ok()) return s;
+  }
+  if (!job.array.empty()) {
+    if (absl::StatusOr<ArrayExpression> a = ParseArrayExpression(job.array); !a.ok()) {
+      return a.status();
+    }
   }
   if (job.nodes.has_value() && (job.minimum_nodes.has_value() || job.maximum_nodes.has_value())) {
     return absl::InvalidArgumentError(
@@ -115,6 +121,9 @@ void PutSharedFields(json& out, const JobDescriptor& job) {
   PutString(out, "constraints", job.constraints);
   PutString(out, "reservation", job.reservation);
   PutString(out, "dependency", job.dependency);
+  // sbatch's --array in v0.0.38 (opt.c `array`), job_desc_msg_t's array_inx
+  // ("array") in data_parser v0.0.39 ... v0.0.44.
+  PutString(out, "array", job.array);
   if (job.hold) out["hold"] = true;
 }
 

@@ -15,7 +15,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "controller/http/cpprest_transport.h"
@@ -438,6 +440,31 @@ TEST_F(E2E, DeleteWhileRunningCancelsTheSlurmJobThenReleases) {
   EXPECT_EQ(state, "CANCELLED") << all.dump();
 }
 
+// Deleting the SlurmJob of a running array cancels the array by its own id: the running tasks
+// and the pending remainder all end CANCELLED, and the finalizer comes off only once Slurm's
+// records (folded: the remainder's CANCELLED ends its indexes) say every task ended.
+TEST_F(E2E, DeletingAnArrayCancelsEveryTask) {
+  ASSERT_EQ(ApplyJob("longarray", "#!/bin/bash\nsleep 120\n", "  array: {indexes: \"0-5%2\"}\n")
+                .exit_code,
+            0);
+  CommandResult wait = Kubectl({"wait", "-n", kNs, "sj/longarray",
+                                "--for=jsonpath={.status.jobState}=RUNNING", "--timeout=60s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  const int64_t array_id = std::stoll(Get("longarray", "{.status.jobId}"));
+  ASSERT_EQ(Get("longarray", "{.status.array.active}"), "2");
+  CommandResult del = Kubectl({"delete", "-n", kNs, "sj", "longarray", "--timeout=60s"});
+  ASSERT_EQ(del.exit_code, 0) << del.out << del.err;
+  int tasks = 0, cancelled = 0;
+  const nlohmann::json all = Admin("/__admin/jobs");
+  for (const auto& j : all["jobs"]) {
+    if (j.value("array_job_id", int64_t{0}) != array_id) continue;
+    ++tasks;
+    cancelled += j.value("state", "") == "CANCELLED";
+  }
+  EXPECT_EQ(tasks, 6) << array_id;
+  EXPECT_EQ(cancelled, 6);
+}
+
 // Slurm's state of the simulated job `job_id` ("" when unknown).
 std::string SimState(const nlohmann::json& all, int64_t job_id) {
   const nlohmann::json& list = all.is_object() ? all["jobs"] : all;
@@ -674,6 +701,58 @@ TEST_F(E2E, ALostSubmitResponseIsFoundByItsTagNotSubmittedAgain) {
   ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
   EXPECT_EQ(SlurmJobsFor("lostreply").size(), 1u) << "submitted twice";
   EXPECT_EQ(Get("lostreply", "{.status.conditions[?(@.type==\"Submitted\")].reason}"), "Adopted");
+}
+
+// An array job's submit reply lost: the tag search finds the array (one record for its task
+// and pending-remainder records) and adopts the array's id; nothing is submitted again.
+TEST_F(E2E, ALostSubmitReplyOfAnArrayAdoptsTheArrayNeverSubmitsAgain) {
+  ASSERT_TRUE(AdminPost("/__admin/faults", {{"action", "perform_then_drop"},
+                                            {"method", "POST"},
+                                            {"path", "/job/submit$"},
+                                            {"count", 1}}));
+  ASSERT_EQ(
+      ApplyJob("lostarray", "#!/bin/bash\nsleep 1\n", "  array: {indexes: \"0-5%3\"}\n").exit_code,
+      0);
+  CommandResult ready =
+      Kubectl({"wait", "-n", kNs, "sj/lostarray", "--for=condition=Ready", "--timeout=60s"});
+  ASSERT_EQ(ready.exit_code, 0) << ready.out << ready.err << Get("lostarray", "{.status}");
+  EXPECT_EQ(Get("lostarray", "{.status.conditions[?(@.type==\"Submitted\")].reason}"), "Adopted");
+  EXPECT_EQ(Get("lostarray", "{.status.array.completedIndexes}"), "0-5");
+  EXPECT_EQ(Get("lostarray", "{.status.run}"), "1");
+  const std::vector<nlohmann::json> tasks = SlurmJobsFor("lostarray");
+  ASSERT_EQ(tasks.size(), 6u) << "one array of six tasks, submitted once";
+  for (const auto& t : tasks) {
+    EXPECT_EQ(t.value("array_job_id", int64_t{0}), std::stoll(Get("lostarray", "{.status.jobId}")));
+    EXPECT_EQ(t.value("submits_with_same_comment", 0), 1) << t.dump();
+  }
+}
+
+// More indexes failed than spec.array.maxFailedIndexes while others wait: the operator cancels
+// the array (its own id), the waiting tasks never run, and the SlurmJob fails with reason
+// MaxFailedIndexesExceeded without a retry.
+TEST_F(E2E, TooManyFailedIndexesCancelTheRestOfTheArray) {
+  ASSERT_EQ(ApplyJob("toomany", "#!/bin/bash\n#SIM array_fail=0\nsleep 2\n",
+                     "  array: {indexes: \"0-7%1\", maxFailedIndexes: 0}\n")
+                .exit_code,
+            0);
+  CommandResult failed =
+      Kubectl({"wait", "-n", kNs, "sj/toomany",
+               "--for=jsonpath={.status.reason}=MaxFailedIndexesExceeded", "--timeout=60s"});
+  ASSERT_EQ(failed.exit_code, 0) << failed.out << failed.err << Get("toomany", "{.status}");
+  EXPECT_EQ(Get("toomany", "{.status.phase}"), "Failed");
+  EXPECT_EQ(Get("toomany", "{.status.run}"), "1") << "nothing retried";
+  std::set<int> ran;
+  int cancelled = 0;
+  for (const auto& t : SlurmJobsFor("toomany")) {
+    if (t.value("start_time", 0.0) > 0 && t.value("state", "") != "CANCELLED") {
+      ran.insert(t.value("array_task_id", -1));
+    }
+    cancelled += t.value("state", "") == "CANCELLED";
+  }
+  EXPECT_EQ(ran.count(7), 0u) << "the last index never ran";
+  EXPECT_GE(cancelled, 5);
+  CommandResult describe = Kubectl({"describe", "-n", kNs, "sj", "toomany"});
+  EXPECT_THAT(describe.out, HasSubstr("MaxFailedIndexesExceeded"));
 }
 
 TEST_F(E2E, AmbiguousSlurmAnswersToASubmitAreFoundByTagNeverSubmittedTwice) {
@@ -948,6 +1027,72 @@ TEST_F(E2E, EveryRestVersionResolvesTheSameOutputFiles) {
     EXPECT_EQ(Get(name, "{.status.standardError}"), "/var/log/jobs/" + id + "_4294967294-%.err")
         << version;
     EXPECT_THAT(Get(name, "{.status.message}"), HasSubstr("/home/e2e/runs/logs/")) << version;
+  }
+}
+
+// examples/array-slurmjob.yaml (#14 item 3) applied with the real kubectl once per REST version
+// (all seven at once, each on its own SlurmCluster): one Slurm array job "0-3%2"; index 2 fails
+// on its first try, so run 2 submits index 2 alone ("2%2") under its own tag; the SlurmJob
+// succeeds with completedIndexes 0-3. The stand-in shows each version's records: the pending
+// remainder record, a record per started task, the last task keeping the array's id.
+TEST_F(E2E, ArrayExampleRetriesOnlyTheFailedIndexOnEveryRestVersion) {
+  const std::string example =
+      ReadFile(std::string(SLURMOP_SOURCE_DIR) + "/examples/array-slurmjob.yaml");
+  ASSERT_NE(example.find("name: array-demo"), std::string::npos);
+  const std::vector<std::string> versions = {"v0.0.38", "v0.0.39", "v0.0.40", "v0.0.41",
+                                             "v0.0.42", "v0.0.43", "v0.0.44"};
+  auto replace = [](std::string text, const std::string& from, const std::string& to) {
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) text.replace(at, from.size(), to);
+    return text;
+  };
+  for (const std::string& version : versions) {
+    const std::string n = version.substr(5, 2);
+    std::string cluster = testing::LocalSlurmClusterManifest(kNs, ap_port_, version);
+    cluster.replace(cluster.find("name: local,"), 12, "name: arr" + n + ",");
+    ASSERT_EQ(Kubectl({"apply", "-f", "-"}, cluster).exit_code, 0) << version;
+    std::string yaml = replace(example, "name: array-demo", "name: array-" + n);
+    yaml = replace(yaml, "    name: local", "    name: arr" + n);
+    // The stand-in fails index 2 in the first array job submitted with a script text: one
+    // text per version.
+    yaml = replace(yaml, "    sleep 1\n", "    sleep 1  # " + version + "\n");
+    CommandResult applied = Kubectl({"apply", "-n", kNs, "-f", "-"}, yaml);
+    ASSERT_EQ(applied.exit_code, 0) << version << ": " << applied.out << applied.err;
+  }
+  for (const std::string& version : versions) {
+    const std::string name = "array-" + version.substr(5, 2);
+    CommandResult ready =
+        Kubectl({"wait", "-n", kNs, "sj/" + name, "--for=condition=Ready", "--timeout=90s"});
+    ASSERT_EQ(ready.exit_code, 0) << version << ": " << ready.out << ready.err
+                                  << Get(name, "{.status}");
+    EXPECT_EQ(Get(name, "{.status.phase}"), "Succeeded") << version;
+    EXPECT_EQ(Get(name, "{.status.run}"), "2") << version;
+    EXPECT_EQ(Get(name, "{.status.array.completedIndexes}"), "0-3") << version;
+    EXPECT_EQ(Get(name, "{.status.array.succeeded}"), "4") << version;
+    EXPECT_EQ(Get(name, "{.status.array.total}"), "4") << version;
+    EXPECT_EQ(Get(name, "{.status.array.failedIndexes}"), "") << version;
+    EXPECT_EQ(Get(name, "{.status.array.runIndexes}"), "2") << version;
+    EXPECT_EQ(Get(name, "{.status.array.indexFailures}"), "2:1") << version;
+    EXPECT_THAT(Get(name, "{.status.runs[0].message}"), HasSubstr("Retried indexes 2")) << version;
+    // Slurm saw one array job per run: four tasks of run 1, index 2 alone in run 2.
+    const std::string uid = Get(name, "{.metadata.uid}");
+    const nlohmann::json jobs = Admin("/__admin/jobs")["jobs"];
+    std::map<int, std::vector<int>> tasks_by_run;
+    std::set<int64_t> arrays;
+    for (const auto& j : jobs) {
+      for (int run : {1, 2}) {
+        if (j.value("comment", "") == Tag(uid, run)) {
+          tasks_by_run[run].push_back(j.value("array_task_id", -1));
+          arrays.insert(j.value("array_job_id", int64_t{0}));
+        }
+      }
+    }
+    std::sort(tasks_by_run[1].begin(), tasks_by_run[1].end());
+    EXPECT_THAT(tasks_by_run[1], ::testing::ElementsAre(0, 1, 2, 3)) << version;
+    EXPECT_THAT(tasks_by_run[2], ::testing::ElementsAre(2)) << version;
+    EXPECT_EQ(arrays.size(), 2u) << version;
+    EXPECT_EQ(arrays.count(std::stoll(Get(name, "{.status.jobId}"))), 1u) << version;
   }
 }
 

@@ -32,6 +32,7 @@
 #include <iostream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -865,6 +866,8 @@ TEST_F(RealSlurm, SuspendHoldsAPendingJobInSlurmAndReleasesIt) {
 }
 
 TEST_F(RealSlurm, EverySlurmJobBecameExactlyOneSlurmJob) {
+  // An array job is one Slurm job whose tasks sacct lists as rows <array id>_<index>.
+  std::map<std::string, std::set<std::string>> jobs_by_tag;
   std::map<std::string, int> by_tag;
   std::string raw;
   long long newest = 0;
@@ -872,7 +875,11 @@ TEST_F(RealSlurm, EverySlurmJobBecameExactlyOneSlurmJob) {
     newest = std::max(newest, std::atoll(Get(name, "{.status.jobId}").c_str()));
   }
   for (const AcctRow& row : SacctAll(std::to_string(newest), &raw)) {
-    if (row.comment.rfind("slurmjob-operator:", 0) == 0) ++by_tag[row.comment];
+    if (row.comment.rfind("slurmjob-operator:", 0) == 0) {
+      if (jobs_by_tag[row.comment].insert(row.job_id.substr(0, row.job_id.find('_'))).second) {
+        ++by_tag[row.comment];
+      }
+    }
   }
   for (const char* name : {"ok", "three", "late", "latefail", "overtime"}) {
     const std::string tag = Tag(name);
@@ -884,6 +891,81 @@ TEST_F(RealSlurm, EverySlurmJobBecameExactlyOneSlurmJob) {
   ASSERT_TRUE(jobs.is_object());
   EXPECT_TRUE(jobs["submit_counts"]["duplicates_by_comment"].empty())
       << jobs["submit_counts"].dump(1);
+}
+
+// #14 item 3 on Slurm 22.05: spec.array "0-3%2" is one Slurm array job (REST v0.0.38's
+// sbatch-style `array`), tracked from slurmctld's task records and pending-remainder record.
+// Index 2 fails on its first try (a marker file), so run 2 submits index 2 alone ("2%2") under
+// its own tag; sacct shows tasks A_0..A_3 of run 1 (A_2 FAILED 1:0) and B_2 of run 2, and the
+// status agrees. Placed last: sacct lists an array's tasks as several rows with one comment.
+TEST_F(RealSlurm, ArrayRetriesOnlyTheFailedIndexAndSacctAgrees) {
+  const std::string marker =
+      SlurmEnv("SLURM_JOBS_DIR") + "/array-failed-once-" +
+      std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
+  const std::string script =
+      "#!/bin/bash\nsleep 2\nif [ \"$SLURM_ARRAY_TASK_ID\" = 2 ] && [ ! -e " + marker +
+      " ]; then touch " + marker +
+      "; echo failing once >&2; exit 1; fi\necho \"index $SLURM_ARRAY_TASK_ID of "
+      "$SLURM_ARRAY_JOB_ID\"\nexit 0\n";
+  ASSERT_EQ(ApplyJob("arr", script,
+                     "  standardOutput: \"arr-%A_%a.out\"\n"
+                     "  array: {indexes: \"0-3%2\", backoffLimitPerIndex: 1}\n")
+                .exit_code,
+            0);
+  const auto started = std::chrono::steady_clock::now();
+  CommandResult ready = WaitFor("arr", "condition=Ready", 240);
+  ASSERT_EQ(ready.exit_code, 0) << ready.out << ready.err << Get("arr", "{.status}");
+  std::cerr << "[real-slurm] array 0-3%2 with one retry: Ready after "
+            << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started)
+                   .count()
+            << " ms; status.array " << Get("arr", "{.status.array}") << "\n";
+  EXPECT_EQ(Get("arr", "{.status.phase}"), "Succeeded");
+  EXPECT_EQ(Get("arr", "{.status.run}"), "2");
+  EXPECT_EQ(Get("arr", "{.status.array.completedIndexes}"), "0-3");
+  EXPECT_EQ(Get("arr", "{.status.array.succeeded}"), "4");
+  EXPECT_EQ(Get("arr", "{.status.array.failedIndexes}"), "");
+  EXPECT_EQ(Get("arr", "{.status.array.indexFailures}"), "2:1");
+  EXPECT_EQ(Get("arr", "{.status.array.runIndexes}"), "2");
+  const std::string first = Get("arr", "{.status.runs[0].jobId}");
+  const std::string second = Get("arr", "{.status.jobId}");
+  ASSERT_GT(std::atoll(first.c_str()), 0);
+  ASSERT_GT(std::atoll(second.c_str()), 0);
+  const std::string tag1 = Tag("arr");
+  const std::string tag2 = tag1.substr(0, tag1.rfind("/1@")) + "/2" + tag1.substr(tag1.rfind('@'));
+
+  // Slurm's own account: every task of the first array job, index 2 alone in the second.
+  std::map<std::string, AcctRow> rows;
+  std::string raw;
+  WaitUntil(
+      [&] {
+        rows.clear();
+        for (const std::string& id : {first, second}) {
+          for (const AcctRow& row : Sacct({"-j", id}, &raw)) rows[row.job_id] = row;
+        }
+        return rows.size() == 5 && rows.count(second + "_2") &&
+               rows[second + "_2"].state == "COMPLETED";
+      },
+      seconds(30), milliseconds(500));
+  std::cerr << "[real-slurm] sacct of arrays " << first << " and " << second << ":\n";
+  for (const auto& [id, row] : rows) {
+    std::cerr << "  " << id << " " << row.state << " " << row.exit_code << " " << row.comment
+              << "\n";
+  }
+  ASSERT_EQ(rows.size(), 5u) << raw;
+  for (int i = 0; i < 4; ++i) {
+    const std::string id = first + "_" + std::to_string(i);
+    ASSERT_EQ(rows.count(id), 1u) << id << "\n" << raw;
+    EXPECT_EQ(rows[id].state, i == 2 ? "FAILED" : "COMPLETED") << id;
+    EXPECT_EQ(rows[id].exit_code, i == 2 ? "1:0" : "0:0") << id;
+    EXPECT_EQ(rows[id].comment, tag1) << id;
+  }
+  EXPECT_EQ(rows[second + "_2"].state, "COMPLETED");
+  EXPECT_EQ(rows[second + "_2"].comment, tag2);
+  // Each task wrote where %A_%a says.
+  EXPECT_THAT(ReadFile(SlurmEnv("SLURM_JOBS_DIR") + "/arr-" + first + "_1.out"),
+              HasSubstr("index 1 of " + first));
+  EXPECT_THAT(ReadFile(SlurmEnv("SLURM_JOBS_DIR") + "/arr-" + second + "_2.out"),
+              HasSubstr("index 2 of " + second));
 }
 
 }  // namespace

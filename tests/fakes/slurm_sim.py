@@ -25,6 +25,7 @@ Only the Python standard library is used.
 """
 
 import argparse
+import copy
 import heapq
 import json
 import math
@@ -53,6 +54,7 @@ NOT_FOUND_TEXT = "Unable find requested URL. Please view /openapi/v3 for API ref
 
 # slurm_strerror() texts (SchedMD/slurm src/common/slurm_errno.c).
 STRERROR = {
+    2081: "Invalid job array specification",
     -1: "Unspecified error",
     0: "No error",
     1001: "Communication connection failure",
@@ -259,6 +261,10 @@ class ScriptPlan:
         # the first N jobs submitted with the same script text, when fail_first is given).
         self.end_state = None
         self.fail_first = None
+        # #SIM array_fail=2,5 [array_fail_first=N]: those array tasks exit 1 (only in the first
+        # N array jobs submitted with the same script text, when array_fail_first is given).
+        self.array_fail = set()
+        self.array_fail_first = None
 
     def as_dict(self):
         return {"run_seconds": self.run_seconds, "exit_status": self.exit_status,
@@ -301,6 +307,10 @@ def parse_script(text):
                         plan.end_state = value.upper()
                     elif key == "fail_first":
                         plan.fail_first = max(0, int(value))
+                    elif key == "array_fail":
+                        plan.array_fail = {int(x) for x in value.split(",") if x}
+                    elif key == "array_fail_first":
+                        plan.array_fail_first = max(0, int(value))
                 except (ValueError, SimError):
                     pass
             continue
@@ -397,6 +407,79 @@ def parse_time_spec(value):
 # Jobs
 
 
+# ---------------------------------------------------------------------------------------------
+# Array jobs
+
+MAX_ARRAY_SIZE = 1001  # slurm.conf MaxArraySize default: indexes 0..1000
+
+
+def parse_array_spec(text):
+    """(sorted indexes, throttle or 0) of an `array` (sbatch --array) value, as slurmctld's
+    _valid_array_inx/_parse_array_tok (job_mgr.c) and the `%` throttle read it; None when
+    slurmctld refuses it (ESLURM_INVALID_ARRAY)."""
+    if not isinstance(text, str) or not text:
+        return None
+    spec, _, throttle = text.partition("%")
+    max_tasks = 0
+    if _:
+        if not throttle.isdigit():
+            return None
+        max_tasks = int(throttle)
+    out = set()
+    for tok in spec.split(","):
+        m = re.match(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$", tok)
+        if not m:
+            return None
+        first = int(m.group(1))
+        last = int(m.group(2)) if m.group(2) is not None else first
+        step = int(m.group(3)) if m.group(3) is not None else 1
+        if last < first or step < 1 or last >= MAX_ARRAY_SIZE:
+            return None
+        out.update(range(first, last + 1, step))
+    return sorted(out), max_tasks
+
+
+def format_array_tasks(indexes, max_tasks):
+    """array_task_string of a pending remainder record as the client library renders it
+    (xlate_array_task_str, slurm_protocol_defs.c): "N-M:S" for a long even step, else
+    bit_fmt's "0-3,5" cut at SLURM_BITSTR_LEN (64) with "...", then "%T" for a throttle."""
+    idx = sorted(indexes)
+    out = None
+    if idx and idx[-1] - idx[0] > 10 and len(idx) > 5 and (idx[0] + 1) not in idx:
+        steps = {b - a for a, b in zip(idx, idx[1:])}
+        if len(steps) == 1:
+            out = "%d-%d:%d" % (idx[0], idx[-1], steps.pop())
+    if out is None:
+        parts, i = [], 0
+        while i < len(idx):
+            j = i
+            while j + 1 < len(idx) and idx[j + 1] == idx[j] + 1:
+                j += 1
+            parts.append(str(idx[i]) if i == j else "%d-%d" % (idx[i], idx[j]))
+            i = j + 1
+        out = ",".join(parts)
+        if len(out) > 61:
+            out = out[:60] + "..."
+    if max_tasks:
+        out += "%%%d" % max_tasks
+    return out
+
+
+def schedule_array(count, base_start, run_seconds, max_tasks):
+    """Start times of `count` tasks (in index order) that each run `run_seconds`, at most
+    `max_tasks` at once (0: no limit), all eligible at base_start."""
+    import heapq as _hq
+    starts, running = [], []
+    for _ in range(count):
+        if max_tasks and len(running) >= max_tasks:
+            t = max(base_start, _hq.heappop(running))
+        else:
+            t = base_start
+        starts.append(t)
+        _hq.heappush(running, t + run_seconds)
+    return starts
+
+
 class SimJob:
     def __init__(self, job_id, api_version, user, principal, desc, script, plan, submit_time,
                  pending_seconds):
@@ -444,6 +527,13 @@ class SimJob:
         self.cancel_requests = 0
         self.signals_sent = []
         self.kill_request_user = None
+        # Array tasks: the array's id, this task's index, the throttle, every task of the array
+        # (shared list), and whether this task holds the array's own id (the last to start:
+        # slurmctld's meta record, which shows the pending remainder while tasks are pending).
+        self.array_job_id = 0
+        self.array_task_id = None
+        self.array_max_tasks = 0
+        self.array_tasks = None
 
     @property
     def start_time(self):
@@ -650,7 +740,9 @@ def _fname_format(fname, job):
         else:
             p += 1
         c = fname[p] if p < n else ""
-        value = {"A": "%0*d" % (wid, job.job_id), "a": "%0*d" % (wid, NO_VAL32),
+        value = {"A": "%0*d" % (wid, job.array_job_id or job.job_id),
+                 "a": "%0*d" % (wid, NO_VAL32 if job.array_task_id is None
+                                else job.array_task_id),
                  "j": "%0*d" % (wid, job.job_id), "u": job.user_name, "x": job.name}.get(c)
         if c and value is not None:
             out.append(fname[q:p - offset])
@@ -672,8 +764,9 @@ def _expand_stdio_fields(path, job, batch_host):
         out = job.cwd if job.cwd.endswith("/") else job.cwd + "/"
     if "\\" in path:
         return out + path.replace("\\", "")
-    values = {"A": lambda w: "%0*d" % (w, job.job_id), "a": lambda w: "%0*d" % (w, NO_VAL32),
-              "b": lambda w: "%0*d" % (w, NO_VAL32 % 10), "j": lambda w: "%0*d" % (w, job.job_id),
+    task = NO_VAL32 if job.array_task_id is None else job.array_task_id
+    values = {"A": lambda w: "%0*d" % (w, job.array_job_id or job.job_id),
+              "a": lambda w: "%0*d" % (w, task), "b": lambda w: "%0*d" % (w, task % 10), "j": lambda w: "%0*d" % (w, job.job_id),
               "J": lambda w: "%0*d" % (w, job.job_id), "N": lambda w: batch_host or "(null)",
               "n": lambda w: "0", "t": lambda w: "0", "s": lambda w: "batch",
               "u": lambda w: job.user_name, "x": lambda w: job.name}
@@ -869,7 +962,8 @@ class SlurmSimulator:
         return purge is None or t < purge
 
     def _live_jobs(self, t):
-        return [j for j in sorted(self.jobs.values(), key=lambda j: j.job_id) if self._live(j, t)]
+        return [j for j in sorted(self.jobs.values(), key=lambda j: j.job_id)
+                if self._live(j, t) and not self._array_hidden(j, t)]
 
     # The last job change (slurmctld's last_job_update), kept incrementally: every job's marks
     # (the instants its row changes: submit, cancel, start, end, end of COMPLETING, purge) sit in
@@ -1031,16 +1125,32 @@ class SlurmSimulator:
         self.next_job_id += 1
         script = desc.pop("script")
         plan = parse_script(script)
-        job = SimJob(job_id, version, user, principal, desc, script, plan, now,
-                     self.pending_seconds)
-        job.jobs_ref = self.jobs
-        if plan.end_state and plan.fail_first is not None:
-            seen = self._script_counts.get(script, 0)
-            self._script_counts[script] = seen + 1
-            if seen >= plan.fail_first:
-                job.forced_end = None
-        self.jobs[job_id] = job
-        self._marks_add(job)
+        if desc.get("array"):
+            parsed = parse_array_spec(desc["array"])
+            if parsed is None:
+                self.next_job_id -= 1
+                if n == 38:
+                    errors = [{"error_code": 2081, "error": STRERROR[2081]}]
+                else:
+                    errors = [_err(n, "Batch job submission failed", "slurm_submit_batch_job()",
+                                   2081)]
+                self._record_submit(version, body, 500, None, errors, user, principal)
+                return SlurmResponse(500, self._envelope(n, {}, errors, warnings, user=user))
+            self._submit_array(job_id, version, user, principal, desc, script, plan, now,
+                               *parsed)
+            job = None
+        else:
+            job = SimJob(job_id, version, user, principal, desc, script, plan, now,
+                         self.pending_seconds)
+        if job is not None:
+            job.jobs_ref = self.jobs
+            if plan.end_state and plan.fail_first is not None:
+                seen = self._script_counts.get(script, 0)
+                self._script_counts[script] = seen + 1
+                if seen >= plan.fail_first:
+                    job.forced_end = None
+            self.jobs[job_id] = job
+            self._marks_add(job)
         self._record_submit(version, body, 200, job_id, errors, user, principal)
         if n == 38:
             payload = {"job_id": job_id, "step_id": "BATCH", "job_submit_user_msg": ""}
@@ -1050,6 +1160,67 @@ class SlurmSimulator:
                 payload["result"] = {"job_id": job_id, "step_id": "batch", "error_code": 0,
                                      "error": "No error", "job_submit_user_msg": ""}
         return SlurmResponse(200, self._envelope(n, payload, errors, warnings, user=user))
+
+    def _submit_array(self, array_id, version, user, principal, desc, script, plan, now,
+                      indexes, max_tasks):
+        """One SimJob per task of an array job. Tasks start in index order, at most max_tasks at
+        once; the last to start keeps the array's own id (slurmctld's meta record, which shows
+        the pending remainder while any task is pending); the others get the next ids in the
+        order they start (slurmctld numbers a task when it splits it off to start it)."""
+        pend = plan.pending_seconds if plan.pending_seconds is not None else self.pending_seconds
+        starts = schedule_array(len(indexes), now + pend, plan.run_seconds, max_tasks)
+        fails = set()
+        if plan.array_fail:
+            seen = self._script_counts.get(script, 0)
+            self._script_counts[script] = seen + 1
+            if plan.array_fail_first is None or seen < plan.array_fail_first:
+                fails = plan.array_fail
+        order = sorted(range(len(indexes)), key=lambda k: (starts[k], k))
+        ids = {}
+        for k in order[:-1]:
+            while self.next_job_id in self.jobs or self.next_job_id == array_id:
+                self.next_job_id += 1
+            ids[k] = self.next_job_id
+            self.next_job_id += 1
+        ids[order[-1]] = array_id
+        tasks = []
+        for k, index in enumerate(indexes):
+            task_plan = copy.copy(plan)
+            if index in fails:
+                task_plan.exit_status = 1
+            task = SimJob(ids[k], version, user, principal, desc, script, task_plan, now,
+                          self.pending_seconds)
+            task.base_start = starts[k]
+            task.array_job_id = array_id
+            task.array_task_id = index
+            task.array_max_tasks = max_tasks
+            task.array_tasks = tasks
+            task.jobs_ref = self.jobs
+            tasks.append(task)
+            self.jobs[task.job_id] = task
+        for task in tasks:
+            self._marks_add(task)
+
+    def _array_remainder(self, job, t):
+        """The indexes of job's array not started at t (slurmctld keeps them in the meta
+        record), or None when job is not an array task."""
+        if not job.array_tasks:
+            return None
+        return [k.array_task_id for k in job.array_tasks
+                if not k.view(t, self.completing_seconds)["started"]]
+
+    def _array_hidden(self, job, t):
+        """A pending task other than the meta record's: slurmctld shows it only inside the
+        meta record's remainder."""
+        return (bool(job.array_tasks) and job.job_id != job.array_job_id and
+                not job.view(t, self.completing_seconds)["started"])
+
+    def _array_records(self, job, t):
+        """The live records GET /job/<array id> answers with: every visible task."""
+        if not job.array_tasks or job.job_id != job.array_job_id:
+            return [job]
+        return [k for k in sorted(job.array_tasks, key=lambda k: k.job_id)
+                if self._live(k, t) and not self._array_hidden(k, t)]
 
     def _base_desc(self, raw):
         return {"raw": raw, "name": "", "partition": None, "comment": "", "cwd": None,
@@ -1172,6 +1343,8 @@ class SlurmSimulator:
             desc["tasks"] = value
         elif key == "hold":
             desc["hold"] = bool(value)
+        elif key == "array":
+            desc["array"] = s
 
     def _type_error(self, n, key, expected, value):
         kind = type(value).__name__.replace("str", "string").replace("dict", "dictionary")
@@ -1321,7 +1494,8 @@ class SlurmSimulator:
                 return SlurmResponse(500, self._envelope(n, {"jobs": []}, [err]))
             err = _err(n, "Unable to query JobId=%s" % id_text, "_handle_job_get", 2017)
             return SlurmResponse(404, self._envelope(n, self._jobs_payload(n, [], now), [err]))
-        return SlurmResponse(200, self._envelope(n, self._jobs_payload(n, [job], now)))
+        return SlurmResponse(200, self._envelope(n, self._jobs_payload(
+            n, self._array_records(job, now), now)))
 
     def _jobs_payload(self, n, jobs, now):
         payload = {"jobs": [self.render_job(n, j, now) for j in jobs]}
@@ -1359,12 +1533,23 @@ class SlurmSimulator:
         view does, so the rendered dict is cached per job and shared: callers must not change
         it (the REST layer only serializes it)."""
         v = job.view(now, self.completing_seconds)
+        rest = self._array_remainder(job, now) if job.job_id == job.array_job_id else None
         key = (n, v["state"], tuple(v["flags"]), v["reason"], v["start"], v["end"], v["raw"],
-               v["started"])
+               v["started"], tuple(rest or ()))
         hit = self._render_cache.get(job.job_id)
         if hit is not None and hit[0] == key:
             return hit[1]
         out = self._render_job(n, job, v)
+        if job.array_tasks:
+            u = (lambda x: x) if n == 38 else _nv
+            out["array_job_id"] = u(job.array_job_id)
+            out["array_max_tasks"] = u(job.array_max_tasks)
+            if rest:
+                out["array_task_id"] = u(None)
+                out["array_task_string"] = format_array_tasks(rest, job.array_max_tasks)
+            else:
+                out["array_task_id"] = u(job.array_task_id)
+                out["array_task_string"] = ""
         self._render_cache[job.job_id] = (key, out)
         return out
 
@@ -1559,17 +1744,27 @@ class SlurmSimulator:
             code = 2021
         else:
             code = 0
-            job.cancel_requests += 1
-            job.signals_sent.append(sig)
+            # The array's own id signals every task of the array (slurm_kill_job on an array
+            # job id); a task's own id that task alone.
+            targets = [job]
+            if job.array_tasks and job.job_id == job.array_job_id:
+                targets = [k for k in job.array_tasks
+                           if not k.view(now, self.completing_seconds)["finished"]]
+            for target in targets:
+                target.cancel_requests += 1
+                target.signals_sent.append(sig)
+                if sig in FATAL_CANCEL_SIGNALS:
+                    target.cancel_time = now
+                    target.cancel_signal = sig
+                    target.kill_request_user = user
             if sig in FATAL_CANCEL_SIGNALS:
-                job.cancel_time = now
-                job.cancel_signal = sig
-                job.kill_request_user = user
-                if any(dep == job.job_id for j in self.jobs.values()
-                       for _, dep in getattr(j, "dependencies", ())):
+                if any(dep == t.job_id for j in self.jobs.values()
+                       for _, dep in getattr(j, "dependencies", ()) for t in targets):
                     self._marks_reset()  # the jobs that depend on it start at other times now
                 else:
-                    self._marks_add(job)
+                    for target in targets:
+                        self._marks_add(target)
+                self._render_cache.pop(job.job_id, None)
 
         if n >= 42:  # 24.11+: slurm_kill_jobs(), per-job status[] inside a 200
             status = []
@@ -1616,8 +1811,13 @@ class SlurmSimulator:
         job = self.jobs.get(job_id) if job_id is not None else None
         if job is None or not self._acct_visible(job, now):
             return self._db_nothing(n, user)
+        # An array's id: every task's record (sacct -j <array id>).
+        records = [job]
+        if job.array_tasks and job.job_id == job.array_job_id:
+            records = [k for k in sorted(job.array_tasks, key=lambda k: k.job_id)
+                       if not self._array_hidden(k, now)]
         return SlurmResponse(200, self._envelope(
-            n, {"jobs": [self.render_db_job(n, job, now)]}, db=True, user=user))
+            n, {"jobs": [self.render_db_job(n, k, now) for k in records]}, db=True, user=user))
 
     def _db_nothing(self, n, user):
         if n <= 39:
@@ -1648,7 +1848,7 @@ class SlurmSimulator:
         parts = _csv(query.get("partition"))
         found = []
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if not self._acct_visible(job, now):
+            if not self._acct_visible(job, now) or self._array_hidden(job, now):
                 continue
             if not self._in_db_window(job, now, window):
                 continue
@@ -1701,6 +1901,22 @@ class SlurmSimulator:
         if job.submit_time > end:
             return False
         return start is None or not v["finished"] or v["end"] >= start
+
+    def _db_array(self, n, job, now):
+        """A slurmdb record's `array`: job_id, task_id (NO_VAL on the meta record while tasks
+        are pending; null in dbv0.0.38/39, unset in v0.0.40+), the remainder (`task`) and the
+        throttle."""
+        none_id = None if n <= 39 else _nv(None)
+        if not job.array_tasks:
+            return {"job_id": 0, "limits": {"max": {"running": {"tasks": 0}}},
+                    "task": None if n <= 39 else "", "task_id": none_id}
+        rest = self._array_remainder(job, now) if job.job_id == job.array_job_id else None
+        task_id = job.array_task_id if n <= 39 else _nv(job.array_task_id)
+        return {"job_id": job.array_job_id,
+                "limits": {"max": {"running": {"tasks": job.array_max_tasks}}},
+                "task": format_array_tasks(rest, job.array_max_tasks) if rest else (
+                    None if n <= 39 else ""),
+                "task_id": none_id if rest else task_id}
 
     def render_db_job(self, n, job, now):
         t_acct = now - self.accounting_delay
@@ -1756,8 +1972,7 @@ class SlurmSimulator:
         tres_alloc = _allocated_tres(job, n)
         rec = {
             "account": job.account, "allocation_nodes": 1 if started else 0,
-            "array": {"job_id": 0, "limits": {"max": {"running": {"tasks": 0}}},
-                      "task": None if n <= 39 else "", "task_id": None if n <= 39 else _nv(None)},
+            "array": self._db_array(n, job, now),
             "association": {"account": job.account, "cluster": self.cluster_name,
                             "partition": job.partition, "user": job.user_name},
             "cluster": self.cluster_name, "comment": comment, "constraints": "",
@@ -1801,6 +2016,7 @@ class SlurmSimulator:
                 v = job.view(now, self.completing_seconds)
                 jobs.append({
                     "job_id": job.job_id, "cluster": self.cluster_name, "name": job.name,
+                    "array_job_id": job.array_job_id, "array_task_id": job.array_task_id,
                     "comment": job.comment, "partition": job.partition,
                     "user_name": job.user_name, "principal": job.principal,
                     "api_version": job.api_version, "state": v["state"], "flags": v["flags"],

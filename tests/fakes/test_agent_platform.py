@@ -383,6 +383,86 @@ class SimulatorTest(unittest.TestCase):
             else:
                 self.assertNotIn("stdout_expanded", job)
 
+    def test_array_job_records_in_each_versions_shape(self):
+        """#14 item 3: an `array` submit is one array job. While tasks are pending slurmctld
+        shows them in the meta record (job_id = array_job_id, array_task_id NO_VAL,
+        array_task_string "2-3%2" as xlate_array_task_str renders it); each task that starts is
+        a record of its own with a new job id; the %2 throttle runs two at once; the last task
+        keeps the array's id; GET of the array id answers every task; accounting has a record
+        per task with array.job_id / array.task_id."""
+        script = "#!/bin/bash\n#SIM array_fail=2\nsleep 10\n"
+        for version in slurm_sim.VERSIONS:
+            n = int(version[-2:])
+            u = (lambda x: x) if n == 38 else (lambda x: x["number"] if x["set"] else None)
+            aid = self.submit(version, script, comment="tag-" + version, array="0-3%2")
+            body = self.get(version, aid).body
+            self.assertEqual(len(body["jobs"]), 1, body)
+            meta = body["jobs"][0]
+            self.assertEqual((meta["job_id"], u(meta["array_job_id"]), u(meta["array_task_id"]),
+                              meta["array_task_string"], u(meta["array_max_tasks"])),
+                             (aid, aid, None, "0-3%2", 2), version)
+            self.assertEqual(state_of(meta)[0], "PENDING")
+            self.clock.advance(1)  # tasks 0 and 1 run, 2-3 pending (throttle)
+            jobs = self.get(version, aid).body["jobs"]
+            by_task = {u(j["array_task_id"]): j for j in jobs}
+            self.assertEqual(sorted(by_task, key=lambda x: -1 if x is None else x),
+                             [None, 0, 1], version)
+            self.assertEqual(by_task[None]["array_task_string"], "2-3%2")
+            self.assertEqual(by_task[None]["job_id"], aid)
+            self.assertNotEqual(by_task[0]["job_id"], aid)
+            self.assertEqual(state_of(by_task[0])[0], "RUNNING")
+            listed = [j for j in self.sim.handle("GET", "/slurm/%s/jobs" % version,
+                                                 user="alice").body["jobs"]
+                      if j["comment"] == "tag-" + version]
+            self.assertEqual(len(listed), 3)
+            self.clock.advance(10.5)  # 0, 1 done; 2 (fails) and 3 run, 3 keeps the array id
+            jobs = self.get(version, aid).body["jobs"]
+            by_task = {u(j["array_task_id"]): j for j in jobs}
+            self.assertEqual(sorted(by_task), [0, 1, 2, 3], version)
+            self.assertEqual(by_task[3]["job_id"], aid)
+            self.clock.advance(11)  # 0 and 1 left the live queue (MinJobAge 5 s) on their own
+            jobs = self.get(version, aid).body["jobs"]
+            states = {u(j["array_task_id"]): state_of(j)[0] for j in jobs}
+            self.assertEqual(states, {2: "FAILED", 3: "COMPLETED"}, version)
+            db = self.sim.handle("GET", "/slurmdb/%s/job/%d" % (version, aid), user="alice").body
+            tasks = sorted((j["array"]["job_id"],
+                            j["array"]["task_id"] if n <= 39 else j["array"]["task_id"]["number"])
+                           for j in db["jobs"])
+            self.assertEqual(tasks, [(aid, 0), (aid, 1), (aid, 2), (aid, 3)], version)
+
+    def test_array_cancel_and_bad_spec(self):
+        """DELETE of the array id cancels every task: running ones end CANCELLED, the pending
+        remainder stays one meta record, CANCELLED. A spec slurmctld refuses is
+        ESLURM_INVALID_ARRAY (2081); an index >= MaxArraySize (1001) too."""
+        for version in ("v0.0.38", "v0.0.42"):
+            n = int(version[-2:])
+            u = (lambda x: x) if n == 38 else (lambda x: x["number"] if x["set"] else None)
+            aid = self.submit(version, "#!/bin/bash\nsleep 100\n", array="0-9:3%1")
+            self.clock.advance(1)
+            self.sim.handle("DELETE", "/slurm/%s/job/%d" % (version, aid), user="alice")
+            self.clock.advance(0.3)  # past the running task's COMPLETING
+            jobs = self.get(version, aid).body["jobs"]
+            got = {u(j["array_task_id"]): (state_of(j)[0], j["array_task_string"]) for j in jobs}
+            self.assertEqual(got, {0: ("CANCELLED", ""), None: ("CANCELLED", "3,6,9%1")}, version)
+            for bad in ("3-1", "1,,2", "0-1001", "x"):
+                resp = self.sim.handle("POST", "/slurm/%s/job/submit" % version,
+                                       body=submit_body(version, "#!/bin/bash\n", "t",
+                                                        array=bad), user="alice")
+                self.assertEqual(resp.status, 500, bad)
+                codes = [e.get("error_number", e.get("error_code")) for e in resp.body["errors"]]
+                self.assertIn(2081, codes, resp.body)
+
+    def test_array_remainder_string_as_slurm_renders_it(self):
+        f = slurm_sim.format_array_tasks
+        self.assertEqual(f([2, 3], 2), "2-3%2")
+        self.assertEqual(f([0, 1, 2, 3, 5], 0), "0-3,5")
+        self.assertEqual(f(list(range(1, 40, 3)), 0), "1-37:3")
+        self.assertEqual(f(list(range(0, 200, 2)), 0), "0-198:2")
+        long = f([0, 1] + list(range(3, 300, 2)), 0)
+        self.assertEqual((len(long), long[-3:]), (63, "..."))
+        self.assertEqual(slurm_sim.parse_array_spec("1,3,5-9:2%4"), ([1, 3, 5, 7, 9], 4))
+        self.assertIsNone(slurm_sim.parse_array_spec("1-3:0"))
+
     def test_lifecycle_and_completing_flag(self):
         jid = self.submit("v0.0.42", "#!/bin/bash\nsleep 10\n")
         self.assertEqual(self.get("v0.0.42", jid).body["jobs"][0]["job_state"], ["PENDING"])

@@ -50,6 +50,8 @@ class FakeSlurm {
  public:
   // job id -> (state, comment)
   std::map<int64_t, std::pair<std::string, std::string>> jobs;
+  // Records listed as they are, after `jobs` (array tasks, v0.0.40+ shapes).
+  std::vector<json> raw;
   int64_t last_update = 1000;
   std::vector<std::string> paths;
   std::vector<std::string> deletes;
@@ -87,6 +89,7 @@ class FakeSlurm {
                       {"submit_time",
                        legacy ? json(1700000000) : json{{"set", true}, {"number", 1700000000}}}});
     }
+    for (const json& r : raw) list.push_back(r);
     json body = {{"jobs", list}, {"errors", json::array()}};
     if (!legacy)
       body["last_update"] = {{"set", true}, {"infinite", false}, {"number", last_update}};
@@ -192,6 +195,71 @@ TEST_F(JobTrackerTest, OneListServesEveryJobOfTheCluster) {
   }
   EXPECT_EQ(slurm_.paths.size(), 1u);
   EXPECT_EQ(tracker_.ListCalls(), 1);
+}
+
+json NoVal(std::optional<int64_t> n) {
+  return {{"set", n.has_value()}, {"infinite", false}, {"number", n.value_or(0)}};
+}
+
+// A record of array 100 (v0.0.40+ shapes): task `task` as job `id`, or the
+// pending remainder (task nullopt, `rest` e.g. "1-3%2").
+json ArrayRecord(int64_t id, std::optional<int64_t> task, const std::string& state,
+                 const std::string& comment, const std::string& rest = "") {
+  return {{"job_id", id},
+          {"job_state", json::array({state})},
+          {"comment", comment},
+          {"array_job_id", NoVal(100)},
+          {"array_task_id", NoVal(task)},
+          {"array_max_tasks", NoVal(2)},
+          {"array_task_string", rest},
+          {"submit_time", NoVal(1700000000)}};
+}
+
+TEST_F(JobTrackerTest, AnArraysTaskRecordsAreOneJobByTheArraysId) {
+  const std::string tag = "slurmjob-operator:team-a/uid-a/1";
+  slurm_.raw = {ArrayRecord(101, 0, "RUNNING", tag),
+                ArrayRecord(100, std::nullopt, "PENDING", tag, "1-3%2")};
+  tracker_.Track(Endpoint(), 100, "team-a/arr", seconds(1));
+  clock_.Advance(seconds(1));
+  Tick();
+  EXPECT_THAT(notified_, ElementsAre("team-a/arr"));
+  auto a = tracker_.Get(Endpoint(), 100, clock_.Now() - seconds(5));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a->job.has_value());
+  EXPECT_EQ(a->job->state, slurm::BaseState::kRunning);
+  ASSERT_TRUE(a->job->array.has_value());
+  EXPECT_EQ(a->job->array->tasks.size(), 1u);
+  EXPECT_EQ(a->job->array->pending_indexes, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(a->job->array->max_running, 2);
+
+  // A task's change is the array's change.
+  notified_.clear();
+  slurm_.raw[0] = ArrayRecord(101, 0, "COMPLETED", tag);
+  slurm_.last_update = 1001;
+  clock_.Advance(seconds(2));
+  Tick();
+  EXPECT_THAT(notified_, ElementsAre("team-a/arr"));
+
+  // A tag search finds the array once, by its own id (a lost submit reply adopts 100).
+  auto live = tracker_.FindLive(
+      Endpoint(), [&](const slurm::JobInfo& j) { return j.comment == tag; },
+      clock_.Now() - seconds(10));
+  ASSERT_TRUE(live.ok());
+  ASSERT_EQ(live->jobs.size(), 1u);
+  EXPECT_EQ(live->jobs[0].job_id, 100);
+}
+
+TEST_F(JobTrackerTest, AnOrphanedArrayIsCancelledOnceByItsArrayId) {
+  known_ = {};
+  const std::string tag = "slurmjob-operator:team-a/gone/1";
+  slurm_.raw = {ArrayRecord(101, 0, "RUNNING", tag), ArrayRecord(102, 1, "RUNNING", tag),
+                ArrayRecord(100, std::nullopt, "PENDING", tag, "2-3%2")};
+  tracker_.RegisterCluster(Endpoint());
+  Tick();
+  clock_.Advance(seconds(61));
+  slurm_.last_update = 1001;
+  Tick();
+  EXPECT_THAT(slurm_.deletes, ElementsAre("/slurm/v0.0.42/job/100"));
 }
 
 TEST_F(JobTrackerTest, ListsKeepOnlyTheJobKeysTheDialectReadsAndCancelsEverything) {

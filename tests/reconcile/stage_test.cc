@@ -15,6 +15,7 @@
 #include "controller/reconcile/ownership.h"
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/tag_search.h"
+#include "controller/slurm/array_folding.h"
 #include "gtest/gtest.h"
 #include "tests/reconcile/decide_fixtures.h"
 
@@ -887,6 +888,58 @@ void RunningWithDeadline(World& w, std::string_view state = "RUNNING") {
   w.job.status.mutable_first_submit_time()->set_seconds(Unix(kT0));
 }
 
+// Slurm's record of array job 42: `failed` indexes FAILED, `running` RUNNING.
+void ArraySays(World& w, std::vector<int32_t> failed, std::vector<int32_t> running,
+               slurm::BaseState cancelled_rest = slurm::BaseState::kUnknown) {
+  std::vector<slurm::JobInfo> records;
+  int64_t id = 43;
+  auto add = [&](int32_t index, slurm::BaseState state, int32_t exit_code) {
+    slurm::JobInfo r;
+    r.job_id = id++;
+    r.array_job_id = 42;
+    r.array_task_id = index;
+    r.state = state;
+    if (slurm::IsTerminalState(state)) r.exit_code = exit_code;
+    r.submit_time = kT0;
+    r.comment = RunTag(w.job);
+    records.push_back(r);
+  };
+  for (int32_t i : failed) add(i, slurm::BaseState::kFailed, 1);
+  for (int32_t i : running)
+    add(i,
+        cancelled_rest == slurm::BaseState::kUnknown ? slurm::BaseState::kRunning : cancelled_rest,
+        0);
+  w.out.query = SlurmView{slurm::FoldArrayRecords(std::move(records)).front()};
+}
+
+// spec.array.maxFailedIndexes exceeded while tasks still run: a verified cancel of the array
+// (its own id), then Failed with reason MaxFailedIndexesExceeded, nothing retried.
+void TooManyFailedIndexes() {
+  World w;
+  w.Submitted();
+  w.job.spec.mutable_array()->set_indexes("0-3");
+  w.job.spec.mutable_array()->set_max_failed_indexes(1);
+  ArraySays(w, {0}, {1, 2, 3});
+  EXPECT_EQ(w.stage(), Stage::kActive) << "one failed index is allowed";
+  ArraySays(w, {0, 1}, {2, 3});
+  ExpectRow(w, Stage::kTooManyFailedIndexes, Action::kCancel);
+  EXPECT_EQ(w.decide().job_id, 42);
+  ASSERT_EQ(w.decide().events.size(), 1u);
+  EXPECT_EQ(w.decide().events[0].reason, "MaxFailedIndexesExceeded");
+  w.out.cancel = slurm::CancelResponse{};
+  ExpectRow(w, Stage::kTooManyFailedIndexes, Action::kNone);
+  EXPECT_EQ(w.decide().requeue_after, std::optional<Duration>(w.opt.cancel_wait_poll));
+  w.out.cancel = absl::UnavailableError("x");
+  EXPECT_TRUE(w.decide().retry_with_backoff);
+  w.out.cancel.reset();
+  ArraySays(w, {0, 1}, {2, 3}, slurm::BaseState::kCancelled);
+  ExpectRow(w, Stage::kJobEnded, Action::kWriteStatus);
+  const Decision d = w.decide();
+  EXPECT_EQ(d.status.phase(), "Failed");
+  EXPECT_EQ(d.status.reason(), "MaxFailedIndexesExceeded");
+  EXPECT_EQ(CurrentRun(d.status), 1);
+}
+
 // The deadline passed: a look first (however recent the last), then a
 // verified cancel, then Failed with reason DeadlineExceeded, not retried.
 void DeadlineExceeded() {
@@ -1051,6 +1104,7 @@ const std::vector<std::pair<Stage, void (*)()>>& Rows() {
       {Stage::kQueryFailed, QueryFailed},
       {Stage::kJobMissing, JobMissing},
       {Stage::kDeadlineExceeded, DeadlineExceeded},
+      {Stage::kTooManyFailedIndexes, TooManyFailedIndexes},
       {Stage::kJobEnded, JobEnded},
       {Stage::kHolding, Holding},
       {Stage::kActive, Active},

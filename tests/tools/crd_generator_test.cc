@@ -242,13 +242,14 @@ TEST(RealCrdsTest, EnvelopeThenFieldsInDeclarationOrder) {
   EXPECT_EQ(root["properties"]["metadata"].size(), 1u);
   EXPECT_THAT(Strings(root["required"]), ElementsAre("spec"));
   const std::vector<std::string> spec_keys = Keys(At(root, {"spec"})["properties"]);
-  ASSERT_EQ(spec_keys.size(), 31u);
+  ASSERT_EQ(spec_keys.size(), 32u);
   EXPECT_EQ(spec_keys.front(), "clusterRef");
   EXPECT_EQ(spec_keys[13], "memoryPerNodeMB");  // json_name honoured, field 14
   EXPECT_EQ(spec_keys[23], "deletionPolicy");
   EXPECT_EQ(spec_keys[28], "dependsOn");
   EXPECT_EQ(spec_keys[29], "ttlSecondsAfterFinished");
-  EXPECT_EQ(spec_keys.back(), "activeDeadlineSeconds");
+  EXPECT_EQ(spec_keys[30], "activeDeadlineSeconds");
+  EXPECT_EQ(spec_keys.back(), "array");
 }
 
 TEST(RealCrdsTest, RequiredFieldsAreListedOnTheirParent) {
