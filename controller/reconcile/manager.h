@@ -42,6 +42,12 @@ struct ManagerOptions {
   // Batched tracking: one list per SlurmCluster per tick (job_tracker.h).
   bool batched_tracking = true;
   TrackerOptions tracker;
+  // Sharding (shards.h): only SlurmJobs, SlurmClusters and ClusterSlurmClusters matching this
+  // label selector are watched ("" all). A manager of one shard among others also reads the
+  // orphan sweep's "no such SlurmJob" as "not in this shard": it never cancels such a job.
+  std::string label_selector;
+  // Declare the scrape-time gauges of this manager (one manager per process does).
+  bool register_metrics = true;
 };
 
 class Manager {
@@ -65,6 +71,10 @@ class Manager {
   using JobObserver = std::function<void(const std::string& type,
                                          const std::shared_ptr<const nlohmann::json>& obj)>;
   void SetJobObserver(JobObserver observer) { job_observer_ = std::move(observer); }
+  // Likewise every SlurmCluster (cluster_scoped false) and ClusterSlurmCluster event.
+  using ClusterObserver = std::function<void(bool cluster_scoped, const std::string& type,
+                                             const std::shared_ptr<const nlohmann::json>&)>;
+  void SetClusterObserver(ClusterObserver observer) { cluster_observer_ = std::move(observer); }
   // True once the SlurmJob informer delivered its first complete list.
   bool JobsSynced() const { return jobs_ && jobs_->HasSynced(); }
 
@@ -112,7 +122,8 @@ class Manager {
   // SlurmCluster "ns/name" -> its Ready condition is True (slurmjob_operator_slurmcluster_ready).
   std::map<std::string, bool> cluster_ready_;  // guarded by generations_mu_
   std::unique_ptr<kube::Informer> jobs_;
-  JobObserver job_observer_;  // set before Start()
+  JobObserver job_observer_;          // set before Start()
+  ClusterObserver cluster_observer_;  // set before Start()
   std::unique_ptr<kube::Informer> clusters_;
   std::unique_ptr<kube::Informer> cluster_clusters_;  // ClusterSlurmClusters
   std::unique_ptr<kube::Informer> namespaces_;
