@@ -448,6 +448,9 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
   namespace rc = slurmop::reconcile;
   const int shards = absl::GetFlag(FLAGS_shards);
   const std::string ns = absl::GetFlag(FLAGS_namespace);
+  // The shard managers add to the operator's counters and histograms; their scrape-time gauges
+  // (queue depth, SlurmJobs by phase, ...) are one manager's and are not served when sharded.
+  rc::Manager::DeclareMetrics();
   rc::ShardLabeller labeller(kube, clock, shards, ns, manager_options.executor.default_cluster);
   labeller.Start();
   // The SlurmCronJob controller's children: SlurmJobs carrying its label, whatever their shard.

@@ -65,6 +65,10 @@ class Manager {
 
   size_t QueueLength() const { return queue_.Len(); }
 
+  // Declares the operator's own metric families (counters and histograms the managers add to),
+  // without any manager's scrape-time gauges: for managers made with register_metrics false.
+  static void DeclareMetrics();
+
   // Also hands every SlurmJob informer event to `observer` (on the informer's thread, after the
   // manager's own handling), so that another controller (the SlurmCronJob controller) needs no
   // watch of its own. Before Start().

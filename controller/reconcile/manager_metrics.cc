@@ -69,14 +69,18 @@ void DeclareOwnFamilies(Metrics& m) {
 
 }  // namespace
 
-void Manager::RegisterMetrics() {
-  Metrics& m = server::GlobalMetrics();
-  DeclareOwnFamilies(m);
+void Manager::DeclareMetrics() {
+  DeclareOwnFamilies(server::GlobalMetrics());
   agentplatform::SetTokenRefreshObserver([](const std::string& source, const absl::Status& s) {
     server::GlobalMetrics().Add(metric::kTokenRefreshesTotal,
                                 {{"type", CredentialType(source)},
                                  {"result", s.ok() ? "ok" : absl::StatusCodeToString(s.code())}});
   });
+}
+
+void Manager::RegisterMetrics() {
+  Metrics& m = server::GlobalMetrics();
+  DeclareMetrics();
   m.SetCallback(metric::kTrackedJobs, [this] {
     return Series{{{}, tracker_ ? static_cast<double>(tracker_->TrackedCount()) : 0.0}};
   });

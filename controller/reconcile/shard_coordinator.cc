@@ -233,6 +233,9 @@ void ShardCoordinator::Round() {
               << " replicas or fewer)";
     BeginStop(k, /*lost=*/false);
   }
+  // The first round only announces this replica (its member Lease): replicas started together
+  // see each other before they take shards, instead of the first taking all and giving most up.
+  if (++round_ < 2) return;
   for (int k : plan.acquire) {
     if (stopping_.load()) break;
     Take(k, clock_.Now());

@@ -9,8 +9,9 @@
 //     client-go judges it: never by another replica's clock);
 //  3. renews the Lease of every shard it runs; one not renewed within renew_deadline is lost:
 //     its controllers are stopped (the submit fence closed before, see below);
-//  4. asks PlanShards which free shards to take and which to give up. Taking shard k is one
-//     client-go acquire round on "<base>-shard-<k>" (LeaderElector::TryAcquireOrRenew: a Lease
+//  4. asks PlanShards which free shards to take and which to give up (from the second round on,
+//     so that replicas started together see each other's member Leases first). Taking shard k is
+//     one client-go acquire round on "<base>-shard-<k>" (LeaderElector::TryAcquireOrRenew: a Lease
 //     another replica renewed within its duration is not taken); once held, `start` runs the
 //     shard's controllers with the time of the takeover (the settle window starts there: a
 //     submit the previous holder sent may land until then + --submit-settle-seconds) and a
@@ -108,6 +109,7 @@ class ShardCoordinator {
 
   std::map<std::string, LeaseObservation> members_;  // by Lease name; coordinator thread
   std::map<int, LeaseObservation> shard_leases_;     // coordinator thread
+  int round_ = 0;                                    // coordinator thread
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
