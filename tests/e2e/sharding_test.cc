@@ -27,6 +27,7 @@
 #include <set>
 #include <thread>
 
+#include "controller/reconcile/shards.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -124,14 +125,15 @@ class Sharding : public ::testing::Test {
            std::to_string(ap_port_) + "\n";
   }
 
-  void StartOperator(const std::string& name) {
+  void StartOperator(const std::string& name, int shards = kShards,
+                     const std::string& settle = "5") {
     std::vector<std::string> argv = {SLURMOP_OPERATOR_BINARY,
                                      "--kubeconfig=" + dir_ + "/kubeconfig",
                                      "--health-port=0",
                                      "--min-poll-seconds=0.5",
-                                     "--submit-settle-seconds=5",
+                                     "--submit-settle-seconds=" + settle,
                                      "--orphan-sweep-interval-seconds=1",
-                                     "--shards=" + std::to_string(kShards),
+                                     "--shards=" + std::to_string(shards),
                                      "--leader-elect",
                                      "--leader-elect-identity=" + name,
                                      "--leader-elect-lease-duration-seconds=4",
@@ -371,6 +373,99 @@ TEST_F(Sharding, ShardsMoveWhenAReplicaDiesOrJoinsAndEverySlurmJobIsSubmittedOnc
        std::string(kOperatorNs) + "/slurmjob-operator", src_ + "/deploy/rbac.yaml",
        src_ + "/deploy/rbac-read-all-namespaces.yaml", src_ + "/deploy/rbac-sharding.yaml"});
   EXPECT_EQ(verdict.exit_code, 0) << verdict.out << verdict.err;
+}
+
+// A SlurmJob created before its cluster is labelled with the cluster's shard at once; a SlurmJob
+// whose clusterRef moves it to the other replica's shard while its submit's outcome is unknown
+// (the answer lost, the job landing 4 s later) is submitted once: the new owner searches for its
+// tag and waits out the settle period from the move before it would submit again, and adopts
+// the job that landed.
+TEST_F(Sharding, ASlurmJobMovingToAnotherShardDuringAnUnknownSubmitIsSubmittedOnce) {
+  // Two clusters in different shards of 2.
+  std::string from, to;
+  for (int i = 0; i < kClusters - 1 && (from.empty() || to.empty()); ++i) {
+    const std::string c = "c" + std::to_string(i);
+    (reconcile::ShardOfCluster(kNs, c, 2) == 0 ? from : to) = c;
+  }
+  ASSERT_FALSE(from.empty() || to.empty());
+  StartOperator("op-a", 2, "10");
+  StartOperator("op-b", 2, "10");
+  // Before its cluster exists.
+  CommandResult early =
+      Kubectl({"apply", "-f", "-"},
+              "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\nmetadata: {name: early, "
+              "namespace: team}\nspec:\n  clusterRef: {name: later}\n  script: |\n    #!/bin/bash\n"
+              "    sleep 1\n");
+  ASSERT_EQ(early.exit_code, 0) << early.err;
+  const std::string want = std::to_string(reconcile::ShardOfCluster(kNs, "later", 2));
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Kubectl({"get", "sj", "-n", kNs, "early", "-o",
+                        "jsonpath={.metadata.labels.hpc\\.slurmoperator\\.dev/shard}"})
+                   .out == want;
+      },
+      seconds(20)));
+  std::map<int, std::string> holders;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        holders = Holders();
+        return holders.size() == 2 && !holders[0].empty() && !holders[1].empty() &&
+               holders[0] != holders[1];
+      },
+      seconds(20)))
+      << json(holders).dump();
+
+  // The submit's answer is lost; Slurm gets it 4 s later.
+  ASSERT_FALSE(StandInAdmin(ap_port_, "POST", "/__admin/faults",
+                            {{"action", "drop_then_perform_later"},
+                             {"later", 4},
+                             {"method", "POST"},
+                             {"path", "/job/submit$"},
+                             {"count", 1}})
+                   .is_null());
+  CommandResult mover = Kubectl({"apply", "-f", "-"},
+                                "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\n"
+                                "metadata: {name: mover, namespace: team}\nspec:\n  clusterRef: "
+                                "{name: " +
+                                    from + "}\n  script: |\n    #!/bin/bash\n    sleep 30\n");
+  ASSERT_EQ(mover.exit_code, 0) << mover.err;
+  CommandResult unknown = Kubectl(
+      {"wait", "-n", kNs, "sj/mover",
+       R"(--for=jsonpath={.status.conditions[?(@.type=="Reconciling")].reason}=SubmitOutcomeUnknown)",
+       "--timeout=20s"});
+  ASSERT_EQ(unknown.exit_code, 0) << unknown.out << unknown.err;
+  CommandResult moved = Kubectl({"patch", "-n", kNs, "sj", "mover", "--type=merge", "-p",
+                                 R"({"spec":{"clusterRef":{"name":")" + to + R"("}}})"});
+  ASSERT_EQ(moved.exit_code, 0) << moved.err;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return Kubectl({"get", "sj", "-n", kNs, "mover", "-o",
+                        "jsonpath={.metadata.labels.hpc\\.slurmoperator\\.dev/shard}"})
+                   .out == "1";
+      },
+      seconds(10)));
+  // Its cluster appears; both are submitted, each once.
+  CommandResult later = Kubectl({"apply", "-f", "-"},
+                                "apiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmCluster\n"
+                                "metadata: {name: later, namespace: team}\nspec:\n" +
+                                    ClusterSpec());
+  ASSERT_EQ(later.exit_code, 0) << later.err;
+  std::map<std::string, std::pair<std::string, int64_t>> jobs;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        jobs = SlurmJobs();
+        return jobs["early"].second != 0 && jobs["mover"].second != 0;
+      },
+      seconds(40)))
+      << json(jobs).dump();
+  json table = StandInAdmin(ap_port_, "GET", "/__admin/jobs");
+  std::map<std::string, std::vector<int64_t>> by_uid;
+  for (const json& j : table.value("jobs", json::array())) {
+    by_uid[testing::TagUid(j.value("comment", ""))].push_back(j.value("job_id", int64_t{0}));
+  }
+  for (const char* name : {"early", "mover"}) {
+    EXPECT_EQ(by_uid[jobs[name].first], std::vector<int64_t>{jobs[name].second}) << name;
+  }
 }
 
 }  // namespace
