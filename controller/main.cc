@@ -430,14 +430,37 @@ std::unique_ptr<slurmop::reconcile::LeaseSubmitFence> NewSubmitFence(
 // --shards > 1: one Manager per shard this replica holds (shard_coordinator.h), restricted to the
 // shard's label; the holder of the leader Lease also labels new objects (shard_labeller.h) and
 // runs the SlurmCronJob controller (over its own informer of the SlurmJobs a SlurmCronJob made).
+// The managers of the shards held now, for the scrape-time gauges (Manager::RegisterGauges).
+class ShardManagers {
+ public:
+  void Add(const std::shared_ptr<slurmop::reconcile::Manager>& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    managers_.push_back(m);
+  }
+  // Alive ones, kept alive by the caller while it reads them.
+  std::vector<std::shared_ptr<const slurmop::reconcile::Manager>> List() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::shared_ptr<const slurmop::reconcile::Manager>> out;
+    std::erase_if(managers_, [](const auto& w) { return w.expired(); });
+    for (const auto& w : managers_) {
+      if (auto m = w.lock()) out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<slurmop::reconcile::Manager>> managers_;
+};
+
 class ShardManager final : public slurmop::reconcile::ShardRunner {
  public:
-  explicit ShardManager(std::unique_ptr<slurmop::reconcile::Manager> m) : manager_(std::move(m)) {}
+  explicit ShardManager(std::shared_ptr<slurmop::reconcile::Manager> m) : manager_(std::move(m)) {}
   bool Synced() const override { return manager_->Synced(); }
   void Stop() override { manager_->Stop(); }
 
  private:
-  std::unique_ptr<slurmop::reconcile::Manager> manager_;
+  std::shared_ptr<slurmop::reconcile::Manager> manager_;
 };
 
 int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& slurm_api,
@@ -448,9 +471,11 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
   namespace rc = slurmop::reconcile;
   const int shards = absl::GetFlag(FLAGS_shards);
   const std::string ns = absl::GetFlag(FLAGS_namespace);
-  // The shard managers add to the operator's counters and histograms; their scrape-time gauges
-  // (queue depth, SlurmJobs by phase, ...) are one manager's and are not served when sharded.
+  // The shard managers add to the operator's counters and histograms; the scrape-time gauges
+  // (queue depth, SlurmJobs by phase, ...) sum over the shards held at the time of the scrape.
   rc::Manager::DeclareMetrics();
+  ShardManagers shard_managers;
+  rc::Manager::RegisterGauges([&shard_managers] { return shard_managers.List(); });
   rc::ShardLabeller labeller(kube, clock, shards, ns, manager_options.executor.default_cluster);
   labeller.Start();
   // The SlurmCronJob controller's children: SlurmJobs carrying its label, whatever their shard.
@@ -494,7 +519,7 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
     rc::ManagerOptions options = manager_options;
     options.label_selector = rc::ShardSelector(k);
     options.register_metrics = false;
-    auto m = std::make_unique<rc::Manager>(kube, slurm_api, credentials, events, clock,
+    auto m = std::make_shared<rc::Manager>(kube, slurm_api, credentials, events, clock,
                                            std::move(options));
     m->SetSubmitFence(fence);
     // A submit the shard's previous holder sent may land until now + submit settle.
@@ -512,6 +537,7 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
           obj);
     });
     m->Start();
+    shard_managers.Add(m);
     return std::make_unique<ShardManager>(std::move(m));
   };
   rc::ShardCoordinator coordinator(kube, clock, co);

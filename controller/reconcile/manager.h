@@ -68,6 +68,12 @@ class Manager {
   // Declares the operator's own metric families (counters and histograms the managers add to),
   // without any manager's scrape-time gauges: for managers made with register_metrics false.
   static void DeclareMetrics();
+  // Serves the scrape-time gauges (queue, workers, tracked jobs, SlurmJobs by phase, cluster
+  // readiness, oldest Pending) over the managers `list` returns at each scrape, summed: with
+  // --shards, those of the shards the replica holds. (A manager made with register_metrics
+  // serves its own.)
+  using ManagerList = std::function<std::vector<std::shared_ptr<const Manager>>()>;
+  static void RegisterGauges(ManagerList list);
 
   // Also hands every SlurmJob informer event to `observer` (on the informer's thread, after the
   // manager's own handling), so that another controller (the SlurmCronJob controller) needs no
@@ -121,7 +127,7 @@ class Manager {
   RetryScheduler retry_;  // puts keys back into queue_
   // Last generation seen per SlurmCluster: only spec changes (not our own
   // status writes) fan out to the SlurmJobs that name it.
-  std::mutex generations_mu_;
+  mutable std::mutex generations_mu_;
   std::map<std::string, int64_t> cluster_generations_;
   // SlurmCluster "ns/name" -> its Ready condition is True (slurmjob_operator_slurmcluster_ready).
   std::map<std::string, bool> cluster_ready_;  // guarded by generations_mu_

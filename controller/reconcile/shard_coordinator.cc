@@ -161,7 +161,7 @@ void ShardCoordinator::FinishStops() {
   for (int k = 0; k < static_cast<int>(shards_.size()); ++k) {
     Shard& s = shards_[k];
     if (!s.stopped || !s.stopped->load()) continue;
-    s.stopper.join();
+    if (s.stopper.joinable()) s.stopper.join();
     {
       std::lock_guard<std::mutex> lock(mu_);
       s.runner.reset();

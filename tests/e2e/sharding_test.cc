@@ -375,11 +375,17 @@ TEST_F(Sharding, ShardsMoveWhenAReplicaDiesOrJoinsAndEverySlurmJobIsSubmittedOnc
   std::cout << jobs.size() << " SlurmJobs: " << duplicates << " duplicates, " << lost
             << " lost; total " << SecondsSince(t0) << " s\n";
 
-  // 5. No request of the sharded run lacks a grant in deploy/rbac*.yaml.
+  // 5. SIGTERM: each replica stops its shards, releases their Leases and exits 0.
   for (auto& [name, op] : operators_) {
-    if (op) op->Stop(SIGTERM, seconds(10));
+    if (!op) continue;
+    const int status = op->Stop(SIGTERM, seconds(10));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << name << " did not exit cleanly on SIGTERM (status " << status << ")";
   }
   operators_.clear();
+  for (const auto& [k, who] : Holders()) EXPECT_EQ(who, "") << "shard " << k << " not released";
+
+  // 6. No request of the sharded run lacks a grant in deploy/rbac*.yaml.
   CommandResult verdict = RunCommand(
       {kPython, src_ + "/tests/e2e/rbac_check.py", "--allow-unused", "--access-log",
        dir_ + "/access.log", "--user-agent", "slurmjob-operator", "--service-account",
