@@ -239,18 +239,18 @@ class Sharding : public ::testing::Test {
 
   // GET `path` of the stand-in API server's admin API (over its TLS).
   json KubeAdmin(const std::string& path) const {
-    static std::unique_ptr<http::CpprestTransport> transport;
-    if (!transport) {
+    // This test's CA (each test has its own stand-in and TLS directory).
+    if (!kube_http_) {
       http::CpprestTransportOptions tls;
       tls.tls.ca_file = dir_ + "/tls/apiserver.crt";
-      auto t = http::CpprestTransport::Create(tls);
-      if (!t.ok()) return nullptr;
-      transport = std::move(*t);
+      auto transport = http::CpprestTransport::Create(tls);
+      if (!transport.ok()) return nullptr;
+      kube_http_ = std::move(*transport);
     }
     http::Request req;
     req.method = "GET";
     req.url = "https://127.0.0.1:" + std::to_string(kube_port_) + path;
-    absl::StatusOr<http::Response> r = transport->Send(req);
+    absl::StatusOr<http::Response> r = kube_http_->Send(req);
     if (!r.ok() || r->status != 200) return nullptr;
     return json::parse(r->body, nullptr, false);
   }
@@ -272,6 +272,7 @@ class Sharding : public ::testing::Test {
   std::string src_, dir_;
   int kube_port_ = 0, ap_port_ = 0;
   std::unique_ptr<Subprocess> apiserver_, agent_;
+  mutable std::unique_ptr<http::CpprestTransport> kube_http_;
   std::map<std::string, std::unique_ptr<Subprocess>> operators_;
 };
 
