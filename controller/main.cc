@@ -27,9 +27,12 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/agentplatform/client.h"
 #include "controller/agentplatform/credentials.h"
 #include "controller/agentplatform/endpoint_policy.h"
+#include "controller/api/cron_resources.h"
+#include "controller/api/resources.h"
 #include "controller/common/clock.h"
 #include "controller/cron/cron_controller.h"
 #include "controller/http/cpprest_transport.h"
@@ -42,6 +45,10 @@
 #include "controller/reconcile/installation_id.h"
 #include "controller/reconcile/manager.h"
 #include "controller/reconcile/metered_slurm.h"
+#include "controller/reconcile/resource_types.h"
+#include "controller/reconcile/shard_coordinator.h"
+#include "controller/reconcile/shard_labeller.h"
+#include "controller/reconcile/shards.h"
 #include "controller/reconcile/submit_fence.h"
 #include "controller/server/health_server.h"
 #include "controller/server/log_format.h"
@@ -91,6 +98,12 @@ ABSL_FLAG(double, leader_elect_lease_duration_seconds, 15.0,
 ABSL_FLAG(double, leader_elect_renew_deadline_seconds, 10.0,
           "How long the leader retries renewing before it gives up leading.");
 ABSL_FLAG(double, leader_elect_retry_period_seconds, 2.0, "Interval between Lease attempts.");
+ABSL_FLAG(int, shards, 1,
+          "Split the work over replicas: S shards, each SlurmCluster and ClusterSlurmCluster (and "
+          "the SlurmJobs naming it) in one, by the label hpc.slurmoperator.dev/shard; each shard "
+          "is held by one replica through the Lease <leader-elect-lease-name>-shard-<k>, and a "
+          "replica watches only the shards it holds. 1 (the default): one replica reconciles "
+          "everything, as without the flag. Implies Leases even without --leader-elect.");
 ABSL_FLAG(std::string, allowed_endpoint_hosts, "",
           "Comma-separated host[:port] list of endpoints other than Google's API hosts that "
           "SlurmCluster.spec.endpoint and the token URLs of credentialsSecretRef Secrets may "
@@ -185,6 +198,13 @@ std::string Hostname() {
   return buf;
 }
 
+// This replica's identity in Leases: --leader-elect-identity, $POD_NAME, else hostname_pid.
+std::string Identity() {
+  std::string identity = absl::GetFlag(FLAGS_leader_elect_identity);
+  if (identity.empty()) identity = EnvOr("POD_NAME", Hostname() + "_" + std::to_string(getpid()));
+  return identity;
+}
+
 // Stop signals are taken by a dedicated thread; block them everywhere else
 // (threads started later inherit the mask).
 sigset_t BlockStopSignals() {
@@ -204,6 +224,11 @@ absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> NewKubeClient() {
     return absl::Status(
         kube_config.status().code(),
         absl::StrCat("cannot configure the Kubernetes client: ", kube_config.status().message()));
+  }
+  // Sharded replicas say who they are (as client-go's user agent names the binary and host), so
+  // that an API server's audit log tells their requests apart.
+  if (absl::GetFlag(FLAGS_shards) > 1) {
+    kube_config->user_agent = absl::StrCat(kube_config->user_agent, " (", Identity(), ")");
   }
   absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> kube =
       slurmop::kube::NewClientFromConfig(*kube_config);
@@ -318,10 +343,7 @@ slurmop::kube::LeaderElectionConfig LeaderElectionFromFlags(Lifecycle& life) {
   slurmop::kube::LeaderElectionConfig le;
   le.lease_namespace = LeaseNamespace();
   le.lease_name = absl::GetFlag(FLAGS_leader_elect_lease_name);
-  le.identity = absl::GetFlag(FLAGS_leader_elect_identity);
-  if (le.identity.empty()) {
-    le.identity = EnvOr("POD_NAME", Hostname() + "_" + std::to_string(getpid()));
-  }
+  le.identity = Identity();
   le.lease_duration = Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds));
   le.renew_deadline = Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds));
   le.retry_period = Seconds(absl::GetFlag(FLAGS_leader_elect_retry_period_seconds));
@@ -346,7 +368,7 @@ slurmop::kube::LeaderElectionConfig LeaderElectionFromFlags(Lifecycle& life) {
 // With --leader-elect: the started elector; without: nullptr (and leading).
 absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> StartLeaderElection(
     slurmop::kube::Client& kube, const slurmop::Clock& clock, Lifecycle& life) {
-  if (!absl::GetFlag(FLAGS_leader_elect)) {
+  if (!absl::GetFlag(FLAGS_leader_elect) && absl::GetFlag(FLAGS_shards) <= 1) {
     life.leading = true;
     return nullptr;
   }
@@ -407,6 +429,187 @@ std::unique_ptr<slurmop::reconcile::LeaseSubmitFence> NewSubmitFence(
           Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds)));
 }
 
+// --shards > 1: one Manager per shard this replica holds (shard_coordinator.h), restricted to the
+// shard's label; the holder of the leader Lease also labels new objects (shard_labeller.h) and
+// runs the SlurmCronJob controller (over its own informer of the SlurmJobs a SlurmCronJob made).
+// The managers of the shards held now, for the scrape-time gauges (Manager::RegisterGauges).
+class ShardManagers {
+ public:
+  void Add(const std::shared_ptr<slurmop::reconcile::Manager>& m) {
+    std::lock_guard<std::mutex> lock(mu_);
+    managers_.push_back(m);
+  }
+  // Alive ones, kept alive by the caller while it reads them.
+  std::vector<std::shared_ptr<const slurmop::reconcile::Manager>> List() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::shared_ptr<const slurmop::reconcile::Manager>> out;
+    std::erase_if(managers_, [](const auto& w) { return w.expired(); });
+    for (const auto& w : managers_) {
+      if (auto m = w.lock()) out.push_back(std::move(m));
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::weak_ptr<slurmop::reconcile::Manager>> managers_;
+};
+
+class ShardManager final : public slurmop::reconcile::ShardRunner {
+ public:
+  explicit ShardManager(std::shared_ptr<slurmop::reconcile::Manager> m) : manager_(std::move(m)) {}
+  bool Synced() const override { return manager_->Synced(); }
+  void Stop() override { manager_->Stop(); }
+
+ private:
+  std::shared_ptr<slurmop::reconcile::Manager> manager_;
+};
+
+int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& slurm_api,
+               slurmop::reconcile::CredentialsResolver& credentials,
+               slurmop::reconcile::EventSink& events, slurmop::kube::EventRecorder& recorder,
+               const slurmop::Clock& clock, sigset_t stop_signals,
+               const slurmop::reconcile::ManagerOptions& manager_options) {
+  namespace rc = slurmop::reconcile;
+  const int shards = absl::GetFlag(FLAGS_shards);
+  const std::string ns = absl::GetFlag(FLAGS_namespace);
+  // The shard managers add to the operator's counters and histograms; the scrape-time gauges
+  // (queue depth, SlurmJobs by phase, ...) sum over the shards held at the time of the scrape.
+  rc::Manager::DeclareMetrics();
+  ShardManagers shard_managers;
+  rc::Manager::RegisterGauges([&shard_managers] { return shard_managers.List(); });
+  rc::ShardLabeller labeller(kube, clock, shards, ns, manager_options.executor.default_cluster);
+  labeller.Start();
+  // The SlurmCronJob controller's children: SlurmJobs carrying its label, whatever their shard.
+  std::unique_ptr<slurmop::cron::CronController> cron;
+  slurmop::kube::InformerOptions children_options;
+  children_options.label_selector = std::string(slurmop::api::kCronJobNameLabel);
+  children_options.compact_cache = true;
+  slurmop::kube::Informer children(
+      kube, rc::SlurmJobsResource(), ns,
+      [&cron](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+        if (cron) cron->OnJobEvent(type, obj);
+      },
+      clock, children_options);
+  cron = std::make_unique<slurmop::cron::CronController>(
+      kube, events, clock, ns, [&children] { return children.HasSynced(); });
+
+  slurmop::server::HealthServer health;
+  slurmop::server::MetricsServer metrics(slurmop::server::GlobalMetrics());
+  if (absl::Status s = StartServers(health, metrics); !s.ok()) {
+    LOG(ERROR) << s;
+    return 2;
+  }
+  Lifecycle life;
+  absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> elector =
+      StartLeaderElection(kube, clock, life);
+  if (!elector.ok()) {
+    LOG(ERROR) << elector.status();
+    return 2;
+  }
+  rc::ShardCoordinatorOptions co;
+  co.shards = shards;
+  co.lease_namespace = LeaseNamespace();
+  co.lease_base = absl::GetFlag(FLAGS_leader_elect_lease_name);
+  co.identity = Identity();
+  co.lease_duration = Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds));
+  co.renew_deadline = Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds));
+  co.retry_period = Seconds(absl::GetFlag(FLAGS_leader_elect_retry_period_seconds));
+  co.fence_spare = co.lease_duration - co.renew_deadline;
+  co.start = [&](int k, slurmop::Time acquired,
+                 const rc::SubmitFence* fence) -> std::unique_ptr<rc::ShardRunner> {
+    rc::ManagerOptions options = manager_options;
+    options.label_selector = rc::ShardSelector(k);
+    options.register_metrics = false;
+    auto m = std::make_shared<rc::Manager>(kube, slurm_api, credentials, events, clock,
+                                           std::move(options));
+    m->SetSubmitFence(fence);
+    // A submit the shard's previous holder sent may land until now + submit settle.
+    m->AnchorSettleWindow(acquired);
+    // Objects whose label went stale (a clusterRef changed, a new shard count) move on.
+    m->SetJobObserver(
+        [&labeller](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+          if (type != slurmop::kube::kDeleted) labeller.Offer(slurmop::api::kSlurmJobKind, obj);
+        });
+    m->SetClusterObserver([&labeller](bool cluster_scoped, const std::string& type,
+                                      const std::shared_ptr<const nlohmann::json>& obj) {
+      if (type == slurmop::kube::kDeleted) return;
+      labeller.Offer(
+          cluster_scoped ? slurmop::api::kClusterSlurmClusterKind : slurmop::api::kSlurmClusterKind,
+          obj);
+    });
+    m->Start();
+    shard_managers.Add(m);
+    return std::make_unique<ShardManager>(std::move(m));
+  };
+  rc::ShardCoordinator coordinator(kube, clock, co);
+  if (absl::Status s = coordinator.Start(); !s.ok()) {
+    LOG(ERROR) << "sharding: " << s;
+    return 2;
+  }
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    LOG(INFO) << "received signal " << sig << "; shutting down";
+    std::lock_guard<std::mutex> lock(life.mu);
+    life.stop = true;
+    life.cv.notify_all();
+  });
+  {
+    bool leader_started = false;
+    bool ready = false;
+    std::vector<int> held;
+    const auto trim_every = std::chrono::seconds(absl::GetFlag(FLAGS_malloc_trim_seconds));
+    auto last_trim = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lock(life.mu);
+    while (!life.stop && !life.lost_leadership) {
+      if (trim_every.count() > 0 && std::chrono::steady_clock::now() - last_trim >= trim_every) {
+        lock.unlock();
+        malloc_trim(0);
+        lock.lock();
+        last_trim = std::chrono::steady_clock::now();
+      }
+      if (life.leading && !leader_started) {
+        labeller.WatchUnlabelled();
+        children.Start();
+        cron->Start();
+        leader_started = true;
+      }
+      // Ready once the shards held here are synced: a replica holding none is a ready standby.
+      const bool synced =
+          coordinator.Synced() &&
+          (!leader_started || (labeller.Synced() && children.HasSynced() && cron->Synced()));
+      if (synced != ready) {
+        ready = synced;
+        health.SetReady(ready);
+        LOG(INFO) << (ready ? "shards synced; ready" : "shards not synced; not ready");
+      }
+      if (std::vector<int> now_held = coordinator.Held(); now_held != held) {
+        held = now_held;
+        LOG(INFO) << "sharding: holding shards [" << absl::StrJoin(held, ",") << "] of " << shards;
+      }
+      life.cv.wait_for(lock, std::chrono::milliseconds(200));
+    }
+  }
+  life.shutting_down = true;
+  health.SetReady(false);
+  cron->Stop();
+  children.Stop();
+  coordinator.Stop();  // stops each shard's manager, then releases its Lease
+  labeller.Stop();
+  if (*elector) (*elector)->Stop();
+  recorder.Flush();
+  metrics.Stop();
+  health.Shutdown();
+  if (life.lost_leadership) {
+    LOG(ERROR) << "stopped after losing leadership";
+    std::_Exit(1);
+  }
+  signal_thread.join();
+  LOG(INFO) << "stopped";
+  return 0;
+}
+
 int Run() {
   const slurmop::Clock& clock = slurmop::RealClock::Get();
   sigset_t stop_signals = BlockStopSignals();
@@ -436,6 +639,10 @@ int Run() {
   LOG(INFO) << "installation id " << *installation;
   slurmop::reconcile::ManagerOptions manager_options = ManagerOptionsFromFlags();
   manager_options.executor.installation = *installation;
+  if (absl::GetFlag(FLAGS_shards) > 1) {
+    return RunSharded(**kube, *ap->slurm_api, credentials, events, recorder, clock, stop_signals,
+                      manager_options);
+  }
   slurmop::reconcile::Manager manager(**kube, *ap->slurm_api, credentials, events, clock,
                                       std::move(manager_options));
 

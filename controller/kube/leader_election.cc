@@ -252,6 +252,15 @@ bool LeaderElector::TryAcquireOrRenew() {
   return true;
 }
 
+void LeaderElector::Witness(const nlohmann::json& lease) {
+  const nlohmann::json spec = lease.value("spec", nlohmann::json::object());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (spec == observed_spec_) return;
+  lease_ = lease;
+  observed_spec_ = spec;
+  observed_time_ = clock_.Now();
+}
+
 absl::Status LeaderElector::Release() {
   nlohmann::json lease;
   long long transitions = 0;

@@ -90,6 +90,11 @@ class LeaderElector {
 
   // One acquire/renew round; true if this replica holds the Lease afterwards.
   bool TryAcquireOrRenew();
+  // Notes the Lease as read elsewhere (a List of the namespace's Leases): when its spec differs
+  // from the one last seen, remembers it and the local time, as a round's GET would. So a
+  // replica that watches a Lease it does not yet try to take can take it as soon as it expired,
+  // not one lease duration after its first own read (shard_coordinator.h).
+  void Witness(const nlohmann::json& lease);
   // Gives the Lease up if this replica holds it (see Stop()).
   absl::Status Release();
   // Until when no standby can take the Lease over: the start of this

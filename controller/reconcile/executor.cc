@@ -220,6 +220,21 @@ void Executor::Forget(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   memos_.erase(key);
   changed_.erase(key);
+  settle_anchors_.erase(key);
+}
+
+void Executor::AnchorSettleWindowFor(const std::string& key, Time t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  settle_anchors_[key] = t;
+}
+
+DecideOptions Executor::DecideOptionsFor(const std::string& key) const {
+  DecideOptions o = options_.decide;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = settle_anchors_.find(key); it != settle_anchors_.end()) {
+    o.process_start = std::max(o.process_start, it->second);
+  }
+  return o;
 }
 
 // One reconcile of one SlurmJob: the facts, the memo and this reconcile's
@@ -235,6 +250,7 @@ class Executor::Attempt {
         object_(std::move(object)),
         facts_(std::move(facts)),
         memo_(ex.TakeMemo(key_)),
+        decide_(ex.DecideOptionsFor(key_)),
         outcomes_run_(CurrentRun(facts_.status)) {
     Resolve();
   }
@@ -243,8 +259,8 @@ class Executor::Attempt {
     for (int step = 0; step < ex_.options_.max_steps; ++step) {
       const Time now = ex_.clock_.Now();
       StartOutcomesForRun();
-      UpdateMemo(&memo_, out_, facts_, cluster_, now, ex_.options_.decide);
-      Decision d = Decide(facts_, cluster_, script_, out_, memo_, now, ex_.options_.decide);
+      UpdateMemo(&memo_, out_, facts_, cluster_, now, decide_);
+      Decision d = Decide(facts_, cluster_, script_, out_, memo_, now, decide_);
       VLOG(1) << key_ << ": " << ActionName(d.action) << " (" << d.why << ")";
       if (std::optional<ReconcileResult> done = Perform(d, now)) return *done;
     }
@@ -746,6 +762,7 @@ class Executor::Attempt {
   nlohmann::json object_;
   JobFacts facts_;
   Memo memo_;
+  const DecideOptions decide_;  // ex_.options_.decide with this key's settle anchor
   Outcomes out_;
   ScriptFacts script_;
   ClusterFacts cluster_;

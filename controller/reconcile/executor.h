@@ -87,6 +87,11 @@ class Executor {
   // flight until `t` + submit_settle: `t` is when this replica became the
   // leader (default: when the executor was made).
   void AnchorSettleWindow(Time t) { options_.decide.process_start = t; }
+  // Likewise for one SlurmJob that came under this executor at `t`, later than that (sharding:
+  // its label moved it here from another replica's shard, which may have sent a submit just
+  // before). Thread-safe; forgotten with the key.
+  void AnchorSettleWindowFor(const std::string& key, Time t);
+  DecideOptions DecideOptionsFor(const std::string& key) const;
 
   // One callSlurmRestApi call, counted in the metrics.
   absl::StatusOr<agentplatform::SlurmResponse> CallSlurm(
@@ -116,7 +121,8 @@ class Executor {
 
   mutable std::mutex mu_;
   std::map<std::string, Memo> memos_;
-  std::set<std::string> changed_;  // keys the tracker saw change (mu_)
+  std::set<std::string> changed_;               // keys the tracker saw change (mu_)
+  std::map<std::string, Time> settle_anchors_;  // AnchorSettleWindowFor (mu_)
 };
 
 }  // namespace slurmop::reconcile

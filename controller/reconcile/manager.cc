@@ -49,9 +49,16 @@ const char* ControllerName(bool is_cluster) { return is_cluster ? "slurmcluster"
 
 // SlurmJobs are many and are read one at a time (by the worker reconciling
 // one): they are cached packed (informer.h, compact_cache).
-kube::InformerOptions JobInformerOptions() {
+kube::InformerOptions JobInformerOptions(const std::string& label_selector) {
   kube::InformerOptions options;
   options.compact_cache = true;
+  options.label_selector = label_selector;
+  return options;
+}
+
+kube::InformerOptions Selecting(const std::string& label_selector) {
+  kube::InformerOptions options;
+  options.label_selector = label_selector;
   return options;
 }
 
@@ -99,7 +106,7 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
         OnJobEvent(type, obj);
       },
-      clock, JobInformerOptions());
+      clock, JobInformerOptions(options_.label_selector));
   if (options_.batched_tracking) {
     tracker_ = std::make_unique<JobTracker>(
         [this](const ClusterEndpoint& c, agentplatform::HttpMethod m, const std::string& path,
@@ -121,14 +128,14 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
         OnClusterEvent(type, obj);
       },
-      clock);
+      clock, Selecting(options_.label_selector));
   // Cluster-scoped: watched across the cluster even with --namespace.
   cluster_clusters_ = std::make_unique<kube::Informer>(
       kube, ClusterSlurmClustersResource(), "",
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
         OnClusterEvent(type, obj, /*cluster_scoped=*/true);
       },
-      clock);
+      clock, Selecting(options_.label_selector));
   namespaces_ = std::make_unique<kube::Informer>(
       kube, kube::Namespaces(), "",
       [this](const std::string&, const std::shared_ptr<const nlohmann::json>& obj) {
@@ -149,6 +156,11 @@ void Manager::OnJobEvent(const std::string& type,
   // Keep the indexes, and wake the SlurmJobs that wait for this one.
   std::vector<std::string> wake = index_.Apply(type, *obj);
   const std::optional<std::string> cluster_after = index_.NamespacedClusterOf(key, dflt);
+  // One shard among others: a SlurmJob that appears after the first list may come from another
+  // shard (its label changed), whose replica may have just sent its submit.
+  if (type == kube::kAdded && !options_.label_selector.empty() && jobs_ && jobs_->HasSynced()) {
+    executor_.AnchorSettleWindowFor(key, clock_.Now());
+  }
   queue_.Add(key);
   for (const std::string& k : wake) queue_.Add(k);
   // A SlurmJob started or stopped naming a SlurmCluster: whether it is kept may change.
@@ -163,7 +175,10 @@ void Manager::OnJobEvent(const std::string& type,
 std::optional<JobTracker::Owner> Manager::KnownUid(const std::string& ns, const std::string& uid) {
   if (!jobs_ || !jobs_->HasSynced()) return std::nullopt;
   if (!options_.watch_namespace.empty() && ns != options_.watch_namespace) return std::nullopt;
-  return index_.OwnerOfUid(uid);
+  TagOwner owner = index_.OwnerOfUid(uid);
+  // One shard among others: a SlurmJob this manager does not see may be another shard's.
+  if (!owner.exists && !options_.label_selector.empty()) return std::nullopt;
+  return owner;
 }
 
 TrackerOptions Manager::SweepOptions() {
@@ -180,6 +195,7 @@ void Manager::OnClusterEvent(const std::string& type,
                              const std::shared_ptr<const nlohmann::json>& obj,
                              bool cluster_scoped) {
   if (!obj || !jobs_) return;
+  if (cluster_observer_) cluster_observer_(cluster_scoped, type, obj);
   const std::string ns = cluster_scoped ? "" : api::MetadataString(*obj, "namespace");
   const std::string name = api::MetadataString(*obj, "name");
   const std::string key = absl::StrCat(ns, "/", name);
@@ -216,7 +232,7 @@ void Manager::OnNamespaceEvent(const std::shared_ptr<const nlohmann::json>& obj)
 
 void Manager::Start() {
   if (started_.exchange(true)) return;
-  RegisterMetrics();
+  if (options_.register_metrics) RegisterMetrics();
   namespaces_->Start();
   cluster_clusters_->Start();
   clusters_->Start();

@@ -42,6 +42,12 @@ struct ManagerOptions {
   // Batched tracking: one list per SlurmCluster per tick (job_tracker.h).
   bool batched_tracking = true;
   TrackerOptions tracker;
+  // Sharding (shards.h): only SlurmJobs, SlurmClusters and ClusterSlurmClusters matching this
+  // label selector are watched ("" all). A manager of one shard among others also reads the
+  // orphan sweep's "no such SlurmJob" as "not in this shard": it never cancels such a job.
+  std::string label_selector;
+  // Declare the scrape-time gauges of this manager (one manager per process does).
+  bool register_metrics = true;
 };
 
 class Manager {
@@ -59,12 +65,26 @@ class Manager {
 
   size_t QueueLength() const { return queue_.Len(); }
 
+  // Declares the operator's own metric families (counters and histograms the managers add to),
+  // without any manager's scrape-time gauges: for managers made with register_metrics false.
+  static void DeclareMetrics();
+  // Serves the scrape-time gauges (queue, workers, tracked jobs, SlurmJobs by phase, cluster
+  // readiness, oldest Pending) over the managers `list` returns at each scrape, summed: with
+  // --shards, those of the shards the replica holds. (A manager made with register_metrics
+  // serves its own.)
+  using ManagerList = std::function<std::vector<std::shared_ptr<const Manager>>()>;
+  static void RegisterGauges(ManagerList list);
+
   // Also hands every SlurmJob informer event to `observer` (on the informer's thread, after the
   // manager's own handling), so that another controller (the SlurmCronJob controller) needs no
   // watch of its own. Before Start().
   using JobObserver = std::function<void(const std::string& type,
                                          const std::shared_ptr<const nlohmann::json>& obj)>;
   void SetJobObserver(JobObserver observer) { job_observer_ = std::move(observer); }
+  // Likewise every SlurmCluster (cluster_scoped false) and ClusterSlurmCluster event.
+  using ClusterObserver = std::function<void(bool cluster_scoped, const std::string& type,
+                                             const std::shared_ptr<const nlohmann::json>&)>;
+  void SetClusterObserver(ClusterObserver observer) { cluster_observer_ = std::move(observer); }
   // True once the SlurmJob informer delivered its first complete list.
   bool JobsSynced() const { return jobs_ && jobs_->HasSynced(); }
 
@@ -107,12 +127,13 @@ class Manager {
   RetryScheduler retry_;  // puts keys back into queue_
   // Last generation seen per SlurmCluster: only spec changes (not our own
   // status writes) fan out to the SlurmJobs that name it.
-  std::mutex generations_mu_;
+  mutable std::mutex generations_mu_;
   std::map<std::string, int64_t> cluster_generations_;
   // SlurmCluster "ns/name" -> its Ready condition is True (slurmjob_operator_slurmcluster_ready).
   std::map<std::string, bool> cluster_ready_;  // guarded by generations_mu_
   std::unique_ptr<kube::Informer> jobs_;
-  JobObserver job_observer_;  // set before Start()
+  JobObserver job_observer_;          // set before Start()
+  ClusterObserver cluster_observer_;  // set before Start()
   std::unique_ptr<kube::Informer> clusters_;
   std::unique_ptr<kube::Informer> cluster_clusters_;  // ClusterSlurmClusters
   std::unique_ptr<kube::Informer> namespaces_;

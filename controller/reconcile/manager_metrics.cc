@@ -69,60 +69,102 @@ void DeclareOwnFamilies(Metrics& m) {
 
 }  // namespace
 
-void Manager::RegisterMetrics() {
-  Metrics& m = server::GlobalMetrics();
-  DeclareOwnFamilies(m);
+void Manager::DeclareMetrics() {
+  DeclareOwnFamilies(server::GlobalMetrics());
   agentplatform::SetTokenRefreshObserver([](const std::string& source, const absl::Status& s) {
     server::GlobalMetrics().Add(metric::kTokenRefreshesTotal,
                                 {{"type", CredentialType(source)},
                                  {"result", s.ok() ? "ok" : absl::StatusCodeToString(s.code())}});
   });
-  m.SetCallback(metric::kTrackedJobs, [this] {
-    return Series{{{}, tracker_ ? static_cast<double>(tracker_->TrackedCount()) : 0.0}};
+}
+
+void Manager::RegisterMetrics() {
+  DeclareMetrics();
+  // This manager lives as long as the process's registry is scraped (main.cc): not owned here.
+  const Manager* self = this;
+  RegisterGauges([self] {
+    return std::vector<std::shared_ptr<const Manager>>{
+        std::shared_ptr<const Manager>(std::shared_ptr<void>(), self)};
   });
-  m.SetCallback(metric::kOrphansCancelledTotal, [this] {
-    return Series{{{}, tracker_ ? static_cast<double>(tracker_->OrphansCancelled()) : 0.0}};
+}
+
+// Sums (or, for ages and durations, the largest) over the managers `list` returns at scrape
+// time: one manager, or those of the shards a replica holds (they keep them alive meanwhile).
+void Manager::RegisterGauges(ManagerList list) {
+  Metrics& m = server::GlobalMetrics();
+  auto sum = [list](auto value) {
+    double total = 0;
+    for (const auto& mgr : list()) total += value(*mgr);
+    return total;
+  };
+  m.SetCallback(metric::kTrackedJobs, [sum] {
+    return Series{{{}, sum([](const Manager& g) {
+                     return g.tracker_ ? static_cast<double>(g.tracker_->TrackedCount()) : 0.0;
+                   })}};
   });
-  const server::Labels queue = {{"name", queue_.name()}, {"controller", queue_.name()}};
-  m.SetCallback(metric::kWorkqueueDepth, [this, queue] {
-    return Series{{queue, static_cast<double>(queue_.Len())}};
+  m.SetCallback(metric::kOrphansCancelledTotal, [sum] {
+    return Series{{{}, sum([](const Manager& g) {
+                     return g.tracker_ ? static_cast<double>(g.tracker_->OrphansCancelled()) : 0.0;
+                   })}};
   });
-  m.SetCallback(metric::kWorkqueueUnfinishedWorkSeconds, [this, queue] {
-    return Series{{queue, queue_.Processing().unfinished_seconds}};
+  const server::Labels queue = {{"name", "slurmjob"}, {"controller", "slurmjob"}};
+  m.SetCallback(metric::kWorkqueueDepth, [sum, queue] {
+    return Series{
+        {queue, sum([](const Manager& g) { return static_cast<double>(g.queue_.Len()); })}};
   });
-  m.SetCallback(metric::kWorkqueueLongestRunningProcessorSeconds, [this, queue] {
-    return Series{{queue, queue_.Processing().longest_seconds}};
+  m.SetCallback(metric::kWorkqueueUnfinishedWorkSeconds, [sum, queue] {
+    return Series{
+        {queue, sum([](const Manager& g) { return g.queue_.Processing().unfinished_seconds; })}};
+  });
+  m.SetCallback(metric::kWorkqueueLongestRunningProcessorSeconds, [list, queue] {
+    double longest = 0;
+    for (const auto& g : list())
+      longest = std::max(longest, g->queue_.Processing().longest_seconds);
+    return Series{{queue, longest}};
   });
   // One pool of workers serves both controllers: each may use all of them.
-  const double workers = std::max(1, options_.workers);
-  m.SetCallback(metric::kMaxConcurrentReconciles, [workers] {
+  m.SetCallback(metric::kMaxConcurrentReconciles, [sum] {
+    const double workers =
+        sum([](const Manager& g) { return static_cast<double>(std::max(1, g.options_.workers)); });
     return Series{{{{"controller", "slurmcluster"}}, workers},
                   {{{"controller", "slurmjob"}}, workers}};
   });
-  m.SetCallback(metric::kActiveWorkers, [this] {
-    return Series{{{{"controller", "slurmcluster"}}, static_cast<double>(active_[1].load())},
-                  {{{"controller", "slurmjob"}}, static_cast<double>(active_[0].load())}};
+  m.SetCallback(metric::kActiveWorkers, [sum] {
+    return Series{{{{"controller", "slurmcluster"}},
+                   sum([](const Manager& g) { return static_cast<double>(g.active_[1].load()); })},
+                  {{{"controller", "slurmjob"}},
+                   sum([](const Manager& g) { return static_cast<double>(g.active_[0].load()); })}};
   });
-  m.SetCallback(metric::kSlurmJobs, [this] {
+  m.SetCallback(metric::kSlurmJobs, [list] {
+    std::map<std::string, double> by_phase;
+    for (const auto& g : list()) {
+      for (const auto& [phase, n] : g->index_.CountByPhase()) by_phase[phase] += n;
+    }
     Series out;
-    for (const auto& [phase, n] : index_.CountByPhase()) out.push_back({{{"phase", phase}}, n});
+    for (const auto& [phase, n] : by_phase) out.push_back({{{"phase", phase}}, n});
     return out;
   });
-  m.SetCallback(metric::kSlurmClusterReady, [this] {
+  m.SetCallback(metric::kSlurmClusterReady, [list] {
     Series out;
-    std::lock_guard<std::mutex> lock(generations_mu_);
-    for (const auto& [key, ready] : cluster_ready_) {
-      const size_t slash = key.find('/');
-      out.push_back({{{"namespace", key.substr(0, slash)}, {"name", key.substr(slash + 1)}},
-                     ready ? 1.0 : 0.0});
+    for (const auto& g : list()) {
+      std::lock_guard<std::mutex> lock(g->generations_mu_);
+      for (const auto& [key, ready] : g->cluster_ready_) {
+        const size_t slash = key.find('/');
+        out.push_back({{{"namespace", key.substr(0, slash)}, {"name", key.substr(slash + 1)}},
+                       ready ? 1.0 : 0.0});
+      }
     }
     return out;
   });
-  m.SetCallback(metric::kOldestPendingSeconds, [this] {
-    Series out;
-    for (const auto& [ns, age] : index_.OldestPendingByNamespace(clock_.Now())) {
-      out.push_back({{{"namespace", ns}}, age});
+  m.SetCallback(metric::kOldestPendingSeconds, [list] {
+    std::map<std::string, double> oldest;
+    for (const auto& g : list()) {
+      for (const auto& [ns, age] : g->index_.OldestPendingByNamespace(g->clock_.Now())) {
+        oldest[ns] = std::max(oldest[ns], age);
+      }
     }
+    Series out;
+    for (const auto& [ns, age] : oldest) out.push_back({{{"namespace", ns}}, age});
     return out;
   });
 }

@@ -34,6 +34,7 @@
 // The counts are printed as `METRIC name value unit` lines on stderr.
 //
 // Environment (defaults are the short run of the default suite):
+//   CHAOS_SHARDS (0; N runs the operator with --shards=N, a new replica identity per restart),
 //   CHAOS_SEED (20261130), CHAOS_JOBS (48), CHAOS_DURATION_SECONDS (60),
 //   CHAOS_SETTLE_SECONDS (150), CHAOS_OPERATOR_KILLS_PER_MINUTE (8),
 //   CHAOS_APISERVER_RESTARTS_PER_MINUTE (3), CHAOS_WATCH_DROPS_PER_MINUTE (6),
@@ -134,6 +135,9 @@ struct Config {
   double fail_fraction = 0.2;
   double long_fraction = 0.25;
   bool keep_logs = false;
+  // --shards for the operator (0: not sharded). Each restart is a new replica identity: it takes
+  // the shards once the killed one's Leases expired (4 s Leases), with the settle window.
+  int shards = 0;
 
   static Config FromEnv() {
     Config c;
@@ -154,6 +158,7 @@ struct Config {
     c.fail_fraction = EnvDouble("CHAOS_FAIL_FRACTION", c.fail_fraction);
     c.long_fraction = EnvDouble("CHAOS_LONG_FRACTION", c.long_fraction);
     c.keep_logs = std::getenv("CHAOS_KEEP_LOGS") != nullptr;
+    c.shards = static_cast<int>(EnvDouble("CHAOS_SHARDS", c.shards));
     return c;
   }
 };
@@ -378,14 +383,24 @@ class Chaos : public ::testing::Test {
 
   void StartOperator() {
     const std::string id = std::to_string(++operator_runs_);
+    std::vector<std::string> argv = {
+        SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + dir_ + "/kubeconfig", "--health-port=0",
+        "--min-poll-seconds=0.5", "--max-poll-seconds=5", "--agent-platform-qps=50",
+        // Held submits last 32 s: past the client's 30 s timeout.
+        "--submit-settle-seconds=40", "--allow-operator-identity-for-namespaced-clusters",
+        testing::AllowStandInFlag(ap_port_)};
+    if (cfg_.shards > 0) {
+      for (const std::string& f :
+           {"--shards=" + std::to_string(cfg_.shards), "--leader-elect-identity=chaos-" + id,
+            std::string("--leader-elect-namespace=default"),
+            std::string("--leader-elect-lease-duration-seconds=4"),
+            std::string("--leader-elect-renew-deadline-seconds=3"),
+            std::string("--leader-elect-retry-period-seconds=1")}) {
+        argv.push_back(f);
+      }
+    }
     operator_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{
-            SLURMOP_OPERATOR_BINARY, "--kubeconfig=" + dir_ + "/kubeconfig", "--health-port=0",
-            "--min-poll-seconds=0.5", "--max-poll-seconds=5", "--agent-platform-qps=50",
-            // Held submits last 32 s: past the client's 30 s timeout.
-            "--submit-settle-seconds=40", "--allow-operator-identity-for-namespaced-clusters",
-            testing::AllowStandInFlag(ap_port_)},
-        dir_ + "/operator-" + id + ".log",
+        argv, dir_ + "/operator-" + id + ".log",
         std::map<std::string, std::string>{
             {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
             {"GOOGLE_APPLICATION_CREDENTIALS", ""},

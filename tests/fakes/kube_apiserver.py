@@ -2273,6 +2273,9 @@ class Watcher:
         self.sent = 0
         self.table_header_sent = False
         self.id = uuid.uuid4().hex[:8]
+        # As the request gave them (admin "watches": which client watches what).
+        self.label_selector_text = ""
+        self.user_agent = ""
 
     def matches(self, obj):
         md = obj.get("metadata") or {}
@@ -2314,6 +2317,7 @@ class Watcher:
     def describe(self):
         return {"id": self.id, "resource": self.res.plural, "group": self.res.group, "version": self.res.version,
                 "namespace": self.ns, "labelSelector": bool(self.label_reqs), "fieldSelector": bool(self.field_reqs),
+                "labelSelectorText": self.label_selector_text, "userAgent": self.user_agent,
                 "allowWatchBookmarks": self.bookmarks, "format": self.fmt, "eventsSent": self.sent,
                 "ageSeconds": round(time.time() - self.started, 3)}
 
@@ -3690,6 +3694,8 @@ class APIServer:
             timeout = float(self.args.min_request_timeout) * (1 + random.random())
         w = Watcher(res, req.ns, lreqs, freqs, bookmarks, fmt, req.q("includeObject", "Metadata"),
                     req.qbool("pretty"), timeout)
+        w.label_selector_text = req.q("labelSelector", "") or ""
+        w.user_agent = req.user_agent
         initial_error = None
         send_initial = (sie or "").lower() == "true"
         if rv and rv != "0" and int(rv) > self.store.rv:

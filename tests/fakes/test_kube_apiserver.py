@@ -892,6 +892,53 @@ class WatchTest(unittest.TestCase):
         self.assertEqual(w.read_events(2)[1]["type"], "DELETED")
         w.close()
 
+    def test_shard_selectors_as_a_sharded_controller_uses_them(self):
+        # #16 item 4: replicas watch "key=<k>"; the labeller watches "key notin (0,...)", which
+        # (as on a real API server) also matches objects without the key.
+        key = "hpc.slurmoperator.dev/shard"
+        create_sj(self.ns, "s0")
+        create_sj(self.ns, "s1")
+        create_sj(self.ns, "none")
+        for n, k in (("s0", "0"), ("s1", "1")):
+            SRV.request("PATCH", sj_path(self.ns, n), {"metadata": {"labels": {key: k}}},
+                        "application/merge-patch+json")
+        names = lambda sel: sorted(i["metadata"]["name"] for i in SRV.request(
+            "GET", sj_path(self.ns) + "?labelSelector=" + urllib.parse.quote(sel))[1]["items"])
+        self.assertEqual(names(key + "=0"), ["s0"])
+        self.assertEqual(names("!" + key), ["none"])
+        self.assertEqual(names(key + " notin (0,1)"), ["none"])
+        self.assertEqual(names(key + " notin (0)"), ["none", "s1"])
+        w0 = RawWatch(SRV, sj_path(self.ns) + "?watch=1&labelSelector=" + urllib.parse.quote(key + "=0"))
+        w1 = RawWatch(SRV, sj_path(self.ns) + "?watch=1&labelSelector=" + urllib.parse.quote(key + "=1"))
+        wn = RawWatch(SRV, sj_path(self.ns) + "?watch=1&labelSelector=" + urllib.parse.quote(key + " notin (0,1)"))
+        self.assertEqual(w0.read_events(1)[0]["object"]["metadata"]["name"], "s0")
+        self.assertEqual(w1.read_events(1)[0]["object"]["metadata"]["name"], "s1")
+        self.assertEqual(wn.read_events(1)[0]["object"]["metadata"]["name"], "none")
+        watches = [x for x in SRV.admin("watches", method="GET")["watches"] if x["labelSelector"]]
+        self.assertIn(key + "=0", [x["labelSelectorText"] for x in watches])
+        self.assertTrue(all("userAgent" in x for x in watches))
+        # s0 moves to shard 1: DELETED for shard 0's watch (with the new object), ADDED for 1's.
+        SRV.request("PATCH", sj_path(self.ns, "s0"), {"metadata": {"labels": {key: "1"}}},
+                    "application/merge-patch+json")
+        e0, e1 = w0.read_events(2)[1], w1.read_events(2)[1]
+        self.assertEqual((e0["type"], e0["object"]["metadata"]["labels"][key]), ("DELETED", "1"))
+        self.assertEqual((e1["type"], e1["object"]["metadata"]["name"]), ("ADDED", "s0"))
+        # Labelling the unlabelled one takes it out of the labeller's watch, into shard 0's.
+        none = SRV.request("GET", sj_path(self.ns, "none"))[1]
+        stale = {"metadata": {"labels": {key: "0"}, "resourceVersion": "1"}}
+        st, _ = SRV.request("PATCH", sj_path(self.ns, "none"), stale, "application/merge-patch+json")
+        self.assertEqual(st, 409)  # a merge patch's resourceVersion is a precondition
+        st, _ = SRV.request("PATCH", sj_path(self.ns, "none"),
+                            {"metadata": {"labels": {key: "0"},
+                                          "resourceVersion": none["metadata"]["resourceVersion"]}},
+                            "application/merge-patch+json")
+        self.assertEqual(st, 200)
+        self.assertEqual(wn.read_events(2)[1]["type"], "DELETED")
+        self.assertEqual([(e["type"], e["object"]["metadata"]["name"]) for e in w0.read_events(3)[2:]],
+                         [("ADDED", "none")])
+        for w in (w0, w1, wn):
+            w.close()
+
     def test_cluster_wide_watch(self):
         w = RawWatch(SRV, SJ + "/slurmjobs?watch=1&resourceVersion=%s" % SRV.admin("state", method="GET")["resourceVersion"])
         create_sj(self.ns, "cw")

@@ -191,6 +191,28 @@ TEST_F(LeaderElectionTest, StandbyTakesOverOnlyAfterTheLeaseExpires) {
   EXPECT_EQ(a->CurrentLeader(), "b");
 }
 
+// Sharding (shard_coordinator.h) lists the Leases and hands each to its elector: a replica that
+// only watched a Lease takes it as soon as it expired on its clock, not one duration after its
+// first own read; an unchanged Lease witnessed again does not restart the timer.
+TEST_F(LeaderElectionTest, AWitnessedLeaseIsTakenOnceItExpired) {
+  auto a = Elector("a");
+  auto b = Elector("b");
+  ASSERT_TRUE(a->TryAcquireOrRenew());
+  b->Witness(*store_.lease());
+  clock_.Advance(seconds(10));
+  b->Witness(*store_.lease());  // the same spec: b's timer still runs from the first sight
+  clock_.Advance(seconds(4));
+  EXPECT_FALSE(b->TryAcquireOrRenew()) << "14 s: still a's";
+  clock_.Advance(seconds(1));
+  EXPECT_TRUE(b->TryAcquireOrRenew()) << "15 s after b first saw it unchanged";
+  EXPECT_EQ(store_.spec()["holderIdentity"], "b");
+
+  // Without the witness, a newcomer's first own read starts its timer.
+  auto c = Elector("c");
+  clock_.Advance(seconds(20));
+  EXPECT_FALSE(c->TryAcquireOrRenew());
+}
+
 TEST_F(LeaderElectionTest, RacingCandidatesGetOneConflict) {
   auto a = Elector("a");
   auto b = Elector("b");
