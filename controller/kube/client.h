@@ -90,6 +90,24 @@ class Client {  // thread-safe
                                              std::string_view name) = 0;
   virtual absl::StatusOr<nlohmann::json> List(const ResourceType& rt, std::string_view ns,
                                               const ListOptions& opts) = 0;
+  // List() whose items go to `on_item` one by one, in order, instead of into
+  // the answer, which is returned without `items` (metadata.resourceVersion,
+  // metadata.continue). RestClient decodes the page as it arrives and never
+  // holds it whole (list_stream.h); this default hands over List()'s items.
+  virtual absl::StatusOr<nlohmann::json> ListEach(
+      const ResourceType& rt, std::string_view ns, const ListOptions& opts,
+      const std::function<absl::Status(nlohmann::json item)>& on_item) {
+    absl::StatusOr<nlohmann::json> page = List(rt, ns, opts);
+    if (!page.ok() || !page->is_object()) return page;
+    auto items = page->find("items");
+    if (items != page->end() && items->is_array()) {
+      for (nlohmann::json& item : *items) {
+        if (absl::Status s = on_item(std::move(item)); !s.ok()) return s;
+      }
+    }
+    page->erase("items");
+    return page;
+  }
   virtual absl::StatusOr<nlohmann::json> Create(const ResourceType& rt, std::string_view ns,
                                                 const nlohmann::json& obj) = 0;
   // PUT; obj carries metadata.resourceVersion.

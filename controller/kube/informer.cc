@@ -170,21 +170,22 @@ absl::Status Informer::ListAndReplace(const std::string& resource_version) {
   std::map<std::string, Entry> listed;
   std::string list_rv;
   for (;;) {
-    absl::StatusOr<nlohmann::json> page = client_.List(rt_, ns_, options);
+    // Each item is packed as it is decoded: a page is never held whole
+    // (a resourceVersion=0 list is one page of the whole collection).
+    absl::StatusOr<nlohmann::json> page =
+        client_.ListEach(rt_, ns_, options, [&](nlohmann::json item) {
+          if (!item.is_object()) return absl::OkStatus();
+          // List items of built-in types come without kind/apiVersion.
+          if (!item.contains("kind")) item["kind"] = rt_.kind;
+          if (!item.contains("apiVersion")) item["apiVersion"] = rt_.ApiVersion();
+          if (opts_.strip_managed_fields) StripManagedFields(item);
+          std::string key = KeyOf(item);
+          if (key.empty()) return absl::OkStatus();
+          listed[key] = MakeEntry(std::make_shared<const nlohmann::json>(std::move(item)));
+          return absl::OkStatus();
+        });
     if (!page.ok()) return page.status();
     if (!page->is_object()) return absl::InternalError("list response is not an object");
-    if (auto items = page->find("items"); items != page->end() && items->is_array()) {
-      for (nlohmann::json& item : *items) {
-        if (!item.is_object()) continue;
-        // List items of built-in types come without kind/apiVersion.
-        if (!item.contains("kind")) item["kind"] = rt_.kind;
-        if (!item.contains("apiVersion")) item["apiVersion"] = rt_.ApiVersion();
-        if (opts_.strip_managed_fields) StripManagedFields(item);
-        std::string key = KeyOf(item);
-        if (key.empty()) continue;
-        listed[key] = MakeEntry(std::make_shared<const nlohmann::json>(std::move(item)));
-      }
-    }
     std::string continue_token;
     if (auto metadata = page->find("metadata"); metadata != page->end() && metadata->is_object()) {
       continue_token = metadata->value("continue", "");

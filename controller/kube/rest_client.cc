@@ -6,12 +6,14 @@
 #include "controller/kube/rest_client.h"
 
 #include <algorithm>
+#include <istream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "controller/common/bounded_json.h"
 #include "controller/http/cpprest_transport.h"
 #include "controller/http/percent_encoding.h"
+#include "controller/kube/list_stream.h"
 #include "controller/kube/metrics_hooks.h"
 #include "controller/kube/request_deadline.h"
 
@@ -164,6 +166,37 @@ absl::StatusOr<nlohmann::json> RestClient::List(const ResourceType& rt, std::str
   if (opts.limit > 0) query.Add("limit", std::to_string(opts.limit));
   if (!opts.continue_token.empty()) query.Add("continue", opts.continue_token);
   return Call(NewRequest("GET", rt.CollectionPath(ns), query));
+}
+
+absl::StatusOr<nlohmann::json> RestClient::ListEach(
+    const ResourceType& rt, std::string_view ns, const ListOptions& opts,
+    const std::function<absl::Status(nlohmann::json item)>& on_item) {
+  QueryString query;
+  if (!opts.resource_version.empty()) query.Add("resourceVersion", opts.resource_version);
+  if (!opts.label_selector.empty()) query.Add("labelSelector", opts.label_selector);
+  if (opts.limit > 0) query.Add("limit", std::to_string(opts.limit));
+  if (!opts.continue_token.empty()) query.Add("continue", opts.continue_token);
+  http::Request request = NewRequest("GET", rt.CollectionPath(ns), query);
+  request.timeout = TimeoutWithinDeadline(request.timeout);
+  if (request.timeout <= std::chrono::milliseconds::zero()) {
+    return absl::DeadlineExceededError("kube: GET not sent: the caller's deadline has passed");
+  }
+  // Read as it arrives (list_stream.h). A retry after a 401 starts over, so
+  // nothing is handed over before the answer is a 2xx.
+  absl::StatusOr<nlohmann::json> list = absl::InternalError("list response: no body");
+  absl::StatusOr<http::Response> response =
+      Authorized(std::move(request), [&](const http::Request& r) {
+        return transport_->SendReading(r, [&](http::BodySource& body) {
+          BodySourceStream buffer(body);
+          std::istream in(&buffer);
+          list = ReadList(in, kMaxKubeJsonDepth, on_item);
+          if (!buffer.transport_status().ok()) list = buffer.transport_status();
+          return list.status();
+        });
+      });
+  if (!response.ok()) return response.status();
+  if (response->status < 200 || response->status >= 300) return DecodeBody(*response);
+  return list;
 }
 
 absl::StatusOr<nlohmann::json> RestClient::Create(const ResourceType& rt, std::string_view ns,

@@ -48,6 +48,9 @@ class RestClient final : public Client {
                                      std::string_view name) override;
   absl::StatusOr<nlohmann::json> List(const ResourceType& rt, std::string_view ns,
                                       const ListOptions& opts) override;
+  absl::StatusOr<nlohmann::json> ListEach(
+      const ResourceType& rt, std::string_view ns, const ListOptions& opts,
+      const std::function<absl::Status(nlohmann::json item)>& on_item) override;
   absl::StatusOr<nlohmann::json> Create(const ResourceType& rt, std::string_view ns,
                                         const nlohmann::json& obj) override;
   absl::StatusOr<nlohmann::json> Update(const ResourceType& rt, const nlohmann::json& obj) override;

@@ -152,6 +152,48 @@ TEST_F(RestClientTest, ListEncodesOptions) {
             std::string(kBase) + "/apis/hpc.slurmoperator.dev/v1alpha1/slurmjobs");
 }
 
+// ListEach hands the items over one by one, in order, and returns the rest.
+TEST_F(RestClientTest, ListEachHandsOverTheItemsAndReturnsTheRest) {
+  transport_.on_send = [](const http::Request&) {
+    return Json(200,
+                {{"kind", "SlurmJobList"},
+                 {"metadata", {{"resourceVersion", "9"}}},
+                 {"items", {{{"metadata", {{"name", "a"}}}}, {{"metadata", {{"name", "b"}}}}}}});
+  };
+  auto client = NewTestClient();
+  std::vector<std::string> names;
+  ListOptions opts;
+  opts.resource_version = "0";
+  opts.limit = 500;
+  absl::StatusOr<nlohmann::json> list =
+      client->ListEach(kJobs, "ns", opts, [&](nlohmann::json item) {
+        names.push_back(item["metadata"]["name"]);
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_EQ(*list,
+            (nlohmann::json{{"kind", "SlurmJobList"}, {"metadata", {{"resourceVersion", "9"}}}}));
+  EXPECT_THAT(names, ElementsAre("a", "b"));
+  EXPECT_EQ(transport_.requests[0].url,
+            std::string(kBase) + kJobsPath + "?resourceVersion=0&limit=500");
+  EXPECT_EQ(transport_.requests[0].headers.at("Authorization"), "Bearer s3cret");
+}
+
+TEST_F(RestClientTest, ListEachOfAnErrorAnswerIsTheMappedError) {
+  transport_.on_send = [](const http::Request&) {
+    return Json(403, {{"kind", "Status"}, {"reason", "Forbidden"}, {"message", "no"}});
+  };
+  auto client = NewTestClient();
+  int items = 0;
+  absl::StatusOr<nlohmann::json> list =
+      client->ListEach(kJobs, "ns", ListOptions{}, [&](nlohmann::json) {
+        ++items;
+        return absl::OkStatus();
+      });
+  EXPECT_EQ(list.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(items, 0);
+}
+
 TEST_F(RestClientTest, CreatePostsJsonToTheObjectsNamespace) {
   auto client = NewTestClient();
   nlohmann::json job = {{"apiVersion", "hpc.slurmoperator.dev/v1alpha1"},
