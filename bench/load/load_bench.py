@@ -227,7 +227,7 @@ def wait_file(path, timeout=60):
 class Env:
     """The two stand-ins for one run."""
 
-    def __init__(self, work, history):
+    def __init__(self, work, history, clusters=1):
         self.work = work
         self.kube_token = "bench-token"
         self.kube = Proc([PY] + PY_PREFIX + [os.path.join(REPO, "tests/fakes/kube_apiserver.py"), "--port", "0",
@@ -243,8 +243,16 @@ class Env:
                           "--crd", os.path.join(
                               REPO, "crds/hpc.slurmoperator.dev_slurmcronjobs.yaml")],
                          work + "/kube_apiserver.log")
+        # --clusters K > 1: K simulated clusters c0..c{K-1} in the project beside demo-cluster
+        # (which the floor and the capacity measures use).
+        self.clusters = clusters
+        extra = []
+        if clusters > 1:
+            extra = ["--cluster", "demo-project/us-central1/demo-cluster"]
+            for c in range(clusters):
+                extra += ["--cluster", "demo-project/us-central1/c%d" % c]
         self.ap = Proc([PY] + PY_PREFIX + [os.path.join(REPO, "tests/fakes/agent_platform.py"), "--port", "0",
-                        "--port-file", work + "/ap.port"], work + "/agent_platform.log")
+                        "--port-file", work + "/ap.port"] + extra, work + "/agent_platform.log")
         self.kube_port = int(wait_file(work + "/kube.port"))
         self.ap_port = int(wait_file(work + "/ap.port"))
         wait_file(work + "/kubeconfig")
@@ -276,6 +284,27 @@ class Env:
                          "clusterId": "demo-cluster", "slurmApiVersion": "v0.0.42",
                          "defaultPartition": "debug",
                          "endpoint": "http://127.0.0.1:%d" % self.ap_port}}, expect=(201,))
+        if self.clusters > 1:
+            for c in range(self.clusters):
+                self.k.json("POST", "%s/namespaces/%s/slurmclusters" % (GROUP, NS), {
+                    "apiVersion": "hpc.slurmoperator.dev/v1alpha1", "kind": "SlurmCluster",
+                    "metadata": {"name": "c%d" % c, "namespace": NS},
+                    "spec": {"projectId": "demo-project", "region": "us-central1",
+                             "clusterId": "c%d" % c, "slurmApiVersion": "v0.0.42",
+                             "defaultPartition": "debug",
+                             "endpoint": "http://127.0.0.1:%d" % self.ap_port}}, expect=(201,))
+
+    def set_project_budget(self, per_minute):
+        """The installer's ClusterSlurmCluster in the project, whose spec.callBudget is the
+        budget of the whole project and region (#16 item 3)."""
+        self.k.json("POST", "%s/clusterslurmclusters" % GROUP, {
+            "apiVersion": "hpc.slurmoperator.dev/v1alpha1", "kind": "ClusterSlurmCluster",
+            "metadata": {"name": "bench-budget"},
+            "spec": {"projectId": "demo-project", "region": "us-central1",
+                     "clusterId": "demo-cluster", "slurmApiVersion": "v0.0.42",
+                     "endpoint": "http://127.0.0.1:%d" % self.ap_port,
+                     "namespaceSelector": {}, "callBudget": {"requestsPerMinute": per_minute}}},
+                    expect=(201,))
 
     # agent platform --------------------------------------------------------------------
     def aadmin(self, method, name, body=None):
@@ -303,10 +332,10 @@ class Env:
         return json.loads(raw)
 
 
-def job_manifest(ns, name, run_seconds):
+def job_manifest(ns, name, run_seconds, cluster=CLUSTER):
     return {"apiVersion": "hpc.slurmoperator.dev/v1alpha1", "kind": "SlurmJob",
             "metadata": {"name": name, "namespace": ns},
-            "spec": {"clusterRef": {"name": CLUSTER}, "timeLimitMinutes": 60,
+            "spec": {"clusterRef": {"name": cluster}, "timeLimitMinutes": 60,
                      "script": "#!/bin/bash\nsleep %g\n" % run_seconds}}
 
 
@@ -641,6 +670,18 @@ def slurm_calls(by_call):
     return out
 
 
+def peak_per_minute(samples):
+    """The most callSlurmRestApi calls in any 60 s between two samples (the quota's window)."""
+    pts = [(x["t"], sum(slurm_calls(x["calls"]).values())) for x in samples
+           if x.get("calls") is not None]
+    best, j = 0, 0
+    for i in range(len(pts)):
+        while pts[i][0] - pts[j][0] > 60.0:
+            j += 1
+        best = max(best, pts[i][1] - pts[j][1])
+    return best
+
+
 def rss_slope(samples):
     """Least-squares slope of the operator's RSS over `samples`, in bytes per minute."""
     pts = [(s["t"], s["rss"].get("op")) for s in samples if s["rss"].get("op")]
@@ -666,8 +707,8 @@ def start_operator(args, env, work, tag):
         os.remove(hp)
     argv = [args.operator, "--kubeconfig=" + work + "/kubeconfig", "--health-port=0",
             "--health-port-file=" + hp,
-            # 0 = no client-side budget (quota_budget.h: <= 0 is off)
-            "--agent-platform-requests-per-minute=0",
+            # 0 (the default here) = no client-side budget (quota_budget.h: <= 0 is off)
+            "--agent-platform-requests-per-minute=%g" % args.budget,
             # The stand-in is on loopback, which is allowed only when listed.
             "--allowed-endpoint-hosts=127.0.0.1:%d" % env.ap_port,
             "--workers=%d" % args.workers,
@@ -692,7 +733,7 @@ def run_once(args, n):
     work = tempfile.mkdtemp(prefix="slurmop-load-%d-" % n)
     log("N=%d: work dir %s" % (n, work))
     res = {"N": n, "work": work}
-    env = Env(work, history=max(10000, n * 20))
+    env = Env(work, history=max(10000, n * 20), clusters=args.clusters)
     samp = None
     ops = []
     try:
@@ -703,6 +744,15 @@ def run_once(args, n):
         res["capacity"] = measure_capacity(env, args.capacity_count, args.workers)
         log("capacity: %s" % {k: round(v, 2) for k, v in res["capacity"].items()})
 
+        if args.quota_per_minute > 0:
+            # From here on the stand-in enforces the project's quota (a sliding minute).
+            env.aadmin("POST", "quota", {"per_minute": args.quota_per_minute,
+                                         "window_seconds": 60, "retry_delay": 10})
+        if args.cluster_budget > 0:
+            env.set_project_budget(args.cluster_budget)
+        res["clusters"] = args.clusters
+        res["quota_per_minute"] = args.quota_per_minute
+        res["budget"] = args.cluster_budget or args.budget
         tracker = Tracker()
         _, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), expect=(200,))
         watch = WatchStream(env.kube_port, env.kube_token,
@@ -747,8 +797,9 @@ def run_once(args, n):
 
         def create(name):
             t0 = time.time()
+            cluster = CLUSTER if args.clusters <= 1 else "c%d" % (int(name[4:]) % args.clusters)
             env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, NS),
-                       job_manifest(NS, name, run_seconds), expect=(201,))
+                       job_manifest(NS, name, run_seconds, cluster), expect=(201,))
             t_create[name] = t0
 
         log("creating %d SlurmJobs (%d threads), each runs %g s" % (n, args.create_threads,
@@ -815,7 +866,11 @@ def run_once(args, n):
             a, b = before[-1], after[0]
             res["burst_cpu_util"] = {k: ((b["cpu"].get(k) or 0) - (a["cpu"].get(k) or 0)) /
                                      (b["t"] - a["t"]) for k in b["cpu"]}
-        life_calls = slurm_calls(env.aadmin("GET", "calls").get("by_call"))
+        answered = env.aadmin("GET", "calls")
+        res["resource_exhausted"] = sum(v for kk, v in (answered.get("by_result") or {}).items()
+                                        if kk.startswith("RESOURCE_EXHAUSTED"))
+        res["peak_calls_per_minute"] = peak_per_minute(samp.samples)
+        life_calls = slurm_calls(answered.get("by_call"))
         res["ap_calls_to_completion"] = life_calls
         rss, hwm = proc_mem(op.pid)
         res["rss_tracked_all_done"] = rss
@@ -959,6 +1014,14 @@ def report(results, out=sys.stdout):
 
     def tot(d):
         return sum((d or {}).values())
+    if r0.get("quota_per_minute") or r0.get("clusters", 1) > 1:
+        rows.append(("clusters / stand-in quota per minute / operator budget per minute",
+                     "%d / %s / %s" % (r0.get("clusters", 1), r0.get("quota_per_minute") or "-",
+                                       r0.get("budget") or "off")))
+        rows.append(("RESOURCE_EXHAUSTED (429) answers ; most calls in any 60 s",
+                     "%s ; %s" % (rng(lambda r: r.get("resource_exhausted"), lambda x: "%d" % x),
+                                  rng(lambda r: r.get("peak_calls_per_minute"),
+                                      lambda x: "%d" % x))))
     rows.append(("Agent Platform calls, total (create..delete)",
                  rng(lambda r: tot(r["ap_calls_total"]), lambda x: "%d" % x)))
     rows.append(("Agent Platform calls per job over its life",
@@ -1075,6 +1138,15 @@ def main():
                    help="only measure the stand-ins alone (floor and capacity) at each size")
     p.add_argument("--sizes", default="100,1000,10000")
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--clusters", type=int, default=1,
+                   help="spread the N SlurmJobs over this many simulated clusters of one project")
+    p.add_argument("--quota-per-minute", type=int, default=0,
+                   help="the Agent Platform stand-in enforces this many calls per minute for the "
+                        "project and region, from the operator's start (0 = none)")
+    p.add_argument("--budget", type=float, default=0,
+                   help="operator --agent-platform-requests-per-minute (0 = off)")
+    p.add_argument("--cluster-budget", type=int, default=0,
+                   help="a ClusterSlurmCluster of the project with spec.callBudget.requestsPerMinute")
     p.add_argument("--workers", type=int, default=4, help="operator --workers")
     p.add_argument("--create-threads", type=int, default=8)
     p.add_argument("--run-seconds", type=float, default=0,
@@ -1098,7 +1170,7 @@ def main():
     if args.standins_only:
         for n in sizes:
             work = tempfile.mkdtemp(prefix="slurmop-standins-%d-" % n)
-            env = Env(work, history=max(10000, n * 20))
+            env = Env(work, history=max(10000, n * 20), clusters=args.clusters)
             try:
                 env.setup_cluster()
                 env.token()
