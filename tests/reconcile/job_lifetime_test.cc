@@ -161,6 +161,13 @@ TEST(EndedByDeadline, SlurmsDeadlineStateAndTheTimeLimitItCutCount) {
   r.state = slurm::BaseState::kFailed;
   r.end_time = kT0 + seconds(570);
   EXPECT_FALSE(EndedByDeadline(job, r, kT0 + seconds(570)));
+  // Our cancel at the deadline landed on the job completing after the TIMEOUT Slurm's cut limit
+  // gave it a second earlier: Slurm says CANCELLED, with the timeout's end time.
+  r.state = slurm::BaseState::kCancelled;
+  r.end_time = kT0 + seconds(599);
+  EXPECT_TRUE(EndedByDeadline(job, r, kT0 + seconds(601)));
+  r.end_time = kT0 + seconds(300);  // cancelled by someone, well before the deadline
+  EXPECT_FALSE(EndedByDeadline(job, r, kT0 + seconds(301)));
 }
 
 // The message of a run the deadline ended in `state`, started and ended `ran` seconds apart.
