@@ -184,7 +184,8 @@ TEST(ShardCoordinatorTest, ReplicasSplitTheShardsAndACutOffOnesMoveOnlyOnceItsLe
   EXPECT_EQ(c.running.load(), 0);
   a.coordinator->Stop();
   b.coordinator->Stop();
-  for (const nlohmann::json& l : store.List()["items"]) {
+  const nlohmann::json leases = store.List();  // a range-for over List()["items"] dangles
+  for (const nlohmann::json& l : leases["items"]) {
     EXPECT_EQ(l["spec"]["holderIdentity"], "") << l["metadata"]["name"];
   }
 }
