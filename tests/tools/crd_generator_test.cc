@@ -8,13 +8,13 @@
 
 #include "tools/protoc-gen-crd/crd_generator.h"
 
-#include <algorithm>
 #include <gmock/gmock.h>
 #include <google/protobuf/compiler/importer.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
