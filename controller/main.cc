@@ -49,6 +49,7 @@
 #include "controller/reconcile/shard_coordinator.h"
 #include "controller/reconcile/shard_labeller.h"
 #include "controller/reconcile/shards.h"
+#include "controller/reconcile/slurmjob_packer.h"
 #include "controller/reconcile/submit_fence.h"
 #include "controller/server/health_server.h"
 #include "controller/server/log_format.h"
@@ -499,6 +500,7 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
   slurmop::kube::InformerOptions children_options;
   children_options.label_selector = std::string(slurmop::api::kCronJobNameLabel);
   children_options.compact_cache = true;
+  children_options.packer = rc::SlurmJobPacker();
   slurmop::kube::Informer children(
       kube, rc::SlurmJobsResource(), ns,
       [&cron](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {

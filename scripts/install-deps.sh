@@ -21,7 +21,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libcpprest-dev libprotobuf-dev protobuf-compiler libprotoc-dev
   libgrpc++-dev protobuf-compiler-grpc libgoogle-glog-dev libabsl-dev
-  nlohmann-json3-dev libyaml-cpp-dev libssl-dev libgtest-dev libgmock-dev
+  nlohmann-json3-dev libyaml-cpp-dev libzstd-dev libssl-dev libgtest-dev libgmock-dev
   python3 python3-yaml clang-format openssl curl lua5.4
   clang libclang-rt-14-dev prometheus tzdata
 )

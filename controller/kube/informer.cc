@@ -42,6 +42,7 @@ Informer::Informer(Client& client, ResourceType rt, std::string ns, Handler hand
       handler_(std::move(handler)),
       clock_(clock),
       opts_(std::move(opts)),
+      packer_(opts_.packer != nullptr ? opts_.packer : std::make_shared<const ObjectPacker>()),
       random_(opts_.random ? opts_.random : DefaultRandom()),
       backoff_(clock, opts_.backoff, random_) {}
 
@@ -68,18 +69,26 @@ Informer::Entry Informer::MakeEntry(const Object& object) const {
   Entry entry;
   entry.resource_version = ResourceVersionOf(*object);
   if (opts_.compact_cache) {
-    entry.packed = nlohmann::json::to_cbor(*object);
-    entry.packed.shrink_to_fit();  // to_cbor grows by doubling
+    entry.packed = packer_->Pack(*object);
   } else {
     entry.object = object;
   }
   return entry;
 }
 
+Informer::Object Informer::UnpackBytes(const std::vector<std::uint8_t>& packed) const {
+  absl::StatusOr<nlohmann::json> object = packer_->Unpack(packed);
+  if (!object.ok()) {
+    // Pack() made these bytes: this is a bug, not input. Read as absent.
+    LOG(DFATAL) << "informer " << rt_.plural << ": cached object unreadable: " << object.status();
+    return nullptr;
+  }
+  return std::make_shared<const nlohmann::json>(*std::move(object));
+}
+
 Informer::Object Informer::Unpack(const Entry& entry) const {
   if (entry.object != nullptr) return entry.object;
-  // The bytes were written by to_cbor() above: decoding cannot fail.
-  return std::make_shared<const nlohmann::json>(nlohmann::json::from_cbor(entry.packed));
+  return UnpackBytes(entry.packed);
 }
 
 std::shared_ptr<const nlohmann::json> Informer::Get(std::string_view ns,
@@ -92,14 +101,16 @@ std::shared_ptr<const nlohmann::json> Informer::Get(std::string_view ns,
     if (it->second.object != nullptr) return it->second.object;
     packed = it->second.packed;  // decode outside the lock
   }
-  return std::make_shared<const nlohmann::json>(nlohmann::json::from_cbor(packed));
+  return UnpackBytes(packed);
 }
 
 std::vector<std::shared_ptr<const nlohmann::json>> Informer::List() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<Object> objects;
   objects.reserve(cache_.size());
-  for (const auto& [key, entry] : cache_) objects.push_back(Unpack(entry));
+  for (const auto& [key, entry] : cache_) {
+    if (Object object = Unpack(entry)) objects.push_back(std::move(object));
+  }
   return objects;
 }
 
@@ -220,7 +231,9 @@ absl::Status Informer::ListAndReplace(const std::string& resource_version) {
     last_sync_rv_ = list_rv;
   }
   for (const auto& [key, entry] : removed) deliveries.emplace_back(kDeleted, &entry);
-  for (const auto& [type, entry] : deliveries) Deliver(type, Unpack(*entry));
+  for (const auto& [type, entry] : deliveries) {
+    if (Object object = Unpack(*entry)) Deliver(type, object);
+  }
   synced_.store(true);
   return absl::OkStatus();
 }

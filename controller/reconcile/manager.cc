@@ -13,6 +13,7 @@
 #include "controller/kube/request_deadline.h"
 #include "controller/kube/watch_event.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/reconcile/slurmjob_packer.h"
 #include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 #include "glog/logging.h"
@@ -52,6 +53,7 @@ const char* ControllerName(bool is_cluster) { return is_cluster ? "slurmcluster"
 kube::InformerOptions JobInformerOptions(const std::string& label_selector) {
   kube::InformerOptions options;
   options.compact_cache = true;
+  options.packer = SlurmJobPacker();
   options.label_selector = label_selector;
   return options;
 }
