@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -316,34 +317,47 @@ void JobTracker::NoteLastUpdate(Cluster& c, const slurm::JobList& list, bool ful
 }
 
 std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, Time started) {
-  std::unordered_map<int64_t, slurm::JobInfo> fresh;
-  fresh.reserve(list.jobs.size());
+  // A list that is not `unchanged` is whole (Slurm answers all jobs or none
+  // to an update_time). The snapshot is updated in place rather than rebuilt
+  // beside the old one: at 10,000 jobs a second map is ~6 MB more at every
+  // list (issue #16).
+  std::set<std::string> changed;
+  auto note = [&c, &changed](int64_t id) {
+    if (auto k = c.tracked.find(id); k != c.tracked.end()) changed.insert(k->second);
+  };
+  std::vector<int64_t> listed;
+  listed.reserve(list.jobs.size());
   for (slurm::JobInfo& j : list.jobs) {
-    const int64_t id = j.job_id;
-    fresh.insert_or_assign(id, std::move(j));
+    listed.push_back(j.job_id);
+    auto [it, inserted] = c.jobs.try_emplace(j.job_id);
+    if (inserted || !SameRecord(it->second, j)) note(j.job_id);
+    it->second = std::move(j);
   }
-  std::vector<std::string> changed;
+  list.jobs = {};  // its records moved out; its array goes now, not after the sweep
+  std::sort(listed.begin(), listed.end());
+  std::set<int64_t> left;  // tracked jobs this list no longer shows
+  for (auto it = c.jobs.begin(); it != c.jobs.end();) {
+    if (std::binary_search(listed.begin(), listed.end(), it->first)) {
+      ++it;
+      continue;
+    }
+    if (c.tracked.contains(it->first)) left.insert(it->first);
+    note(it->first);
+    it = c.jobs.erase(it);
+  }
   for (const auto& [id, job_key] : c.tracked) {
-    auto before = c.jobs.find(id);
-    auto now = fresh.find(id);
-    const bool was = before != c.jobs.end();
-    const bool is = now != fresh.end();
-    if (was != is || (was && is && !SameRecord(before->second, now->second))) {
-      changed.push_back(job_key);
-    } else if (!was && !is) {
-      // Never seen, and absent from a list sent after it was tracked: the
-      // job left the queue before any list saw it (it ended at once, or a
-      // busy call budget delayed the lists). Its key is told once, so its
-      // reconcile reads accounting now, not when its safety-net timer fires.
-      auto t = by_key_.find(job_key);
-      if (t != by_key_.end() && started > t->second.since && !t->second.reported_gone) {
-        t->second.reported_gone = true;
-        changed.push_back(job_key);
-      }
+    if (c.jobs.contains(id) || left.contains(id)) continue;
+    // Never seen, and absent from a list sent after it was tracked: the
+    // job left the queue before any list saw it (it ended at once, or a
+    // busy call budget delayed the lists). Its key is told once, so its
+    // reconcile reads accounting now, not when its safety-net timer fires.
+    auto t = by_key_.find(job_key);
+    if (t != by_key_.end() && started > t->second.since && !t->second.reported_gone) {
+      t->second.reported_gone = true;
+      changed.insert(job_key);
     }
   }
-  c.jobs = std::move(fresh);
-  return changed;
+  return std::vector<std::string>(changed.begin(), changed.end());
 }
 
 absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key) {
