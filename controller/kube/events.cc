@@ -157,10 +157,10 @@ void EventRecorder::Write(const Pending& event) {
       event.observed < last_sweep_) {
     last_sweep_ = event.observed;
     for (auto it = series_.begin(); it != series_.end();) {
-      it = expired(it->second) ? series_.erase(it) : std::next(it);
+      it = expired(it->second) ? EraseSeries(it) : std::next(it);
     }
   }
-  if (auto it = series_.find(key); it != series_.end() && expired(it->second)) series_.erase(it);
+  if (auto it = series_.find(key); it != series_.end() && expired(it->second)) EraseSeries(it);
   if (!spam_.Allow(SpamKey(event.regarding), event.observed)) {
     VLOG(1) << "event " << event.reason << " about " << Field(event.regarding, "name")
             << " dropped by the spam filter";
@@ -171,9 +171,10 @@ void EventRecorder::Write(const Pending& event) {
     Series& series = it->second;
     series.count += 1;
     series.last_observed = event.observed;
+    series_lru_.splice(series_lru_.begin(), series_lru_, series.lru);
     absl::Status patched = PatchSeries(event, series);
     if (patched.ok()) return;
-    series_.erase(it);
+    EraseSeries(it);
     if (!kube::IsNotFound(patched)) {
       LOG(WARNING) << "event " << event.reason << ": update failed: " << patched;
       return;
@@ -185,7 +186,22 @@ void EventRecorder::Write(const Pending& event) {
     LOG(WARNING) << "event " << event.reason << ": create failed: " << created;
     return;
   }
-  series_[key] = series;
+  KeepSeries(key, std::move(series));
+}
+
+EventRecorder::SeriesMap::iterator EventRecorder::EraseSeries(SeriesMap::iterator it) {
+  series_lru_.erase(it->second.lru);
+  return series_.erase(it);
+}
+
+void EventRecorder::KeepSeries(uint64_t key, Series series) {
+  if (auto it = series_.find(key); it != series_.end()) EraseSeries(it);
+  while (!series_lru_.empty() && series_.size() >= std::max<size_t>(opts_.max_series, 1)) {
+    EraseSeries(series_.find(series_lru_.back()));
+  }
+  series_lru_.push_front(key);
+  series.lru = series_lru_.begin();
+  series_.emplace(key, std::move(series));
 }
 
 absl::Status EventRecorder::CreateEvent(const Pending& event, Series* series) {

@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -59,6 +60,11 @@ namespace slurmop::kube {
 struct EventRecorderOptions {
   Duration aggregation_window = std::chrono::minutes(10);
   size_t max_queue = 1000;
+  // Series kept for counting repeats (client-go's EventCorrelator keeps an
+  // LRU of 4096): past it the least recently written series is forgotten,
+  // so its next repeat creates a new Event instead of counting into it.
+  // Without the bound 10,000 SlurmJobs kept ~30,000 series (~4 MB).
+  size_t max_series = 4096;
   EventSpamFilterOptions spam;
 };
 
@@ -90,7 +96,12 @@ class EventRecorder {
     bool core = false;
     int count = 1;
     Time last_observed;
+    std::list<uint64_t>::iterator lru;  // its place in series_lru_
   };
+  using SeriesMap = std::unordered_map<uint64_t, Series>;
+  // Every series_ change goes through these, so series_lru_ stays in step.
+  SeriesMap::iterator EraseSeries(SeriesMap::iterator it);
+  void KeepSeries(uint64_t key, Series series);
 
   void Loop();
   void Write(const Pending& event);
@@ -115,7 +126,8 @@ class EventRecorder {
   // the key itself (~200 bytes): with 10,000 SlurmJobs there are ~30,000 live
   // series. Two keys sharing a hash (odds ~1e-11 at that size) would only
   // count one Event's repeats on the other.
-  std::unordered_map<uint64_t, Series> series_;
+  SeriesMap series_;
+  std::list<uint64_t> series_lru_;  // series_'s keys, most recently written first
   // When series_ was last swept of expired entries. A lookup ignores an
   // expired series by itself, so the sweep only bounds memory; it runs once
   // per aggregation_window / 10 instead of on every event (with 30,000 live

@@ -99,6 +99,30 @@ TEST_F(EventRecorderTest, RepeatsWithinTenMinutesPatchTheSeries) {
   EXPECT_EQ(calls[2].body["series"]["lastObservedTime"], FormatRfc3339Micro(clock_.Now()));
 }
 
+TEST_F(EventRecorderTest, SeriesPastTheBoundForgetTheLeastRecentlyWritten) {
+  EventRecorderOptions options;
+  options.max_series = 2;
+  EventRecorder recorder(client_, clock_, "ctl", "inst", options);
+  nlohmann::json a = kJob, b = kJob, c = kJob;
+  b["metadata"]["name"] = "j2";
+  b["metadata"]["uid"] = "uid-2";
+  c["metadata"]["name"] = "j3";
+  c["metadata"]["uid"] = "uid-3";
+  recorder.Record(a, "Warning", "SubmitFailed", "Submit", "no");
+  recorder.Record(b, "Warning", "SubmitFailed", "Submit", "no");
+  recorder.Record(a, "Warning", "SubmitFailed", "Submit", "no");  // a: most recent
+  recorder.Record(c, "Warning", "SubmitFailed", "Submit", "no");  // forgets b, not a
+  recorder.Record(a, "Warning", "SubmitFailed", "Submit", "no");
+  recorder.Record(b, "Warning", "SubmitFailed", "Submit", "no");
+  recorder.Flush();
+  std::vector<std::string> verbs;
+  for (const RecordedCall& call : client_.calls()) verbs.push_back(call.verb + " " + call.name);
+  EXPECT_THAT(verbs,
+              ::testing::ElementsAre("create ", "create ", ::testing::StartsWith("patch j1."),
+                                     "create ", ::testing::StartsWith("patch j1."), "create "))
+      << "b's series was forgotten: its repeat is a new Event";
+}
+
 TEST_F(EventRecorderTest, DifferentNoteReasonOrObjectMakesANewEvent) {
   EventRecorder recorder(client_, clock_, "ctl", "inst");
   recorder.Record(kJob, "Normal", "Running", "Poll", "state RUNNING");
