@@ -244,7 +244,7 @@ bool OneShotConnection::LooksOpen() const {
   return ioctl(fd, FIONREAD, &waiting) == 0 && waiting == 0;
 }
 
-void OneShotConnection::AsyncExchange(const Request& request, const std::string& target,
+void OneShotConnection::AsyncExchange(const Request& request, const SplitTarget& split,
                                       Clock::time_point deadline, ExchangeCallback done) {
   if (exchanged_) {
     return done(TransportError(absl::StatusCode::kInternal, "connection already used", false));
@@ -255,7 +255,7 @@ void OneShotConnection::AsyncExchange(const Request& request, const std::string&
   exchange->max_body_bytes = request.max_body_bytes;
   auto& message = exchange->request;
   message.method_string(request.method);
-  message.target(target);
+  message.target(split.target);
   message.version(11);
   std::string content_type;
   for (const auto& [name, value] : request.headers) {
@@ -267,7 +267,7 @@ void OneShotConnection::AsyncExchange(const Request& request, const std::string&
   }
   if (message.find(bhttp::field::host) == message.end()) {
     const bool named = endpoint_.https && !tls_.server_name.empty();
-    message.set(bhttp::field::host, named ? tls_.server_name : endpoint_.host_header);
+    message.set(bhttp::field::host, named ? tls_.server_name : split.endpoint.host_header);
   }
   if (!request.body.empty() && content_type.empty()) content_type = "application/octet-stream";
   if (!content_type.empty()) message.set(bhttp::field::content_type, content_type);

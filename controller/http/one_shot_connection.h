@@ -84,7 +84,8 @@ class OneShotConnection : public std::enable_shared_from_this<OneShotConnection>
 
   void AsyncOpen(Clock::time_point deadline, OpenCallback done);
   bool LooksOpen() const;
-  void AsyncExchange(const Request& request, const std::string& target, Clock::time_point deadline,
+  // `split` is the request's URL (its Host header and target).
+  void AsyncExchange(const Request& request, const SplitTarget& split, Clock::time_point deadline,
                      ExchangeCallback done);
   // Closes the socket (cancelling any operation). Idempotent.
   void Close();

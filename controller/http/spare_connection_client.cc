@@ -177,15 +177,15 @@ void SpareConnectionClient::Impl::StartRequest(const Request& request, const Spl
   std::shared_ptr<OneShotConnection> connection = TakeSpare(endpoints_[key]);
   if (connection != nullptr) {
     ++spares_used_;
-    return connection->AsyncExchange(request, split.target, deadline, std::move(finished));
+    return connection->AsyncExchange(request, split, deadline, std::move(finished));
   }
   ++fresh_connections_;
   connection = std::make_shared<OneShotConnection>(io_, ssl_, tls_, split.endpoint);
   // The request is copied: the caller's may be gone if the client stops.
-  connection->AsyncOpen(deadline, [connection, request, target = split.target, deadline,
+  connection->AsyncOpen(deadline, [connection, request, split, deadline,
                                    finished = std::move(finished)](absl::Status opened) mutable {
     if (!opened.ok()) return finished(std::move(opened));
-    connection->AsyncExchange(request, target, deadline, std::move(finished));
+    connection->AsyncExchange(request, split, deadline, std::move(finished));
   });
 }
 

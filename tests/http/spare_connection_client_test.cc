@@ -184,7 +184,8 @@ TEST(SpareConnectionClientTest, RequestTravelsOnAConnectionOpenedBeforeIt) {
   auto client = NewClient();
   client->Prepare(server.url());
   ASSERT_TRUE(Eventually([&] { return client->stats().spares_opened == 1; }));
-  ASSERT_EQ(server.accepted(), 1);
+  // (The client's connect can complete before the server's accept() returns.)
+  ASSERT_TRUE(Eventually([&] { return server.accepted() == 1; }));
 
   absl::StatusOr<Response> response = client->Send(Submit(server.url()));
   ASSERT_TRUE(response.ok()) << response.status();
@@ -207,7 +208,7 @@ TEST(SpareConnectionClientTest, FirstRequestOpensItsOwnConnectionAndLeavesASpare
   ASSERT_TRUE(client->Send(Submit(server.url())).ok());
   EXPECT_EQ(client->stats().fresh_connections, 1);
   ASSERT_TRUE(Eventually([&] { return client->stats().spares_opened == 1; }));
-  EXPECT_EQ(server.accepted(), 2);
+  EXPECT_TRUE(Eventually([&] { return server.accepted() == 2; }));
 }
 
 TEST(SpareConnectionClientTest, SpareClosedByTheServerIsNotUsed) {
@@ -307,7 +308,7 @@ TEST(SpareConnectionClientTest, BodyOverTheLimitIsRefused) {
   request.max_body_bytes = 10;
   for (int i = 0; i < 2; ++i) {
     absl::StatusOr<Response> response = client->Send(request);
-    ASSERT_FALSE(response.ok()) << i << " " << response->body.size();
+    ASSERT_FALSE(response.ok()) << i;
     EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable);
     EXPECT_TRUE(absl::StrContains(response.status().message(), "over the 10-byte limit"))
         << response.status();
