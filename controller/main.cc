@@ -36,6 +36,8 @@
 #include "controller/common/clock.h"
 #include "controller/cron/cron_controller.h"
 #include "controller/http/cpprest_transport.h"
+#include "controller/http/spare_connection_client.h"
+#include "controller/http/spare_connection_transport.h"
 #include "controller/kube/client.h"
 #include "controller/kube/config.h"
 #include "controller/kube/events.h"
@@ -85,6 +87,12 @@ ABSL_FLAG(double, agent_platform_requests_per_minute, 480,
 ABSL_FLAG(double, agent_platform_qps, -1,
           "Deprecated: the budget is now per project and region "
           "(--agent-platform-requests-per-minute); when set, N means N*60 requests per minute.");
+ABSL_FLAG(bool, agent_platform_spare_connections, true,
+          "Send requests that must never be re-sent (the Slurm submit and other POST/PATCH to "
+          "Agent Platform and token endpoints) on a connection opened ahead of time and used "
+          "once (one spare per endpoint, kept while the endpoint had such a request in the last "
+          "10 minutes, none older than 30 s), instead of opening a fresh one on the request's "
+          "critical path. false: a fresh cpprestsdk connection per such request.");
 ABSL_FLAG(bool, leader_elect, false,
           "Run leader election on a coordination.k8s.io/v1 Lease so that only one replica "
           "reconciles; the others wait as hot standbys.");
@@ -243,14 +251,27 @@ absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> NewKubeClient() {
 // Agent Platform: the callSlurmRestApi client and the transport it and the
 // Google credentials share (TLS verified against the system's CA bundle).
 struct AgentPlatform {
-  std::unique_ptr<slurmop::http::CpprestTransport> transport;
+  std::unique_ptr<slurmop::http::Transport> transport;
   std::unique_ptr<slurmop::agentplatform::SlurmApi> slurm_api;
   slurmop::agentplatform::CredentialsOptions credentials;
 };
 
-absl::StatusOr<AgentPlatform> NewAgentPlatform(const slurmop::Clock& clock) {
-  absl::StatusOr<std::unique_ptr<slurmop::http::CpprestTransport>> transport =
+// CpprestTransport, with requests that must not be re-sent routed to spare
+// connections (SpareConnectionTransport) unless --agent-platform-spare-connections=false.
+absl::StatusOr<std::unique_ptr<slurmop::http::Transport>> NewAgentPlatformTransport() {
+  absl::StatusOr<std::unique_ptr<slurmop::http::CpprestTransport>> cpprest =
       slurmop::http::CpprestTransport::Create({});
+  if (!cpprest.ok()) return cpprest.status();
+  if (!absl::GetFlag(FLAGS_agent_platform_spare_connections)) return *std::move(cpprest);
+  absl::StatusOr<std::unique_ptr<slurmop::http::SpareConnectionClient>> spares =
+      slurmop::http::SpareConnectionClient::Create({});
+  if (!spares.ok()) return spares.status();
+  return std::make_unique<slurmop::http::SpareConnectionTransport>(*std::move(cpprest),
+                                                                   *std::move(spares));
+}
+
+absl::StatusOr<AgentPlatform> NewAgentPlatform(const slurmop::Clock& clock) {
+  absl::StatusOr<std::unique_ptr<slurmop::http::Transport>> transport = NewAgentPlatformTransport();
   if (!transport.ok()) {
     return absl::Status(
         transport.status().code(),

@@ -788,6 +788,9 @@ def run_once(args, n):
             env.kadmin("POST", "counters/reset")
             env.aadmin("POST", "calls")
             watch_requests0 = watch.requests
+            if args.isolated_only:
+                watch.stop = True
+                return res
         cpu_idle = proc_cpu(op.pid)
 
         run_seconds = args.run_seconds or max(20.0, min(300.0, n / 60.0 + 20))
@@ -949,6 +952,17 @@ def ms(x):
 
 def mb(x):
     return "-" if x is None else "%.1f MB" % (x / 1e6)
+
+
+def report_isolated(r, out=sys.stdout):
+    """One line for an --isolated-only run: the floor, isolated p50 / p99, their multiples."""
+    floor = r["floor"]["floor (issue: delivery + submit + status write)"]
+    iso = r.get("isolated_to_jobid") or {}
+    p50, p99 = iso.get("p50"), iso.get("p99")
+    out.write("isolated: floor %s ms; create -> jobId p50 %s / p99 %s ms (n=%s); "
+              "%.2fx ; %.2fx the floor\n" % (ms(floor), ms(p50), ms(p99), iso.get("n"),
+                                              (p50 or 0) / floor, (p99 or 0) / floor))
+    out.flush()
 
 
 def report(results, out=sys.stdout):
@@ -1154,6 +1168,9 @@ def main():
     p.add_argument("--floor-samples", type=int, default=30)
     p.add_argument("--isolated", type=int, default=20,
                    help="SlurmJobs created one at a time before the N (0: none)")
+    p.add_argument("--isolated-only", action="store_true",
+                   help="stop after the floor and the isolated SlurmJobs (no N-job run); "
+                        "prints one line per run")
     p.add_argument("--capacity-count", type=int, default=1000,
                    help="requests of each kind used to measure the stand-ins alone")
     p.add_argument("--timeout", type=float, default=900)
@@ -1193,10 +1210,13 @@ def main():
             r["wall_s"] = time.time() - t0
             log("N=%d run %d took %.0f s" % (n, i + 1, r["wall_s"]))
             results.append(r)
+            if args.isolated_only:
+                report_isolated(r)
             if not args.keep:
                 import shutil
                 shutil.rmtree(r["work"], ignore_errors=True)
-        report(results)
+        if not args.isolated_only:
+            report(results)
         sys.stdout.write("  (N=%d: %s s wall per run)\n" % (
             n, ", ".join("%.0f" % r["wall_s"] for r in results)))
         sys.stdout.flush()
