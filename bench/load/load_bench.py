@@ -143,6 +143,7 @@ class WatchStream(threading.Thread):
         super().__init__(daemon=True)
         self.port, self.token, self.path, self.rv, self.on_event = port, token, path, rv, on_event
         self.stop = False
+        self.selector = None  # labelSelector, if any
         self.requests = 0  # watch requests made (counted by the apiserver as verb "watch")
         self.connected = threading.Event()
 
@@ -150,9 +151,11 @@ class WatchStream(threading.Thread):
         while not self.stop:
             try:
                 c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=3600)
-                q = urllib.parse.urlencode({"watch": "true", "resourceVersion": self.rv,
-                                            "allowWatchBookmarks": "true",
-                                            "timeoutSeconds": "3600"})
+                qd = {"watch": "true", "resourceVersion": self.rv,
+                      "allowWatchBookmarks": "true", "timeoutSeconds": "3600"}
+                if self.selector:
+                    qd["labelSelector"] = self.selector
+                q = urllib.parse.urlencode(qd)
                 self.requests += 1
                 c.request("GET", self.path + "?" + q,
                           headers={"Authorization": "Bearer " + self.token})
@@ -1049,6 +1052,7 @@ def run_sharded(args, n):
     log("N=%d, %d replicas, %d shards, %d clusters: work dir %s" % (
         n, args.replicas, args.shards, args.clusters, work))
     res = {"N": n, "work": work, "replicas": args.replicas, "shards": args.shards,
+           "prelabel": args.prelabel,
            "clusters": args.clusters, "sharded": True, "lease_timings": args.lease_timings or
            "operator defaults (15,10,2)"}
     env = Env(work, history=max(10000, min(n * 20, args.max_history)), clusters=args.clusters)
@@ -1120,8 +1124,11 @@ def run_sharded(args, n):
 
         def create(name):
             t = time.time()
-            env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, NS),
-                       job_manifest(NS, name, run_seconds, cluster_of(name)), expect=(201,))
+            m = job_manifest(NS, name, run_seconds, cluster_of(name))
+            if args.prelabel:
+                # the shard label the labeller would write (README: FNV-1a("ns/cluster") mod S)
+                m["metadata"]["labels"] = {SHARD_LABEL: str(cluster_shard[cluster_of(name)])}
+            env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), m, expect=(201,))
             t_create[name] = t
 
         # The kill: once --kill-at of the N have a jobId, SIGKILL the replica holding the most
@@ -1297,8 +1304,10 @@ def run_sharded(args, n):
 def report_sharded(r, out=sys.stdout):
     w = out.write
     fl = r["floor"]["floor (issue: delivery + submit + status write)"]
-    w("\n=== N = %d SlurmJobs over %d clusters, %d replicas, %d shards (lease timings %s) ===\n"
-      % (r["N"], r["clusters"], r["replicas"], r["shards"], r["lease_timings"]))
+    w("\n=== N = %d SlurmJobs over %d clusters, %d replicas, %d shards (lease timings %s)%s ===\n"
+      % (r["N"], r["clusters"], r["replicas"], r["shards"], r["lease_timings"],
+         "; created with their shard label" if r.get("prelabel") else
+         "; labelled by the leader's labeller"))
     w("ok: %s; final states: %s; jobs per shard: %s\n" % (
         r.get("ok"), r.get("final_states"), r.get("jobs_per_shard")))
     w("each job runs %g s in Slurm; creates took %.1f s (%d errors)\n" % (
@@ -1384,6 +1393,140 @@ def report_sharded(r, out=sys.stdout):
     w("-- CPU use while submitting (cores; a Python stand-in saturates at ~1.0) --\n")
     w("  %s\n" % ", ".join("%s %.2f" % kv for kv in sorted((r.get("burst_cpu_util") or {}).items())))
     w("  load average at start / end: %.1f / %.1f\n" % (r["loadavg_start"], r["loadavg_end"]))
+
+
+# ----------------------------------------------------------------------------------- stand-ins at scale
+
+def measure_standins_at_scale(args, n):
+    """What the stand-ins sustain with N SlurmJobs (and N Slurm jobs) over K clusters, with no
+    operator: kube creates/s and status writes/s as the store fills (per tenth), a list of all N
+    and of one shard's (label selector), watch delivery to S label-selected watches; Agent
+    Platform submits/s as the simulators fill, and the per-cluster batched list (N/K jobs)."""
+    work = tempfile.mkdtemp(prefix="slurmop-standins-scale-%d-" % n)
+    k = max(1, args.clusters)
+    s = max(1, args.shards or args.replicas or 1)
+    out = {"N": n, "clusters": k, "shards": s}
+    env = Env(work, history=max(10000, min(n * 20, args.max_history)), clusters=k)
+    try:
+        env.setup_cluster()
+        env.token()
+        width = max(5, len(str(n - 1)))
+        names = ["job-%0*d" % (width, i) for i in range(n)]
+        cl = {nm: ("c%d" % (i % k)) if k > 1 else CLUSTER for i, nm in enumerate(names)}
+        shard = {nm: fnv1a32("%s/%s" % (NS, cl[nm])) % s for nm in names}
+        # S watches, one per shard label, as the replicas' informers have
+        got = collections.Counter()
+        glock = threading.Lock()
+
+        def on_ev(etype, obj, t):
+            with glock:
+                got[etype] += 1
+        _, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), expect=(200,))
+        watches = []
+        for x in range(s):
+            w = WatchStream(env.kube_port, env.kube_token,
+                            "%s/namespaces/%s/slurmjobs" % (GROUP, NS),
+                            lst["metadata"]["resourceVersion"], on_ev)
+            w.selector = "%s=%d" % (SHARD_LABEL, x)
+            w.start()
+            watches.append(w)
+        objs = {}
+
+        def create(nm):
+            m = job_manifest(NS, nm, 0, cl[nm])
+            m["metadata"]["labels"] = {SHARD_LABEL: str(shard[nm])}
+            _, o = env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), m,
+                              expect=(201,))
+            objs[nm] = o["metadata"]["resourceVersion"]
+
+        tenth = max(1, n // 10)
+        rates, cpus = [], []
+        for i in range(0, n, tenth):
+            chunk = names[i:i + tenth]
+            c0 = proc_cpu(env.kube.pid)
+            secs, errs = parallel(chunk, create, args.create_threads)
+            c1 = proc_cpu(env.kube.pid)
+            rates.append(len(chunk) / secs)
+            cpus.append((c1 - c0) * 1000 / len(chunk))
+            log("kube: %d SlurmJobs, last tenth %.0f creates/s, %.2f ms CPU each, RSS %.0f MB" % (
+                i + len(chunk), rates[-1], cpus[-1], proc_mem(env.kube.pid)[0] / 1e6))
+        out["kube creates/s by tenth"] = [round(r) for r in rates]
+        out["kube CPU ms per create by tenth"] = [round(c, 2) for c in cpus]
+        t0 = time.time()
+        while sum(got.values()) < n and time.time() - t0 < 120:
+            time.sleep(0.1)
+        out["kube watch events delivered to the shard watches"] = sum(got.values())
+        out["kube watch delivery lag after the last create, s"] = time.time() - t0
+        t0 = time.time()
+        st, raw = env.k.request("GET", "%s/slurmjobs" % GROUP)
+        out["kube list all N SlurmJobs, s"] = time.time() - t0
+        out["kube list all N, MB"] = len(raw) / 1e6
+        del raw
+        t0 = time.time()
+        env.k.request("GET", "%s/slurmjobs?labelSelector=%s" % (
+            GROUP, urllib.parse.quote("%s=0" % SHARD_LABEL)))
+        out["kube list one shard (label selector), s"] = time.time() - t0
+        sample = names[:: max(1, n // 5000)]
+
+        def status_write(nm):
+            env.k.json("PATCH", "%s/namespaces/%s/slurmjobs/%s/status" % (GROUP, NS, nm),
+                       {"status": {"jobId": 1, "jobState": "PENDING", "phase": "Pending"}},
+                       ctype="application/merge-patch+json", expect=(200,))
+        c0 = proc_cpu(env.kube.pid)
+        secs, errs = parallel(sample, status_write, args.create_threads)
+        c1 = proc_cpu(env.kube.pid)
+        out["kube status patches/s with N stored"] = len(sample) / secs
+        out["kube CPU ms per status patch with N stored"] = (c1 - c0) * 1000 / len(sample)
+        out["kube RSS MB with N stored"] = proc_mem(env.kube.pid)[0] / 1e6
+        for w in watches:
+            w.stop = True
+
+        # Agent Platform: N submits over K clusters, then the per-cluster list
+        def submit(i):
+            c = "c%d" % (i % k) if k > 1 else "demo-cluster"
+            body = {"method": "HTTP_METHOD_POST", "path": "/slurm/v0.0.42/job/submit",
+                    "body": dict(submit_body("s-%d" % i, "scale:%d" % i),
+                                 script="#!/bin/bash\nsleep 36000\n")}
+            st, raw = env.a.request(
+                "POST", "/v1beta1/projects/demo-project/locations/us-central1/"
+                        "modelDevelopmentClusters/%s:callSlurmRestApi" % c, body,
+                headers={"Authorization": "Bearer " + env.token()})
+            if st != 200:
+                raise RuntimeError("submit -> %d" % st)
+        rates, cpus = [], []
+        for i in range(0, n, tenth):
+            chunk = range(i, min(n, i + tenth))
+            c0 = proc_cpu(env.ap.pid)
+            secs, errs = parallel(chunk, submit, args.create_threads)
+            c1 = proc_cpu(env.ap.pid)
+            rates.append(len(chunk) / secs)
+            cpus.append((c1 - c0) * 1000 / len(chunk))
+            log("AP: %d jobs, last tenth %.0f submits/s, %.2f ms CPU each, %d errors, RSS %.0f MB"
+                % (i + len(chunk), rates[-1], cpus[-1], len(errs),
+                   proc_mem(env.ap.pid)[0] / 1e6))
+        out["AP submits/s by tenth"] = [round(r) for r in rates]
+        out["AP CPU ms per submit by tenth"] = [round(c, 2) for c in cpus]
+        c = "c0" if k > 1 else "demo-cluster"
+        times, cpu = [], []
+        for rep in range(4):
+            c0 = proc_cpu(env.ap.pid)
+            t0 = time.time()
+            st, raw = env.a.request(
+                "POST", "/v1beta1/projects/demo-project/locations/us-central1/"
+                        "modelDevelopmentClusters/%s:callSlurmRestApi?prettyPrint=false" % c,
+                {"method": "HTTP_METHOD_GET", "path": "/slurm/v0.0.42/jobs/"},
+                headers={"Authorization": "Bearer " + env.token()})
+            times.append(time.time() - t0)
+            cpu.append(proc_cpu(env.ap.pid) - c0)
+        out["AP list of one cluster (N/K jobs, compact): s, first / warm"] = [
+            round(times[0], 3), round(statistics.median(times[1:]), 3)]
+        out["AP list of one cluster: MB"] = len(raw) / 1e6
+        out["AP CPU s per warm list"] = statistics.median(cpu[1:])
+        out["AP lists of N/K jobs per s at one core (warm)"] = 1.0 / max(1e-6, statistics.median(cpu[1:]))
+        out["AP RSS MB with N jobs"] = proc_mem(env.ap.pid)[0] / 1e6
+    finally:
+        env.stop()
+    return out
 
 
 # ----------------------------------------------------------------------------------- report
@@ -1616,6 +1759,12 @@ def main():
     p.add_argument("--lease-timings", default="",
                    help="with R > 1: lease duration,renew deadline,retry period in s (default: "
                         "the operator's 15,10,2)")
+    p.add_argument("--standins-scale", action="store_true",
+                   help="only fill the stand-ins with N SlurmJobs and N Slurm jobs over --clusters "
+                        "(no operator) and measure what they sustain as they fill")
+    p.add_argument("--prelabel", action="store_true",
+                   help="with R > 1: create the SlurmJobs with their shard label already set, so "
+                        "that the leader's labeller (one patch at a time) is not on the path")
     p.add_argument("--skip-delete", action="store_true",
                    help="with R > 1: leave out the delete phase")
     p.add_argument("--max-history", type=int, default=300000,
@@ -1626,6 +1775,14 @@ def main():
     sizes = [int(s.replace("_", "").replace(",", "")) for s in args.sizes.split(",") if s]
     all_results = []
     t_start = time.time()
+    if args.standins_scale:
+        for n in sizes:
+            out = measure_standins_at_scale(args, n)
+            sys.stdout.write(json.dumps(out, indent=1, default=str) + "\n")
+            if args.json_out:
+                with open(args.json_out, "w") as f:
+                    json.dump(out, f, indent=1, default=str)
+        return
     if args.standins_only:
         for n in sizes:
             work = tempfile.mkdtemp(prefix="slurmop-standins-%d-" % n)
