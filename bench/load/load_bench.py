@@ -1193,6 +1193,12 @@ def run_sharded(args, n):
         first_create = min(t_create.values())
         last_jobid = max(j["t_jobid"] for j in jobs.values() if "t_jobid" in j)
         res["throughput_submits_per_s"] = len(lat) / max(1e-6, last_jobid - first_create)
+        tj = sorted(j["t_jobid"] for j in jobs.values() if "t_jobid" in j)
+        if tj:
+            t99 = tj[int(0.99 * (len(tj) - 1))]
+            res["to_99pct_jobid_s"] = t99 - first_create
+            res["throughput_99pct_per_s"] = int(0.99 * (len(tj) - 1)) / max(1e-6,
+                                                                             t99 - first_create)
         res["lost_no_jobid"] = sum(1 for k in names if "t_jobid" not in jobs.get(k, {}))
         res["lost_not_terminal"] = sum(1 for k in names if "t_terminal" not in jobs.get(k, {}))
         table = env.aadmin("GET", "jobs")
@@ -1216,11 +1222,20 @@ def run_sharded(args, n):
         if kill:
             t_kill = kill["t_kill"]
             moved_shards = {str(s) for s in kill["shards"]}
-            after = [p for p in progress if p[0] > t_kill and p[1] in moved_shards]
-            first_prog = {}
-            for t, sh, _, _ in sorted(after):
-                first_prog.setdefault(sh, t - t_kill)
+            # The new holder's first jobId or jobState change in each moved shard (after its
+            # Lease moved; what arrives between the kill and the move is the victim's last
+            # writes), and the last one before the move.
+            first_prog, last_before = {}, {}
+            for t, sh, _, _ in sorted(progress):
+                if sh not in moved_shards or int(sh) not in kill["moved"]:
+                    continue
+                t_move = t_kill + kill["moved"][int(sh)][0]
+                if t <= t_move:
+                    last_before[sh] = t - t_kill
+                else:
+                    first_prog.setdefault(sh, t - t_kill)
             kill["first_progress_after_kill"] = first_prog
+            kill["last_progress_before_move"] = last_before
             kill["move_s"] = max((v[0] for v in kill["moved"].values()), default=None) \
                 if len(kill["moved"]) == len(kill["shards"]) else None
             kill.pop("t_kill")
@@ -1329,6 +1344,9 @@ def report_sharded(r, out=sys.stdout):
                  "%s / %s / %s" % (ms(t2s["p50"]), ms(t2s["p99"]), ms(t2s["max"]))))
     rows.append(("throughput, SlurmJobs submitted/s (first create -> last jobId)",
                  "%.1f" % r["throughput_submits_per_s"]))
+    if r.get("to_99pct_jobid_s"):
+        rows.append(("  first create -> 99 %% of the N have a jobId (s) ; that rate (/s)",
+                     "%.1f ; %.1f" % (r["to_99pct_jobid_s"], r["throughput_99pct_per_s"])))
     rows.append(("duplicates (SlurmJobs submitted more than once, by comment ; by name)",
                  "%d ; %d" % (r["duplicate_submits"], r["duplicate_names"])))
     rows.append(("lost: never a jobId ; never a terminal jobState",
@@ -1342,9 +1360,12 @@ def report_sharded(r, out=sys.stdout):
                      "max %s  %s" % ("-" if k.get("move_s") is None else "%.1f" % k["move_s"],
                                      json.dumps({s: [round(v[0], 1), v[1]]
                                                  for s, v in k["moved"].items()}))))
-        rows.append(("  first jobId/state change in a moved shard after the kill (s)",
-                     json.dumps({s: round(v, 1) for s, v in
-                                 k["first_progress_after_kill"].items()})))
+        rows.append(("  in a moved shard, s after the kill: last jobId/state change before "
+                     "the move ; first after it",
+                     "%s ; %s" % (json.dumps({s: round(v, 1) for s, v in
+                                             k.get("last_progress_before_move", {}).items()}),
+                                  json.dumps({s: round(v, 1) for s, v in
+                                              k["first_progress_after_kill"].items()}))))
     aw = r.get("active_window")
     if aw:
         pc = aw["per_cluster"]
