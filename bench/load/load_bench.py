@@ -1166,6 +1166,32 @@ def run_sharded(args, n):
             kill["moved"] = moved
             log("shards moved: %s" % moved)
 
+        # Every 60 s a line in the log with what the sampler saw last: a run stopped before its
+        # end still leaves per-replica RSS, progress and the Agent Platform calls behind.
+        def progress_log():
+            prev = None
+            while not getattr(progress_log, "stop", False):
+                time.sleep(60)
+                if not samp.samples:
+                    continue
+                x = samp.samples[-1]
+                calls = sum(slurm_calls(x.get("calls")).values())
+                lists = sum(v for kk, v in (x.get("calls") or {}).items()
+                            if kk.endswith("/jobs/"))
+                line = {"jobIds": tracker.count("t_jobid", names),
+                        "terminal": tracker.count("t_terminal", names),
+                        "rss_MB": {kk: round(v / 1e6) for kk, v in x["rss"].items() if v},
+                        "AP calls": calls, "AP lists": lists,
+                        "cpu_s": {kk: round(v) for kk, v in x["cpu"].items() if v},
+                        "loadavg": open("/proc/loadavg").read().split()[0]}
+                if prev:
+                    dt = x["t"] - prev["t"]
+                    line["AP calls/s"] = round((calls - sum(slurm_calls(
+                        prev.get("calls")).values())) / dt, 1)
+                prev = x
+                log("progress %s" % json.dumps(line, sort_keys=True))
+        plog = threading.Thread(target=progress_log, daemon=True)
+        plog.start()
         t_burst = time.time()
         kth = None
         if args.replicas > 1 and args.kill_at > 0:
@@ -1176,14 +1202,21 @@ def run_sharded(args, n):
         create_secs, errs = parallel(names, create, args.create_threads)
         res["create_seconds"], res["create_errors"] = create_secs, len(errs)
         log("created in %.1f s (%.0f/s), %d errors" % (create_secs, n / create_secs, len(errs)))
-        ok_jobid = tracker.wait("t_jobid", names, args.timeout, "jobId", progress=True)
+        def until(limit):  # --deadline cuts every wait
+            return max(1.0, min(limit, args.deadline - time.time())) if args.deadline else limit
+        ok_jobid = tracker.wait("t_jobid", names, until(args.timeout), "jobId", progress=True)
         if kth:
-            kth.join(660)
-        ok_term = tracker.wait("t_terminal", names, args.timeout + run_seconds, "terminal",
-                               progress=True)
+            kth.join(until(660))
+        ok_term = tracker.wait("t_terminal", names, until(args.timeout + run_seconds),
+                               "terminal", progress=True)
+        res["cut_at_deadline"] = bool(args.deadline) and time.time() >= args.deadline - 1.5 \
+            and not ok_term
+        if res["cut_at_deadline"]:
+            log("deadline reached: reporting what the run got so far")
         t_all_terminal = time.time()
         time.sleep(1.0)
         res["ok"] = ok_jobid and ok_term and not errs
+        progress_log.stop = True
         with tracker.lock:
             jobs = {k: dict(v) for k, v in tracker.jobs.items() if k in t_create}
             progress = list(tracker.progress)
@@ -1219,8 +1252,9 @@ def run_sharded(args, n):
         res["final_states"] = dict(collections.Counter(j.get("state") for j in jobs.values()))
         res["jobs_per_shard"] = dict(collections.Counter(j.get("shard") for j in jobs.values()))
 
-        if kill:
+        if kill and "t_kill" in kill:
             t_kill = kill["t_kill"]
+            kill.setdefault("moved", {})
             moved_shards = {str(s) for s in kill["shards"]}
             # The new holder's first jobId or jobState change in each moved shard (after its
             # Lease moved; what arrives between the kill and the move is the victim's last
@@ -1240,11 +1274,19 @@ def run_sharded(args, n):
                 if len(kill["moved"]) == len(kill["shards"]) else None
             kill.pop("t_kill")
             res["kill"] = kill
+        elif kill:
+            res["kill"] = None
 
         # Calls while N were active (last jobId -> first Slurm end), in total and per cluster
         first_end = min(end_by_id.values()) if end_by_id else t_all_terminal
         win = [s for s in samp.samples if last_jobid + 0.5 <= s["t"] <= first_end - 0.5
                and s.get("calls") is not None and s.get("by_cluster") is not None]
+        res["window_kind"] = "all N submitted, none ended"
+        if len(win) < 2 and res["cut_at_deadline"]:
+            # cut before all N were submitted: the last 120 s (submits still going on)
+            win = [s for s in samp.samples if s["t"] >= t_all_terminal - 120
+                   and s.get("calls") is not None and s.get("by_cluster") is not None]
+            res["window_kind"] = "the last 120 s before the cut (submits going on)"
         aw = None
         if len(win) >= 2:
             a, b = win[0], win[-1]
@@ -1253,8 +1295,11 @@ def run_sharded(args, n):
             for c in set(b["by_cluster"]) | set(a["by_cluster"]):
                 d = diff(a["by_cluster"].get(c), b["by_cluster"].get(c))
                 lists = sum(v for kk, v in d.items() if kk.endswith("/jobs/"))
-                per_cluster[c] = {"calls": sum(d.values()), "lists": lists,
+                submits = sum(v for kk, v in d.items() if kk.endswith("/job/submit"))
+                per_cluster[c] = {"calls": sum(d.values()), "lists": lists, "submits": submits,
                                   "per_tick": (sum(d.values()) / lists) if lists else None,
+                                  "tracking_per_tick": ((sum(d.values()) - submits) / lists)
+                                  if lists else None,
                                   "ticks_per_min": lists * 60.0 / secs}
             d = slurm_calls(diff(a["calls"], b["calls"]))
             aw = {"seconds": secs, "calls": d, "calls_per_s": sum(d.values()) / secs,
@@ -1291,7 +1336,7 @@ def run_sharded(args, n):
         res["kube_counters"] = env.kadmin("GET", "counters").get("byVerbResource")
         res["kube_rss_peak"] = proc_mem(env.kube.pid)[1]
         res["ap_rss_peak"] = proc_mem(env.ap.pid)[1]
-        if not args.skip_delete:
+        if not args.skip_delete and not res["cut_at_deadline"]:
             log("deleting %d SlurmJobs" % n)
             del_secs, derrs = parallel(
                 names, lambda nm: env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" %
@@ -1349,6 +1394,8 @@ def report_sharded(r, out=sys.stdout):
                      "%.1f ; %.1f" % (r["to_99pct_jobid_s"], r["throughput_99pct_per_s"])))
     rows.append(("duplicates (SlurmJobs submitted more than once, by comment ; by name)",
                  "%d ; %d" % (r["duplicate_submits"], r["duplicate_names"])))
+    if r.get("cut_at_deadline"):
+        rows.append(("CUT AT THE DEADLINE: the counts below are 'not yet', not 'lost'", ""))
     rows.append(("lost: never a jobId ; never a terminal jobState",
                  "%d ; %d" % (r["lost_no_jobid"], r["lost_not_terminal"])))
     rows.append(("Slurm submits accepted", "%d" % r["slurm_submits"]))
@@ -1370,10 +1417,16 @@ def report_sharded(r, out=sys.stdout):
     if aw:
         pc = aw["per_cluster"]
         ticks = [v["per_tick"] for v in pc.values() if v["per_tick"] is not None]
-        rows.append(("calls per cluster per tick while all N active: median / max (window s)",
+        rows.append(("calls per cluster per tick: median / max (window: %s)" % r.get(
+                         "window_kind", "all N submitted, none ended"),
                      "%s / %s  (%.0f s, %d clusters listed)" % (
                          "%.2f" % statistics.median(ticks) if ticks else "-",
                          "%.2f" % max(ticks) if ticks else "-", aw["seconds"], len(ticks))))
+        tt = [v.get("tracking_per_tick") for v in pc.values()
+              if v.get("tracking_per_tick") is not None]
+        if tt:
+            rows.append(("  the same without submits (tracking calls per tick): median / max",
+                         "%.2f / %.2f" % (statistics.median(tt), max(tt))))
         rows.append(("  ticks (lists) per cluster per minute: median",
                      "%.1f" % statistics.median(v["ticks_per_min"] for v in pc.values())))
         rows.append(("Agent Platform calls/s while all N active", "%.1f" % aw["calls_per_s"]))
@@ -1786,6 +1839,9 @@ def main():
     p.add_argument("--prelabel", action="store_true",
                    help="with R > 1: create the SlurmJobs with their shard label already set, so "
                         "that the leader's labeller (one patch at a time) is not on the path")
+    p.add_argument("--deadline", default="",
+                   help="with R > 1: HH:MM (UTC) at which every wait ends and the run reports what "
+                        "it has (a run that cannot finish in time)")
     p.add_argument("--skip-delete", action="store_true",
                    help="with R > 1: leave out the delete phase")
     p.add_argument("--max-history", type=int, default=300000,
@@ -1824,6 +1880,13 @@ def main():
         p.error("--operator is required")
     if args.replicas > 1:
         args.shards = args.shards or args.replicas
+        if args.deadline:
+            hh, mm = args.deadline.split(":")
+            now = time.time()
+            d = now - now % 86400 + int(hh) * 3600 + int(mm) * 60
+            args.deadline = d if d > now else d + 86400
+        else:
+            args.deadline = 0
         for n in sizes:
             t0 = time.time()
             r = run_sharded(args, n)
