@@ -1282,6 +1282,11 @@ def run_sharded(args, n):
         win = [s for s in samp.samples if last_jobid + 0.5 <= s["t"] <= first_end - 0.5
                and s.get("calls") is not None and s.get("by_cluster") is not None]
         res["window_kind"] = "all N submitted, none ended"
+        if len(win) < 2 and not res["cut_at_deadline"]:
+            # the first jobs ended before the last were submitted: the 120 s before the first end
+            win = [s for s in samp.samples if first_end - 120 <= s["t"] <= first_end - 0.5
+                   and s.get("calls") is not None and s.get("by_cluster") is not None]
+            res["window_kind"] = "the 120 s before the first job ended (submits going on)"
         if len(win) < 2 and res["cut_at_deadline"]:
             # cut before all N were submitted: the last 120 s (submits still going on)
             win = [s for s in samp.samples if s["t"] >= t_all_terminal - 120
