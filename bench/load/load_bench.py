@@ -1395,7 +1395,7 @@ def report_sharded(r, out=sys.stdout):
     rows.append(("throughput, SlurmJobs submitted/s (first create -> last jobId)",
                  "%.1f" % r["throughput_submits_per_s"]))
     if r.get("to_99pct_jobid_s"):
-        rows.append(("  first create -> 99 %% of the N have a jobId (s) ; that rate (/s)",
+        rows.append(("  first create -> 99 % of the N have a jobId (s) ; that rate (/s)",
                      "%.1f ; %.1f" % (r["to_99pct_jobid_s"], r["throughput_99pct_per_s"])))
     rows.append(("duplicates (SlurmJobs submitted more than once, by comment ; by name)",
                  "%d ; %d" % (r["duplicate_submits"], r["duplicate_names"])))
