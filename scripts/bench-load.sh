@@ -6,6 +6,8 @@
 # one table per N.
 #
 # Usage: scripts/bench-load.sh [--sizes 100,1000,10000] [--repeat K] [any load_bench.py option]
+#   --replicas R [--shards S] --clusters K: R sharded replicas, one SIGKILLed mid-run (bench/README.md,
+#   "100,000 SlurmJobs over 4 sharded replicas"); --standins-scale: the stand-ins alone at N.
 #   BUILD_DIR   build directory (default: build); OPERATOR=path skips the build entirely.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -143,6 +143,7 @@ class WatchStream(threading.Thread):
         super().__init__(daemon=True)
         self.port, self.token, self.path, self.rv, self.on_event = port, token, path, rv, on_event
         self.stop = False
+        self.selector = None  # labelSelector, if any
         self.requests = 0  # watch requests made (counted by the apiserver as verb "watch")
         self.connected = threading.Event()
 
@@ -150,9 +151,11 @@ class WatchStream(threading.Thread):
         while not self.stop:
             try:
                 c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=3600)
-                q = urllib.parse.urlencode({"watch": "true", "resourceVersion": self.rv,
-                                            "allowWatchBookmarks": "true",
-                                            "timeoutSeconds": "3600"})
+                qd = {"watch": "true", "resourceVersion": self.rv,
+                      "allowWatchBookmarks": "true", "timeoutSeconds": "3600"}
+                if self.selector:
+                    qd["labelSelector"] = self.selector
+                q = urllib.parse.urlencode(qd)
                 self.requests += 1
                 c.request("GET", self.path + "?" + q,
                           headers={"Authorization": "Bearer " + self.token})
@@ -641,6 +644,7 @@ class Sampler(threading.Thread):
         self.samples = []
         self.stop = False
         self.lock = threading.Lock()
+        self.by_cluster = False
 
     def run(self):
         while not self.stop:
@@ -654,6 +658,8 @@ class Sampler(threading.Thread):
             try:
                 calls = self.env.aadmin("GET", "calls")
                 row["calls"] = calls.get("by_call", {})
+                if self.by_cluster:
+                    row["by_cluster"] = calls.get("by_cluster", {})
             except Exception:  # noqa: BLE001
                 row["calls"] = None
             self.samples.append(row)
@@ -733,7 +739,7 @@ def run_once(args, n):
     work = tempfile.mkdtemp(prefix="slurmop-load-%d-" % n)
     log("N=%d: work dir %s" % (n, work))
     res = {"N": n, "work": work}
-    env = Env(work, history=max(10000, n * 20), clusters=args.clusters)
+    env = Env(work, history=max(10000, min(n * 20, args.max_history)), clusters=args.clusters)
     samp = None
     ops = []
     try:
@@ -942,6 +948,667 @@ def run_once(args, n):
     res["harness_cpu_s"] = proc_cpu(os.getpid())
     res["loadavg_end"] = float(open("/proc/loadavg").read().split()[0])
     return res
+
+
+# ----------------------------------------------------------------------------------- replicas
+
+OP_NS = "bench-op"  # the replicas' Lease namespace (--operator-namespace)
+SHARD_LABEL = "hpc.slurmoperator.dev/shard"
+
+
+def fnv1a32(text):
+    h = 0x811C9DC5
+    for b in text.encode():
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def read_leases(env):
+    """shard -> (holderIdentity, renewTime) of the shard Leases in OP_NS."""
+    _, lst = env.k.json("GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % OP_NS,
+                        expect=(200,))
+    out = {}
+    for it in (lst or {}).get("items") or []:
+        name = it["metadata"]["name"]
+        if "-shard-" not in name:
+            continue
+        spec = it.get("spec") or {}
+        out[int(name.rsplit("-", 1)[1])] = (spec.get("holderIdentity") or "",
+                                            spec.get("renewTime"))
+    return out
+
+
+class ShardTracker(Tracker):
+    """Tracker that also keeps each SlurmJob's shard label and the instants of its status
+    changes (jobId set, jobState changed), for the shard-move measure."""
+
+    def __init__(self):
+        super().__init__()
+        self.progress = []  # (t, shard label, name, what)
+
+    def on_event(self, etype, obj, t):
+        md = obj.get("metadata") or {}
+        name = md.get("name")
+        st = obj.get("status") or {}
+        shard = (md.get("labels") or {}).get(SHARD_LABEL)
+        with self.lock:
+            j = self.jobs.get(name) or {}
+            had_id, had_state = "t_jobid" in j, j.get("state")
+        super().on_event(etype, obj, t)
+        with self.lock:
+            j = self.jobs[name]
+            if shard is not None:
+                j["shard"] = shard
+            if st.get("jobId") and not had_id:
+                self.progress.append((t, shard, name, "jobId"))
+            elif st.get("jobState") and st.get("jobState") != had_state:
+                self.progress.append((t, shard, name, "state"))
+
+
+def start_replicas(args, env, work, count, tag):
+    """Starts `count` replicas (identities r0..), returns [(Proc, ready seconds)]."""
+    base = list(args.operator_arg)
+    extra = ["--shards=%d" % args.shards, "--leader-elect", "--operator-namespace=" + OP_NS]
+    if args.lease_timings:
+        d, r, p = args.lease_timings.split(",")
+        extra += ["--leader-elect-lease-duration-seconds=" + d,
+                  "--leader-elect-renew-deadline-seconds=" + r,
+                  "--leader-elect-retry-period-seconds=" + p]
+    out = [None] * count
+    errs = []
+
+    def one(i):
+        a = argparse.Namespace(**vars(args))
+        a.operator_arg = base + extra + ["--leader-elect-identity=r%d" % i]
+        try:
+            p, _, ready = start_operator(a, env, work, "%s-r%d" % (tag, i))
+            out[i] = (p, ready)
+        except Exception as e:  # noqa: BLE001
+            errs.append(repr(e))
+
+    ts = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(count)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errs:
+        raise RuntimeError("replica start: %s" % errs)
+    return out
+
+
+def wait_shards_held(env, shards, live, timeout):
+    """Waits until every shard's Lease is held by one of `live`; returns the seconds."""
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        le = read_leases(env)
+        if all(le.get(k, ("", None))[0] in live for k in range(shards)):
+            return time.time() - t0, le
+        time.sleep(0.1)
+    return None, read_leases(env)
+
+
+def run_sharded(args, n):
+    """N SlurmJobs over --clusters K and --replicas R replicas with --shards S: per-replica
+    RSS, calls per cluster per tick, create -> jobId against the floor, and the time for the
+    shards of a replica killed with SIGKILL (while jobs are being submitted) to move."""
+    work = tempfile.mkdtemp(prefix="slurmop-load-%d-r%d-" % (n, args.replicas))
+    log("N=%d, %d replicas, %d shards, %d clusters: work dir %s" % (
+        n, args.replicas, args.shards, args.clusters, work))
+    res = {"N": n, "work": work, "replicas": args.replicas, "shards": args.shards,
+           "prelabel": args.prelabel,
+           "clusters": args.clusters, "sharded": True, "lease_timings": args.lease_timings or
+           "operator defaults (15,10,2)"}
+    env = Env(work, history=max(10000, min(n * 20, args.max_history)), clusters=args.clusters)
+    samp, ops = None, []
+    try:
+        env.setup_cluster()
+        env.k.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                  "metadata": {"name": OP_NS}},
+                   expect=(201, 409))
+        env.token()
+        res["floor"] = measure_floor(env, args.floor_samples)
+        log("floor: %s" % {k: round(v * 1000, 2) for k, v in res["floor"].items()})
+        res["capacity"] = measure_capacity(env, args.capacity_count, args.workers)
+        log("capacity: %s" % {k: round(v, 2) for k, v in res["capacity"].items()})
+        if args.quota_per_minute > 0:
+            env.aadmin("POST", "quota", {"per_minute": args.quota_per_minute,
+                                         "window_seconds": 60, "retry_delay": 10})
+        if args.cluster_budget > 0:
+            env.set_project_budget(args.cluster_budget)
+        tracker = ShardTracker()
+        _, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), expect=(200,))
+        watch = WatchStream(env.kube_port, env.kube_token,
+                            "%s/namespaces/%s/slurmjobs" % (GROUP, NS),
+                            lst["metadata"]["resourceVersion"], tracker.on_event)
+        watch.start()
+        watch.connected.wait(10)
+        res["loadavg_start"] = float(open("/proc/loadavg").read().split()[0])
+        samp = Sampler(env)
+        samp.by_cluster = True
+        samp.pids = {"kube": env.kube.pid, "ap": env.ap.pid, "harness": os.getpid()}
+        samp.start()
+        t0 = time.time()
+        started = start_replicas(args, env, work, args.replicas, "1")
+        live = {"r%d" % i for i in range(args.replicas)}
+        held_s, leases = wait_shards_held(env, args.shards, live, 120)
+        res["ready_s"] = [r for _, r in started]
+        res["all_shards_held_s"] = (time.time() - t0) if held_s is not None else None
+        ops = [p for p, _ in started]
+        with samp.lock:
+            for i, p in enumerate(ops):
+                samp.pids["r%d" % i] = p.pid
+        log("replicas ready in %s s; shards held: %s" % (
+            [round(x, 2) for x in res["ready_s"]], {k: v[0] for k, v in leases.items()}))
+        time.sleep(3.0)
+        res["rss_idle"] = {"r%d" % i: proc_mem(p.pid)[0] for i, p in enumerate(ops)}
+        cluster_shard = {"c%d" % c: fnv1a32("%s/c%d" % (NS, c)) % args.shards
+                         for c in range(args.clusters)}
+        res["cluster_shard"] = cluster_shard
+        if args.isolated > 0:
+            iso = measure_isolated(env, tracker, args.isolated, 5.0)
+            res["isolated_to_jobid"] = {"p50": pct(iso, 50), "p99": pct(iso, 99),
+                                        "max": max(iso) if iso else None, "n": len(iso)}
+            log("isolated create -> jobId: %s" % {k: (round(v * 1000, 1) if k != "n" else v)
+                                                  for k, v in res["isolated_to_jobid"].items()
+                                                  if v is not None})
+            time.sleep(1.0)
+        env.kadmin("POST", "counters/reset")
+        env.aadmin("POST", "calls")
+        cpu_idle = {k: proc_cpu(p.pid) for k, p in zip(sorted(res["rss_idle"]), ops)}
+
+        run_seconds = args.run_seconds or max(60.0, min(1800.0, n / 60.0 + 60))
+        res["run_seconds"] = run_seconds
+        width = max(5, len(str(n - 1)))
+        names = ["job-%0*d" % (width, i) for i in range(n)]
+        t_create = {}
+
+        def cluster_of(name):
+            return "c%d" % (int(name[4:]) % args.clusters) if args.clusters > 1 else CLUSTER
+
+        def create(name):
+            t = time.time()
+            m = job_manifest(NS, name, run_seconds, cluster_of(name))
+            if args.prelabel:
+                # the shard label the labeller would write (README: FNV-1a("ns/cluster") mod S)
+                m["metadata"]["labels"] = {SHARD_LABEL: str(cluster_shard[cluster_of(name)])}
+            env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), m, expect=(201,))
+            t_create[name] = t
+
+        # The kill: once --kill-at of the N have a jobId, SIGKILL the replica holding the most
+        # shards; a thread reads the shard Leases every 0.1 s until another replica holds each.
+        kill = {}
+
+        def killer():
+            target = int(args.kill_at * n)
+            while tracker.count("t_jobid", names) < target:
+                with tracker.lock:
+                    tracker.lock.wait(0.5)
+            le = read_leases(env)
+            held = collections.Counter(v[0] for v in le.values())
+            victim = max(sorted(live), key=lambda r: held.get(r, 0))
+            vi = int(victim[1:])
+            shards_v = sorted(k for k, v in le.items() if v[0] == victim)
+            kill["victim"], kill["shards"] = victim, shards_v
+            kill["jobids_at_kill"] = tracker.count("t_jobid", names)
+            kill["rss_victim_before"] = proc_mem(ops[vi].pid)
+            log("SIGKILL %s (pid %d) holding shards %s, %d jobIds so far" % (
+                victim, ops[vi].pid, shards_v, kill["jobids_at_kill"]))
+            t_kill = time.time()
+            ops[vi].p.send_signal(signal.SIGKILL)
+            ops[vi].p.wait()
+            kill["t_kill"] = t_kill
+            others = live - {victim}
+            moved = {}
+            while len(moved) < len(shards_v) and time.time() - t_kill < 600:
+                le = read_leases(env)
+                t = time.time()
+                for k in shards_v:
+                    if k not in moved and le.get(k, ("", None))[0] in others:
+                        moved[k] = (t - t_kill, le[k][0])
+                time.sleep(0.1)
+            kill["moved"] = moved
+            log("shards moved: %s" % moved)
+
+        # Every 60 s a line in the log with what the sampler saw last: a run stopped before its
+        # end still leaves per-replica RSS, progress and the Agent Platform calls behind.
+        def progress_log():
+            prev = None
+            while not getattr(progress_log, "stop", False):
+                time.sleep(60)
+                if not samp.samples:
+                    continue
+                x = samp.samples[-1]
+                calls = sum(slurm_calls(x.get("calls")).values())
+                lists = sum(v for kk, v in (x.get("calls") or {}).items()
+                            if kk.endswith("/jobs/"))
+                line = {"jobIds": tracker.count("t_jobid", names),
+                        "terminal": tracker.count("t_terminal", names),
+                        "rss_MB": {kk: round(v / 1e6) for kk, v in x["rss"].items() if v},
+                        "AP calls": calls, "AP lists": lists,
+                        "cpu_s": {kk: round(v) for kk, v in x["cpu"].items() if v},
+                        "loadavg": open("/proc/loadavg").read().split()[0]}
+                if prev:
+                    dt = x["t"] - prev["t"]
+                    line["AP calls/s"] = round((calls - sum(slurm_calls(
+                        prev.get("calls")).values())) / dt, 1)
+                prev = x
+                log("progress %s" % json.dumps(line, sort_keys=True))
+        plog = threading.Thread(target=progress_log, daemon=True)
+        plog.start()
+        t_burst = time.time()
+        kth = None
+        if args.replicas > 1 and args.kill_at > 0:
+            kth = threading.Thread(target=killer, daemon=True)
+            kth.start()
+        log("creating %d SlurmJobs over %d clusters (%d threads), each runs %g s" % (
+            n, args.clusters, args.create_threads, run_seconds))
+        create_secs, errs = parallel(names, create, args.create_threads)
+        res["create_seconds"], res["create_errors"] = create_secs, len(errs)
+        log("created in %.1f s (%.0f/s), %d errors" % (create_secs, n / create_secs, len(errs)))
+        def until(limit):  # --deadline cuts every wait
+            return max(1.0, min(limit, args.deadline - time.time())) if args.deadline else limit
+        ok_jobid = tracker.wait("t_jobid", names, until(args.timeout), "jobId", progress=True)
+        if kth:
+            kth.join(until(660))
+        ok_term = tracker.wait("t_terminal", names, until(args.timeout + run_seconds),
+                               "terminal", progress=True)
+        res["cut_at_deadline"] = bool(args.deadline) and time.time() >= args.deadline - 1.5 \
+            and not ok_term
+        if res["cut_at_deadline"]:
+            log("deadline reached: reporting what the run got so far")
+        t_all_terminal = time.time()
+        time.sleep(1.0)
+        res["ok"] = ok_jobid and ok_term and not errs
+        progress_log.stop = True
+        with tracker.lock:
+            jobs = {k: dict(v) for k, v in tracker.jobs.items() if k in t_create}
+            progress = list(tracker.progress)
+        lat = [jobs[k]["t_jobid"] - t_create[k] for k in names if "t_jobid" in jobs.get(k, {})]
+        res["create_to_jobid"] = {"p50": pct(lat, 50), "p99": pct(lat, 99),
+                                  "max": max(lat) if lat else None}
+        first_create = min(t_create.values())
+        last_jobid = max(j["t_jobid"] for j in jobs.values() if "t_jobid" in j)
+        res["throughput_submits_per_s"] = len(lat) / max(1e-6, last_jobid - first_create)
+        tj = sorted(j["t_jobid"] for j in jobs.values() if "t_jobid" in j)
+        if tj:
+            t99 = tj[int(0.99 * (len(tj) - 1))]
+            res["to_99pct_jobid_s"] = t99 - first_create
+            res["throughput_99pct_per_s"] = int(0.99 * (len(tj) - 1)) / max(1e-6,
+                                                                             t99 - first_create)
+        res["lost_no_jobid"] = sum(1 for k in names if "t_jobid" not in jobs.get(k, {}))
+        res["lost_not_terminal"] = sum(1 for k in names if "t_terminal" not in jobs.get(k, {}))
+        table = env.aadmin("GET", "jobs")
+        sc = table["submit_counts"]
+        res["slurm_submits"] = sc["accepted"]
+        res["duplicate_submits"] = len(sc.get("duplicates_by_comment") or {})
+        res["duplicate_names"] = len(sc.get("duplicates_by_name") or {})
+        # every SlurmJob's own name is the Slurm job name? count by the jobId the status shows
+        ours = {j["job_id"] for j in jobs.values() if "job_id" in j}
+        end_by_id = {j["job_id"]: j["end_time"] for j in table["jobs"]
+                     if j.get("end_time") and j["job_id"] in ours}
+        del table
+        lt = [jobs[k]["t_terminal"] - end_by_id[jobs[k]["job_id"]]
+              for k in names if "t_terminal" in jobs.get(k, {})
+              and jobs[k].get("job_id") in end_by_id]
+        res["terminal_to_status"] = {"p50": pct(lt, 50), "p99": pct(lt, 99),
+                                     "max": max(lt) if lt else None}
+        res["final_states"] = dict(collections.Counter(j.get("state") for j in jobs.values()))
+        res["jobs_per_shard"] = dict(collections.Counter(j.get("shard") for j in jobs.values()))
+
+        if kill and "t_kill" in kill:
+            t_kill = kill["t_kill"]
+            kill.setdefault("moved", {})
+            moved_shards = {str(s) for s in kill["shards"]}
+            # The new holder's first jobId or jobState change in each moved shard (after its
+            # Lease moved; what arrives between the kill and the move is the victim's last
+            # writes), and the last one before the move.
+            first_prog, last_before = {}, {}
+            for t, sh, _, _ in sorted(progress):
+                if sh not in moved_shards or int(sh) not in kill["moved"]:
+                    continue
+                t_move = t_kill + kill["moved"][int(sh)][0]
+                if t <= t_move:
+                    last_before[sh] = t - t_kill
+                else:
+                    first_prog.setdefault(sh, t - t_kill)
+            kill["first_progress_after_kill"] = first_prog
+            kill["last_progress_before_move"] = last_before
+            kill["move_s"] = max((v[0] for v in kill["moved"].values()), default=None) \
+                if len(kill["moved"]) == len(kill["shards"]) else None
+            kill.pop("t_kill")
+            res["kill"] = kill
+        elif kill:
+            res["kill"] = None
+
+        # Calls while N were active (last jobId -> first Slurm end), in total and per cluster
+        first_end = min(end_by_id.values()) if end_by_id else t_all_terminal
+        win = [s for s in samp.samples if last_jobid + 0.5 <= s["t"] <= first_end - 0.5
+               and s.get("calls") is not None and s.get("by_cluster") is not None]
+        res["window_kind"] = "all N submitted, none ended"
+        if len(win) < 2 and not res["cut_at_deadline"]:
+            # the first jobs ended before the last were submitted: the 120 s before the first end
+            win = [s for s in samp.samples if first_end - 120 <= s["t"] <= first_end - 0.5
+                   and s.get("calls") is not None and s.get("by_cluster") is not None]
+            res["window_kind"] = "the 120 s before the first job ended (submits going on)"
+        if len(win) < 2 and res["cut_at_deadline"]:
+            # cut before all N were submitted: the last 120 s (submits still going on)
+            win = [s for s in samp.samples if s["t"] >= t_all_terminal - 120
+                   and s.get("calls") is not None and s.get("by_cluster") is not None]
+            res["window_kind"] = "the last 120 s before the cut (submits going on)"
+        aw = None
+        if len(win) >= 2:
+            a, b = win[0], win[-1]
+            secs = b["t"] - a["t"]
+            per_cluster = {}
+            for c in set(b["by_cluster"]) | set(a["by_cluster"]):
+                d = diff(a["by_cluster"].get(c), b["by_cluster"].get(c))
+                lists = sum(v for kk, v in d.items() if kk.endswith("/jobs/"))
+                submits = sum(v for kk, v in d.items() if kk.endswith("/job/submit"))
+                per_cluster[c] = {"calls": sum(d.values()), "lists": lists, "submits": submits,
+                                  "per_tick": (sum(d.values()) / lists) if lists else None,
+                                  "tracking_per_tick": ((sum(d.values()) - submits) / lists)
+                                  if lists else None,
+                                  "ticks_per_min": lists * 60.0 / secs}
+            d = slurm_calls(diff(a["calls"], b["calls"]))
+            aw = {"seconds": secs, "calls": d, "calls_per_s": sum(d.values()) / secs,
+                  "per_cluster": per_cluster,
+                  "rss": {k: statistics.median(s["rss"].get(k) or 0 for s in win)
+                          for k in b["rss"] if k.startswith("r")},
+                  "rss_max": {k: max(s["rss"].get(k) or 0 for s in win)
+                              for k in b["rss"] if k.startswith("r")}}
+        res["active_window"] = aw
+        before = [s for s in samp.samples if s["t"] <= first_create]
+        after = [s for s in samp.samples if s["t"] >= last_jobid]
+        if before and after:
+            a, b = before[-1], after[0]
+            res["burst_cpu_util"] = {k: ((b["cpu"].get(k) or 0) - (a["cpu"].get(k) or 0)) /
+                                     (b["t"] - a["t"]) for k in b["cpu"]
+                                     if b["cpu"].get(k) is not None and
+                                     a["cpu"].get(k) is not None}
+        answered = env.aadmin("GET", "calls")
+        res["resource_exhausted"] = sum(v for kk, v in (answered.get("by_result") or {}).items()
+                                        if kk.startswith("RESOURCE_EXHAUSTED"))
+        res["ap_calls_to_completion"] = slurm_calls(answered.get("by_call"))
+        res["rss_peak"] = {}
+        res["rss_tracked_all_done"] = {}
+        for i, p in enumerate(ops):
+            r = "r%d" % i
+            if kill and kill.get("victim") == r:
+                res["rss_peak"][r] = kill["rss_victim_before"][1]
+                continue
+            rss, hwm = proc_mem(p.pid)
+            res["rss_tracked_all_done"][r] = rss
+            res["rss_peak"][r] = hwm
+        res["cpu_s"] = {"r%d" % i: (proc_cpu(p.pid) or 0) - (cpu_idle.get("r%d" % i) or 0)
+                        for i, p in enumerate(ops) if p.p.poll() is None}
+        res["kube_counters"] = env.kadmin("GET", "counters").get("byVerbResource")
+        res["kube_rss_peak"] = proc_mem(env.kube.pid)[1]
+        res["ap_rss_peak"] = proc_mem(env.ap.pid)[1]
+        if not args.skip_delete and not res["cut_at_deadline"]:
+            log("deleting %d SlurmJobs" % n)
+            del_secs, derrs = parallel(
+                names, lambda nm: env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" %
+                                             (GROUP, NS, nm), expect=(200, 202)),
+                args.create_threads)
+            ok_del = tracker.wait("t_deleted", names, args.timeout, "deleted", progress=True)
+            res["delete_seconds"] = del_secs
+            res["delete_to_gone_s"] = time.time() - (t_all_terminal + 1.0)
+            res["ok"] = res["ok"] and ok_del and not derrs
+            time.sleep(2.0)
+            res["rss_end"] = {"r%d" % i: proc_mem(p.pid)[0] for i, p in enumerate(ops)
+                              if p.p.poll() is None}
+        watch.stop = True
+    finally:
+        if samp:
+            samp.stop = True
+        for o in ops:
+            o.stop()
+        env.stop()
+    res["harness_cpu_s"] = proc_cpu(os.getpid())
+    res["loadavg_end"] = float(open("/proc/loadavg").read().split()[0])
+    return res
+
+
+def report_sharded(r, out=sys.stdout):
+    w = out.write
+    fl = r["floor"]["floor (issue: delivery + submit + status write)"]
+    w("\n=== N = %d SlurmJobs over %d clusters, %d replicas, %d shards (lease timings %s)%s ===\n"
+      % (r["N"], r["clusters"], r["replicas"], r["shards"], r["lease_timings"],
+         "; created with their shard label" if r.get("prelabel") else
+         "; labelled by the leader's labeller"))
+    w("ok: %s; final states: %s; jobs per shard: %s\n" % (
+        r.get("ok"), r.get("final_states"), r.get("jobs_per_shard")))
+    w("each job runs %g s in Slurm; creates took %.1f s (%d errors)\n" % (
+        r["run_seconds"], r["create_seconds"], r["create_errors"]))
+    rows = []
+    c2j = r["create_to_jobid"]
+    rows.append(("create -> status.jobId p50 / p99 / max (ms)",
+                 "%s / %s / %s" % (ms(c2j["p50"]), ms(c2j["p99"]), ms(c2j["max"]))))
+    rows.append(("floor (delivery + submit + status write) (ms)", ms(fl)))
+    rows.append(("p50 / floor ; p99 / floor (N created at once: mostly queueing)",
+                 "%.1fx ; %.1fx" % (c2j["p50"] / fl, c2j["p99"] / fl) if c2j["p50"] else "-"))
+    iso = r.get("isolated_to_jobid") or {}
+    if iso.get("p50"):
+        rows.append(("isolated create -> jobId p50 / p99 (ms) ; /floor",
+                     "%s / %s ; %.1fx / %.1fx" % (ms(iso["p50"]), ms(iso["p99"]),
+                                                  iso["p50"] / fl, iso["p99"] / fl)))
+    t2s = r["terminal_to_status"]
+    rows.append(("Slurm end -> status p50 / p99 / max (ms)",
+                 "%s / %s / %s" % (ms(t2s["p50"]), ms(t2s["p99"]), ms(t2s["max"]))))
+    rows.append(("throughput, SlurmJobs submitted/s (first create -> last jobId)",
+                 "%.1f" % r["throughput_submits_per_s"]))
+    if r.get("to_99pct_jobid_s"):
+        rows.append(("  first create -> 99 % of the N have a jobId (s) ; that rate (/s)",
+                     "%.1f ; %.1f" % (r["to_99pct_jobid_s"], r["throughput_99pct_per_s"])))
+    rows.append(("duplicates (SlurmJobs submitted more than once, by comment ; by name)",
+                 "%d ; %d" % (r["duplicate_submits"], r["duplicate_names"])))
+    if r.get("cut_at_deadline"):
+        rows.append(("CUT AT THE DEADLINE: the counts below are 'not yet', not 'lost'", ""))
+    rows.append(("lost: never a jobId ; never a terminal jobState",
+                 "%d ; %d" % (r["lost_no_jobid"], r["lost_not_terminal"])))
+    rows.append(("Slurm submits accepted", "%d" % r["slurm_submits"]))
+    k = r.get("kill")
+    if k:
+        rows.append(("kill: victim, its shards, jobIds when killed",
+                     "%s, %s, %d" % (k["victim"], k["shards"], k["jobids_at_kill"])))
+        rows.append(("shard move after SIGKILL: Lease held by another replica (s, by shard)",
+                     "max %s  %s" % ("-" if k.get("move_s") is None else "%.1f" % k["move_s"],
+                                     json.dumps({s: [round(v[0], 1), v[1]]
+                                                 for s, v in k["moved"].items()}))))
+        rows.append(("  in a moved shard, s after the kill: last jobId/state change before "
+                     "the move ; first after it",
+                     "%s ; %s" % (json.dumps({s: round(v, 1) for s, v in
+                                             k.get("last_progress_before_move", {}).items()}),
+                                  json.dumps({s: round(v, 1) for s, v in
+                                              k["first_progress_after_kill"].items()}))))
+    aw = r.get("active_window")
+    if aw:
+        pc = aw["per_cluster"]
+        ticks = [v["per_tick"] for v in pc.values() if v["per_tick"] is not None]
+        rows.append(("calls per cluster per tick: median / max (window: %s)" % r.get(
+                         "window_kind", "all N submitted, none ended"),
+                     "%s / %s  (%.0f s, %d clusters listed)" % (
+                         "%.2f" % statistics.median(ticks) if ticks else "-",
+                         "%.2f" % max(ticks) if ticks else "-", aw["seconds"], len(ticks))))
+        tt = [v.get("tracking_per_tick") for v in pc.values()
+              if v.get("tracking_per_tick") is not None]
+        if tt:
+            rows.append(("  the same without submits (tracking calls per tick): median / max",
+                         "%.2f / %.2f" % (statistics.median(tt), max(tt))))
+        rows.append(("  ticks (lists) per cluster per minute: median",
+                     "%.1f" % statistics.median(v["ticks_per_min"] for v in pc.values())))
+        rows.append(("Agent Platform calls/s while all N active", "%.1f" % aw["calls_per_s"]))
+    tot = sum(r["ap_calls_to_completion"].values())
+    rows.append(("Agent Platform calls per job to completion", "%.2f" % (tot / r["N"])))
+    rows.append(("429 answers", "%d" % r["resource_exhausted"]))
+    reps = sorted(r["rss_idle"])
+    rows.append(("per-replica RSS idle (MB)", " ".join("%s %.0f" % (x, r["rss_idle"][x] / 1e6)
+                                                      for x in reps)))
+    if aw:
+        rows.append(("per-replica RSS, all N tracked: median / max of the window (MB)",
+                     " ".join("%s %.0f/%.0f" % (x, aw["rss"].get(x, 0) / 1e6,
+                                                aw["rss_max"].get(x, 0) / 1e6)
+                              for x in reps if aw["rss"].get(x))))
+    rows.append(("per-replica RSS peak (VmHWM; the victim's before the kill) (MB)",
+                 " ".join("%s %.0f" % (x, (r["rss_peak"].get(x) or 0) / 1e6) for x in reps)))
+    if r.get("rss_end"):
+        rows.append(("per-replica RSS after the deletes (MB)",
+                     " ".join("%s %.0f" % (x, v / 1e6) for x, v in sorted(r["rss_end"].items())
+                              if v)))
+    rows.append(("replica CPU s (create..end), survivors",
+                 " ".join("%s %.0f" % kv for kv in sorted(r["cpu_s"].items()))))
+    rows.append(("replicas ready (s) ; all shards held (s)",
+                 "%s ; %s" % ([round(x, 2) for x in r["ready_s"]],
+                              "-" if r["all_shards_held_s"] is None
+                              else "%.1f" % r["all_shards_held_s"])))
+    rows.append(("stand-ins' peak RSS: kube / Agent Platform (MB)",
+                 "%.0f / %.0f" % (r["kube_rss_peak"] / 1e6, r["ap_rss_peak"] / 1e6)))
+    if r.get("delete_seconds") is not None:
+        rows.append(("deletes: requests took / until every DELETED event (s)",
+                     "%.1f / %.1f" % (r["delete_seconds"], r["delete_to_gone_s"])))
+    wid = max(len(a) for a, _ in rows)
+    for a, b in rows:
+        w("  %-*s  %s\n" % (wid, a, b))
+    w("-- stand-ins alone (same run, before the operators started) --\n")
+    for kk, v in r["capacity"].items():
+        w("  %-*s  %.2f\n" % (wid, kk, v))
+    w("-- CPU use while submitting (cores; a Python stand-in saturates at ~1.0) --\n")
+    w("  %s\n" % ", ".join("%s %.2f" % kv for kv in sorted((r.get("burst_cpu_util") or {}).items())))
+    w("  load average at start / end: %.1f / %.1f\n" % (r["loadavg_start"], r["loadavg_end"]))
+
+
+# ----------------------------------------------------------------------------------- stand-ins at scale
+
+def measure_standins_at_scale(args, n):
+    """What the stand-ins sustain with N SlurmJobs (and N Slurm jobs) over K clusters, with no
+    operator: kube creates/s and status writes/s as the store fills (per tenth), a list of all N
+    and of one shard's (label selector), watch delivery to S label-selected watches; Agent
+    Platform submits/s as the simulators fill, and the per-cluster batched list (N/K jobs)."""
+    work = tempfile.mkdtemp(prefix="slurmop-standins-scale-%d-" % n)
+    k = max(1, args.clusters)
+    s = max(1, args.shards or args.replicas or 1)
+    out = {"N": n, "clusters": k, "shards": s}
+    env = Env(work, history=max(10000, min(n * 20, args.max_history)), clusters=k)
+    try:
+        env.setup_cluster()
+        env.token()
+        width = max(5, len(str(n - 1)))
+        names = ["job-%0*d" % (width, i) for i in range(n)]
+        cl = {nm: ("c%d" % (i % k)) if k > 1 else CLUSTER for i, nm in enumerate(names)}
+        shard = {nm: fnv1a32("%s/%s" % (NS, cl[nm])) % s for nm in names}
+        # S watches, one per shard label, as the replicas' informers have
+        got = collections.Counter()
+        glock = threading.Lock()
+
+        def on_ev(etype, obj, t):
+            with glock:
+                got[etype] += 1
+        _, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), expect=(200,))
+        watches = []
+        for x in range(s):
+            w = WatchStream(env.kube_port, env.kube_token,
+                            "%s/namespaces/%s/slurmjobs" % (GROUP, NS),
+                            lst["metadata"]["resourceVersion"], on_ev)
+            w.selector = "%s=%d" % (SHARD_LABEL, x)
+            w.start()
+            watches.append(w)
+        objs = {}
+
+        def create(nm):
+            m = job_manifest(NS, nm, 0, cl[nm])
+            m["metadata"]["labels"] = {SHARD_LABEL: str(shard[nm])}
+            _, o = env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), m,
+                              expect=(201,))
+            objs[nm] = o["metadata"]["resourceVersion"]
+
+        tenth = max(1, n // 10)
+        rates, cpus = [], []
+        for i in range(0, n, tenth):
+            chunk = names[i:i + tenth]
+            c0 = proc_cpu(env.kube.pid)
+            secs, errs = parallel(chunk, create, args.create_threads)
+            c1 = proc_cpu(env.kube.pid)
+            rates.append(len(chunk) / secs)
+            cpus.append((c1 - c0) * 1000 / len(chunk))
+            log("kube: %d SlurmJobs, last tenth %.0f creates/s, %.2f ms CPU each, RSS %.0f MB" % (
+                i + len(chunk), rates[-1], cpus[-1], proc_mem(env.kube.pid)[0] / 1e6))
+        out["kube creates/s by tenth"] = [round(r) for r in rates]
+        out["kube CPU ms per create by tenth"] = [round(c, 2) for c in cpus]
+        t0 = time.time()
+        while sum(got.values()) < n and time.time() - t0 < 120:
+            time.sleep(0.1)
+        out["kube watch events delivered to the shard watches"] = sum(got.values())
+        out["kube watch delivery lag after the last create, s"] = time.time() - t0
+        t0 = time.time()
+        st, raw = env.k.request("GET", "%s/slurmjobs" % GROUP)
+        out["kube list all N SlurmJobs, s"] = time.time() - t0
+        out["kube list all N, MB"] = len(raw) / 1e6
+        del raw
+        t0 = time.time()
+        env.k.request("GET", "%s/slurmjobs?labelSelector=%s" % (
+            GROUP, urllib.parse.quote("%s=0" % SHARD_LABEL)))
+        out["kube list one shard (label selector), s"] = time.time() - t0
+        sample = names[:: max(1, n // 5000)]
+
+        def status_write(nm):
+            env.k.json("PATCH", "%s/namespaces/%s/slurmjobs/%s/status" % (GROUP, NS, nm),
+                       {"status": {"jobId": 1, "jobState": "PENDING", "phase": "Pending"}},
+                       ctype="application/merge-patch+json", expect=(200,))
+        c0 = proc_cpu(env.kube.pid)
+        secs, errs = parallel(sample, status_write, args.create_threads)
+        c1 = proc_cpu(env.kube.pid)
+        out["kube status patches/s with N stored"] = len(sample) / secs
+        out["kube CPU ms per status patch with N stored"] = (c1 - c0) * 1000 / len(sample)
+        out["kube RSS MB with N stored"] = proc_mem(env.kube.pid)[0] / 1e6
+        for w in watches:
+            w.stop = True
+
+        # Agent Platform: N submits over K clusters, then the per-cluster list
+        def submit(i):
+            c = "c%d" % (i % k) if k > 1 else "demo-cluster"
+            body = {"method": "HTTP_METHOD_POST", "path": "/slurm/v0.0.42/job/submit",
+                    "body": dict(submit_body("s-%d" % i, "scale:%d" % i),
+                                 script="#!/bin/bash\nsleep 36000\n")}
+            st, raw = env.a.request(
+                "POST", "/v1beta1/projects/demo-project/locations/us-central1/"
+                        "modelDevelopmentClusters/%s:callSlurmRestApi" % c, body,
+                headers={"Authorization": "Bearer " + env.token()})
+            if st != 200:
+                raise RuntimeError("submit -> %d" % st)
+        rates, cpus = [], []
+        for i in range(0, n, tenth):
+            chunk = range(i, min(n, i + tenth))
+            c0 = proc_cpu(env.ap.pid)
+            secs, errs = parallel(chunk, submit, args.create_threads)
+            c1 = proc_cpu(env.ap.pid)
+            rates.append(len(chunk) / secs)
+            cpus.append((c1 - c0) * 1000 / len(chunk))
+            log("AP: %d jobs, last tenth %.0f submits/s, %.2f ms CPU each, %d errors, RSS %.0f MB"
+                % (i + len(chunk), rates[-1], cpus[-1], len(errs),
+                   proc_mem(env.ap.pid)[0] / 1e6))
+        out["AP submits/s by tenth"] = [round(r) for r in rates]
+        out["AP CPU ms per submit by tenth"] = [round(c, 2) for c in cpus]
+        c = "c0" if k > 1 else "demo-cluster"
+        times, cpu = [], []
+        for rep in range(4):
+            c0 = proc_cpu(env.ap.pid)
+            t0 = time.time()
+            st, raw = env.a.request(
+                "POST", "/v1beta1/projects/demo-project/locations/us-central1/"
+                        "modelDevelopmentClusters/%s:callSlurmRestApi?prettyPrint=false" % c,
+                {"method": "HTTP_METHOD_GET", "path": "/slurm/v0.0.42/jobs/"},
+                headers={"Authorization": "Bearer " + env.token()})
+            times.append(time.time() - t0)
+            cpu.append(proc_cpu(env.ap.pid) - c0)
+        out["AP list of one cluster (N/K jobs, compact): s, first / warm"] = [
+            round(times[0], 3), round(statistics.median(times[1:]), 3)]
+        out["AP list of one cluster: MB"] = len(raw) / 1e6
+        out["AP CPU s per warm list"] = statistics.median(cpu[1:])
+        out["AP lists of N/K jobs per s at one core (warm)"] = 1.0 / max(1e-6, statistics.median(cpu[1:]))
+        out["AP RSS MB with N jobs"] = proc_mem(env.ap.pid)[0] / 1e6
+    finally:
+        env.stop()
+    return out
 
 
 # ----------------------------------------------------------------------------------- report
@@ -1178,12 +1845,43 @@ def main():
                    help="extra operator flag, repeatable (e.g. --operator-arg=--min-poll-seconds=2)")
     p.add_argument("--operator-env", action="append", default=[],
                    help="KEY=VALUE added to the operator's environment, repeatable")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="R > 1: R operator replicas (--leader-elect, identities r0..) sharing "
+                        "--shards S; a replica is killed with SIGKILL while jobs are submitted")
+    p.add_argument("--shards", type=int, default=0, help="operator --shards (default: R)")
+    p.add_argument("--kill-at", type=float, default=0.5,
+                   help="with R > 1: SIGKILL a replica once this fraction of the N have a jobId "
+                        "(0: no kill)")
+    p.add_argument("--lease-timings", default="",
+                   help="with R > 1: lease duration,renew deadline,retry period in s (default: "
+                        "the operator's 15,10,2)")
+    p.add_argument("--standins-scale", action="store_true",
+                   help="only fill the stand-ins with N SlurmJobs and N Slurm jobs over --clusters "
+                        "(no operator) and measure what they sustain as they fill")
+    p.add_argument("--prelabel", action="store_true",
+                   help="with R > 1: create the SlurmJobs with their shard label already set, so "
+                        "that the leader's labeller (one patch at a time) is not on the path")
+    p.add_argument("--deadline", default="",
+                   help="with R > 1: HH:MM (UTC) at which every wait ends and the run reports what "
+                        "it has (a run that cannot finish in time)")
+    p.add_argument("--skip-delete", action="store_true",
+                   help="with R > 1: leave out the delete phase")
+    p.add_argument("--max-history", type=int, default=300000,
+                   help="cap of the kube stand-in's watch history (20 x N, at least 10,000)")
     p.add_argument("--json-out", help="write every run's raw figures here")
     p.add_argument("--keep", action="store_true", help="keep the work directories (logs)")
     args = p.parse_args()
     sizes = [int(s.replace("_", "").replace(",", "")) for s in args.sizes.split(",") if s]
     all_results = []
     t_start = time.time()
+    if args.standins_scale:
+        for n in sizes:
+            out = measure_standins_at_scale(args, n)
+            sys.stdout.write(json.dumps(out, indent=1, default=str) + "\n")
+            if args.json_out:
+                with open(args.json_out, "w") as f:
+                    json.dump(out, f, indent=1, default=str)
+        return
     if args.standins_only:
         for n in sizes:
             work = tempfile.mkdtemp(prefix="slurmop-standins-%d-" % n)
@@ -1202,6 +1900,32 @@ def main():
         return
     if not args.operator:
         p.error("--operator is required")
+    if args.replicas > 1:
+        args.shards = args.shards or args.replicas
+        if args.deadline:
+            hh, mm = args.deadline.split(":")
+            now = time.time()
+            d = now - now % 86400 + int(hh) * 3600 + int(mm) * 60
+            args.deadline = d if d > now else d + 86400
+        else:
+            args.deadline = 0
+        for n in sizes:
+            t0 = time.time()
+            r = run_sharded(args, n)
+            r["wall_s"] = time.time() - t0
+            report_sharded(r)
+            sys.stdout.write("  (N=%d: %.0f s wall)\n" % (n, r["wall_s"]))
+            sys.stdout.flush()
+            all_results.append([r])
+            if args.json_out:
+                with open(args.json_out, "w") as f:
+                    json.dump(all_results, f, indent=1, default=str)
+            if not args.keep:
+                import shutil
+                shutil.rmtree(r["work"], ignore_errors=True)
+        sys.stdout.write("\ntotal %.0f s; load average now %s\n" % (
+            time.time() - t_start, open("/proc/loadavg").read().split()[:3]))
+        return
     for n in sizes:
         results = []
         for i in range(args.repeat):

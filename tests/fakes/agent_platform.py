@@ -81,6 +81,37 @@ def _pretty_rows(rows, depth):
     return texts
 
 
+_COMPACT_TEXT = {}
+
+
+def compact_json(out):
+    """json.dumps(out, separators=(",", ":")) (?prettyPrint=false), fast for a job list: each
+    row's text is cached as the pretty ones are (a list of 5,000 jobs cost 0.43 s of CPU, most of
+    it in dumping rows that had not changed)."""
+    sb = out.get("structuredBody") if isinstance(out, dict) else None
+    jobs = sb.get("jobs") if isinstance(sb, dict) else None
+    if not (isinstance(jobs, list) and len(jobs) >= 16 and all(isinstance(j, dict) for j in jobs)):
+        return json.dumps(out, separators=(",", ":"))
+    shallow_sb = dict(sb)
+    shallow_sb["jobs"] = _JOBS_SENTINEL
+    shallow = dict(out)
+    shallow["structuredBody"] = shallow_sb
+    text = json.dumps(shallow, separators=(",", ":"))
+    texts = []
+    with _ROW_TEXT_LOCK:
+        for row in jobs:
+            hit = _COMPACT_TEXT.get(id(row))
+            if hit is None or hit[0] is not row:
+                hit = (row, json.dumps(row, separators=(",", ":")))
+                _COMPACT_TEXT[id(row)] = hit
+            texts.append(hit[1])
+        if len(_COMPACT_TEXT) > 2 * len(jobs) + 4096:  # rows no longer handed out
+            keep = {id(r) for r in jobs}
+            for k in [k for k in _COMPACT_TEXT if k not in keep]:
+                del _COMPACT_TEXT[k]
+    return text.replace(json.dumps(_JOBS_SENTINEL), "[" + ",".join(texts) + "]", 1)
+
+
 def pretty_json(out):
     """json.dumps(out, indent=2), fast for {"status", "structuredBody": {..., "jobs": [...]}}."""
     sb = out.get("structuredBody") if isinstance(out, dict) else None
@@ -864,7 +895,7 @@ class Handler(BaseHTTPRequestHandler):
               headers=None, pretty=True):
         if isinstance(body, (dict, list)):
             if not pretty:  # ?prettyPrint=false, a Google system parameter
-                data = (json.dumps(body, separators=(",", ":")) + "\n").encode()
+                data = (compact_json(body) + "\n").encode()
             else:
                 data = (pretty_json(body) + "\n").encode()
         elif isinstance(body, str):
