@@ -611,6 +611,17 @@ class Tracker:
                 self.lock.wait(0.5)
 
 
+def isolated_phase(env, tracker, count, res):
+    """Phase 4b: `count` SlurmJobs one at a time; their create -> jobId into res."""
+    iso = measure_isolated(env, tracker, count, 5.0)
+    res["isolated_to_jobid"] = {"p50": pct(iso, 50), "p99": pct(iso, 99),
+                                "max": max(iso) if iso else None, "n": len(iso)}
+    log("isolated create -> jobId: %s" % {k: (round(v * 1000, 1) if k != "n" else v)
+                                          for k, v in res["isolated_to_jobid"].items()
+                                          if v is not None})
+    time.sleep(1.0)
+
+
 def measure_isolated(env, tracker, count, run_seconds):
     """create -> status.jobId for SlurmJobs created one at a time (each waits for the
     previous one's jobId): the operator's own path with nothing queued before it, the
@@ -783,13 +794,7 @@ def run_once(args, n):
         rss_idle, _ = proc_mem(op.pid)
         res["rss_idle"] = rss_idle
         if args.isolated > 0:
-            iso = measure_isolated(env, tracker, args.isolated, 5.0)
-            res["isolated_to_jobid"] = {"p50": pct(iso, 50), "p99": pct(iso, 99),
-                                        "max": max(iso) if iso else None, "n": len(iso)}
-            log("isolated create -> jobId: %s" % {k: (round(v * 1000, 1) if k != "n" else v)
-                                                  for k, v in res["isolated_to_jobid"].items()
-                                                  if v is not None})
-            time.sleep(1.0)
+            isolated_phase(env, tracker, args.isolated, res)
             # The N-job figures below count from here.
             env.kadmin("POST", "counters/reset")
             env.aadmin("POST", "calls")
@@ -1105,13 +1110,7 @@ def run_sharded(args, n):
                          for c in range(args.clusters)}
         res["cluster_shard"] = cluster_shard
         if args.isolated > 0:
-            iso = measure_isolated(env, tracker, args.isolated, 5.0)
-            res["isolated_to_jobid"] = {"p50": pct(iso, 50), "p99": pct(iso, 99),
-                                        "max": max(iso) if iso else None, "n": len(iso)}
-            log("isolated create -> jobId: %s" % {k: (round(v * 1000, 1) if k != "n" else v)
-                                                  for k, v in res["isolated_to_jobid"].items()
-                                                  if v is not None})
-            time.sleep(1.0)
+            isolated_phase(env, tracker, args.isolated, res)
         env.kadmin("POST", "counters/reset")
         env.aadmin("POST", "calls")
         cpu_idle = {k: proc_cpu(p.pid) for k, p in zip(sorted(res["rss_idle"]), ops)}

@@ -27,6 +27,7 @@
 #include "controller/http/line_splitter.h"
 #include "controller/http/pplx_wait.h"
 #include "controller/http/tls_material.h"
+#include "controller/http/url_parts.h"
 
 namespace slurmop::http {
 namespace {
@@ -44,27 +45,9 @@ struct SplitUrl {
 };
 
 absl::StatusOr<SplitUrl> Split(const std::string& url) {
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("URL without scheme: ", url));
-  }
-  const std::string scheme = absl::AsciiStrToLower(url.substr(0, scheme_end));
-  if (scheme != "http" && scheme != "https") {
-    return absl::InvalidArgumentError(absl::StrCat("unsupported URL scheme: ", scheme));
-  }
-  const size_t authority_start = scheme_end + 3;
-  const size_t path_start = url.find_first_of("/?#", authority_start);
-  SplitUrl split;
-  split.https = scheme == "https";
-  split.base = url.substr(0, path_start);
-  if (split.base.size() <= authority_start) {
-    return absl::InvalidArgumentError(absl::StrCat("URL without host: ", url));
-  }
-  split.resource = path_start == std::string::npos ? "/" : url.substr(path_start);
-  if (split.resource.front() != '/') split.resource.insert(0, "/");
-  const size_t fragment = split.resource.find('#');
-  if (fragment != std::string::npos) split.resource.resize(fragment);
-  return split;
+  absl::StatusOr<UrlParts> parts = SplitHttpUrl(url);
+  if (!parts.ok()) return parts.status();
+  return SplitUrl{std::move(parts->base), std::move(parts->target), parts->https};
 }
 
 // cpprest reports the phase that failed only in the message. Failures before

@@ -24,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/http/tls_material.h"
+#include "controller/http/url_parts.h"
 
 namespace slurmop::http {
 namespace {
@@ -97,33 +98,18 @@ Headers LowerCaseHeaders(const bhttp::fields& fields) {
 }  // namespace
 
 absl::StatusOr<SplitTarget> SplitEndpointUrl(const std::string& url) {
-  const size_t scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("URL without scheme: ", url));
-  }
-  const std::string scheme = absl::AsciiStrToLower(url.substr(0, scheme_end));
-  if (scheme != "http" && scheme != "https") {
-    return absl::InvalidArgumentError(absl::StrCat("unsupported URL scheme: ", scheme));
-  }
-  const size_t authority_start = scheme_end + 3;
-  const size_t path_start = url.find_first_of("/?#", authority_start);
-  SplitTarget split;
-  split.endpoint.https = scheme == "https";
-  const std::string authority =
-      url.substr(authority_start, path_start == std::string::npos ? std::string::npos
-                                                                  : path_start - authority_start);
-  if (absl::StrContains(authority, '@')) {
+  absl::StatusOr<UrlParts> parts = SplitHttpUrl(url);
+  if (!parts.ok()) return parts.status();
+  if (absl::StrContains(parts->authority, '@')) {
     return absl::InvalidArgumentError(absl::StrCat("URL with user info: ", url));
   }
-  if (absl::Status split_host = SplitAuthority(authority, split.endpoint.https, split.endpoint);
+  SplitTarget split;
+  split.endpoint.https = parts->https;
+  if (absl::Status split_host = SplitAuthority(parts->authority, parts->https, split.endpoint);
       !split_host.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(split_host.message(), ": ", url));
   }
-  split.target = path_start == std::string::npos ? "/" : url.substr(path_start);
-  if (split.target.front() != '/') split.target.insert(0, "/");
-  if (const size_t fragment = split.target.find('#'); fragment != std::string::npos) {
-    split.target.resize(fragment);
-  }
+  split.target = std::move(parts->target);
   return split;
 }
 
