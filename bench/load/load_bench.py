@@ -611,6 +611,20 @@ class Tracker:
                 self.lock.wait(0.5)
 
 
+def measure_standins(env, args, res):
+    """Phases 2-3: the floor and the stand-ins alone; then the project's quota (from here on the
+    Agent Platform stand-in enforces it, a sliding minute) and budget, if asked."""
+    res["floor"] = measure_floor(env, args.floor_samples)
+    log("floor: %s" % {k: round(v * 1000, 2) for k, v in res["floor"].items()})
+    res["capacity"] = measure_capacity(env, args.capacity_count, args.workers)
+    log("capacity: %s" % {k: round(v, 2) for k, v in res["capacity"].items()})
+    if args.quota_per_minute > 0:
+        env.aadmin("POST", "quota", {"per_minute": args.quota_per_minute,
+                                     "window_seconds": 60, "retry_delay": 10})
+    if args.cluster_budget > 0:
+        env.set_project_budget(args.cluster_budget)
+
+
 def isolated_phase(env, tracker, count, res):
     """Phase 4b: `count` SlurmJobs one at a time; their create -> jobId into res."""
     iso = measure_isolated(env, tracker, count, 5.0)
@@ -756,17 +770,7 @@ def run_once(args, n):
     try:
         env.setup_cluster()
         env.token()
-        res["floor"] = measure_floor(env, args.floor_samples)
-        log("floor: %s" % {k: round(v * 1000, 2) for k, v in res["floor"].items()})
-        res["capacity"] = measure_capacity(env, args.capacity_count, args.workers)
-        log("capacity: %s" % {k: round(v, 2) for k, v in res["capacity"].items()})
-
-        if args.quota_per_minute > 0:
-            # From here on the stand-in enforces the project's quota (a sliding minute).
-            env.aadmin("POST", "quota", {"per_minute": args.quota_per_minute,
-                                         "window_seconds": 60, "retry_delay": 10})
-        if args.cluster_budget > 0:
-            env.set_project_budget(args.cluster_budget)
+        measure_standins(env, args, res)
         res["clusters"] = args.clusters
         res["quota_per_minute"] = args.quota_per_minute
         res["budget"] = args.cluster_budget or args.budget
@@ -1071,15 +1075,7 @@ def run_sharded(args, n):
                                                   "metadata": {"name": OP_NS}},
                    expect=(201, 409))
         env.token()
-        res["floor"] = measure_floor(env, args.floor_samples)
-        log("floor: %s" % {k: round(v * 1000, 2) for k, v in res["floor"].items()})
-        res["capacity"] = measure_capacity(env, args.capacity_count, args.workers)
-        log("capacity: %s" % {k: round(v, 2) for k, v in res["capacity"].items()})
-        if args.quota_per_minute > 0:
-            env.aadmin("POST", "quota", {"per_minute": args.quota_per_minute,
-                                         "window_seconds": 60, "retry_delay": 10})
-        if args.cluster_budget > 0:
-            env.set_project_budget(args.cluster_budget)
+        measure_standins(env, args, res)
         tracker = ShardTracker()
         _, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, NS), expect=(200,))
         watch = WatchStream(env.kube_port, env.kube_token,
