@@ -611,6 +611,17 @@ class Tracker:
                 self.lock.wait(0.5)
 
 
+def end_run(samp, ops, env, res):
+    """Stops the sampler, the operators and the stand-ins; the harness's CPU and load at the end."""
+    if samp:
+        samp.stop = True
+    for o in ops:
+        o.stop()
+    env.stop()
+    res["harness_cpu_s"] = proc_cpu(os.getpid())
+    res["loadavg_end"] = float(open("/proc/loadavg").read().split()[0])
+
+
 def measure_standins(env, args, res):
     """Phases 2-3: the floor and the stand-ins alone; then the project's quota (from here on the
     Agent Platform stand-in enforces it, a sliding minute) and budget, if asked."""
@@ -949,13 +960,7 @@ def run_once(args, n):
         res["kube_requests"] = {k: v for k, v in by.items() if v}
         watch.stop = True
     finally:
-        if samp:
-            samp.stop = True
-        for o in ops:
-            o.stop()
-        env.stop()
-    res["harness_cpu_s"] = proc_cpu(os.getpid())
-    res["loadavg_end"] = float(open("/proc/loadavg").read().split()[0])
+        end_run(samp, ops, env, res)
     return res
 
 
@@ -1354,13 +1359,7 @@ def run_sharded(args, n):
                               if p.p.poll() is None}
         watch.stop = True
     finally:
-        if samp:
-            samp.stop = True
-        for o in ops:
-            o.stop()
-        env.stop()
-    res["harness_cpu_s"] = proc_cpu(os.getpid())
-    res["loadavg_end"] = float(open("/proc/loadavg").read().split()[0])
+        end_run(samp, ops, env, res)
     return res
 
 
