@@ -230,10 +230,11 @@ def wait_file(path, timeout=60):
 class Env:
     """The two stand-ins for one run."""
 
-    def __init__(self, work, history, clusters=1):
+    def __init__(self, work, history, clusters=1, kube_args=()):
         self.work = work
         self.kube_token = "bench-token"
         self.kube = Proc([PY] + PY_PREFIX + [os.path.join(REPO, "tests/fakes/kube_apiserver.py"), "--port", "0",
+                          ] + list(kube_args) + [
                           "--port-file", work + "/kube.port", "--kubeconfig-out",
                           work + "/kubeconfig", "--token", self.kube_token,
                           "--history-size", str(history),
@@ -1473,6 +1474,50 @@ def report_sharded(r, out=sys.stdout):
 
 # ----------------------------------------------------------------------------------- stand-ins at scale
 
+class LeaseProbe(threading.Thread):
+    """GET and PUT (renew) one Lease in NS every 0.2 s, on a connection of its own; take() returns
+    the latencies since the last take: count, p50, p99, max, and how many took over 1 s / 5 s."""
+
+    def __init__(self, env):
+        super().__init__(daemon=True)
+        self.http = Http(env.kube_port, {"Authorization": "Bearer " + env.kube_token})
+        self.path = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % NS
+        self.lock = threading.Lock()
+        self.times = []
+        self.errors = 0
+        self.stop = False
+        self.http.json("POST", self.path, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                           "metadata": {"name": "probe"},
+                                           "spec": {"holderIdentity": "probe", "leaseDurationSeconds": 15}},
+                       expect=(201, 409))
+
+    def run(self):
+        while not self.stop:
+            try:
+                t0 = time.time()
+                _, lease = self.http.json("GET", self.path + "/probe", expect=(200,))
+                t1 = time.time()
+                lease["spec"]["renewTime"] = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+                self.http.json("PUT", self.path + "/probe", lease, expect=(200,))
+                t2 = time.time()
+                with self.lock:
+                    self.times += [t1 - t0, t2 - t1]
+            except Exception:
+                with self.lock:
+                    self.errors += 1
+            time.sleep(0.2)
+
+    def take(self):
+        with self.lock:
+            t, self.times = sorted(self.times), []
+            e, self.errors = self.errors, 0
+        if not t:
+            return {"n": 0, "errors": e}
+        return {"n": len(t), "p50 ms": round(pct(t, 50) * 1000, 1), "p99 ms": round(pct(t, 99) * 1000, 1),
+                "max ms": round(t[-1] * 1000, 1), "over 1 s": sum(1 for x in t if x > 1),
+                "over 5 s": sum(1 for x in t if x > 5), "errors": e}
+
+
 def measure_standins_at_scale(args, n):
     """What the stand-ins sustain with N SlurmJobs (and N Slurm jobs) over K clusters, with no
     operator: kube creates/s and status writes/s as the store fills (per tenth), a list of all N
@@ -1482,10 +1527,18 @@ def measure_standins_at_scale(args, n):
     k = max(1, args.clusters)
     s = max(1, args.shards or args.replicas or 1)
     out = {"N": n, "clusters": k, "shards": s}
-    env = Env(work, history=max(10000, min(n * 20, args.max_history)), clusters=k)
+    kube_args = []
+    if args.standin_gc_freeze is not None:
+        kube_args = ["--gc-freeze-interval", str(args.standin_gc_freeze)]
+    env = Env(work, history=max(10000, min(n * 20, args.max_history)), clusters=k, kube_args=kube_args)
+    probe = None
     try:
         env.setup_cluster()
         env.token()
+        # A Lease read and renewed every 0.2 s on its own connection, as a leader does: the
+        # stand-in's slowest answers to it (the 100,000 run lost leaders to them).
+        probe = LeaseProbe(env)
+        probe.start()
         width = max(5, len(str(n - 1)))
         names = ["job-%0*d" % (width, i) for i in range(n)]
         cl = {nm: ("c%d" % (i % k)) if k > 1 else CLUSTER for i, nm in enumerate(names)}
@@ -1542,6 +1595,24 @@ def measure_standins_at_scale(args, n):
         env.k.request("GET", "%s/slurmjobs?labelSelector=%s" % (
             GROUP, urllib.parse.quote("%s=0" % SHARD_LABEL)))
         out["kube list one shard (label selector), s"] = time.time() - t0
+        out["kube Lease probe during the fill and the full lists"] = probe.take()
+        # paged, as the operator's informers list: limit=500, following continue tokens
+        for label, sel in (("all N", ""), ("one shard", "&labelSelector=" + urllib.parse.quote(
+                "%s=0" % SHARD_LABEL))):
+            t0, cont, pages, items, slowest = time.time(), "", 0, 0, 0.0
+            while True:
+                t1 = time.time()
+                _, page = env.k.json("GET", "%s/slurmjobs?limit=500%s%s" % (
+                    GROUP, sel, "&continue=" + urllib.parse.quote(cont) if cont else ""), expect=(200,))
+                slowest = max(slowest, time.time() - t1)
+                pages += 1
+                items += len(page["items"])
+                cont = page["metadata"].get("continue") or ""
+                if not cont:
+                    break
+            out["kube paged list (limit=500) of %s: s, pages, items, slowest page s" % label] = [
+                round(time.time() - t0, 3), pages, items, round(slowest, 3)]
+        out["kube Lease probe during the paged lists"] = probe.take()
         sample = names[:: max(1, n // 5000)]
 
         def status_write(nm):
@@ -1554,6 +1625,10 @@ def measure_standins_at_scale(args, n):
         out["kube status patches/s with N stored"] = len(sample) / secs
         out["kube CPU ms per status patch with N stored"] = (c1 - c0) * 1000 / len(sample)
         out["kube RSS MB with N stored"] = proc_mem(env.kube.pid)[0] / 1e6
+        out["kube Lease probe during the status patches"] = probe.take()
+        probe.stop = True
+        _, g = env.k.json("GET", "/__admin/gc", expect=(200,))
+        out["kube GC"] = g
         for w in watches:
             w.stop = True
 
@@ -1601,6 +1676,8 @@ def measure_standins_at_scale(args, n):
         out["AP lists of N/K jobs per s at one core (warm)"] = 1.0 / max(1e-6, statistics.median(cpu[1:]))
         out["AP RSS MB with N jobs"] = proc_mem(env.ap.pid)[0] / 1e6
     finally:
+        if probe is not None:
+            probe.stop = True
         env.stop()
     return out
 
@@ -1860,6 +1937,8 @@ def main():
                         "it has (a run that cannot finish in time)")
     p.add_argument("--skip-delete", action="store_true",
                    help="with R > 1: leave out the delete phase")
+    p.add_argument("--standin-gc-freeze", type=float, default=None, metavar="SECONDS",
+                   help="--standins-scale: the kube stand-in's --gc-freeze-interval (default: its own)")
     p.add_argument("--max-history", type=int, default=300000,
                    help="cap of the kube stand-in's watch history (20 x N, at least 10,000)")
     p.add_argument("--json-out", help="write every run's raw figures here")
