@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import bisect
 import collections
 import copy
 import datetime
@@ -91,6 +92,7 @@ GC_FINALIZERS = ("foregroundDeletion", "orphan")
 CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 MISSING = object()   # "no value" sentinel (distinct from JSON null)
 OMIT = object()      # "do not print a value" in a field error
+LIST_SNAPSHOTS = 8   # paged lists whose sorted snapshot is kept for their continue pages
 
 
 # --------------------------------------------------------------------------------------------
@@ -2485,6 +2487,31 @@ def decode_continue(tok):
         raise err_bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
 
 
+def list_key(key):
+    """The string a continue token's start holds for a store key (namespace, name): "ns/name"
+    ("/name" cluster-scoped). Lists are in the order of this string, as etcd orders its keys:
+    not that of the tuple (namespace "a-b" sorts before "a/..." here, after it as a tuple)."""
+    return "%s/%s" % key
+
+
+class ListSnapshot:
+    """The objects of one resource at one resourceVersion, sorted by list_key once: a continue
+    page bisects to its start and walks forward, as etcd serves a page by key range."""
+    __slots__ = ("keys", "objs")
+
+    def __init__(self, objs):
+        items = sorted((list_key(k), o) for k, o in objs.items())
+        self.keys = [k for k, _ in items]
+        self.objs = [o for _, o in items]
+
+    def bounds(self, ns):
+        """[lo, hi) of the keys in namespace ns (all of them when ns is None)."""
+        if ns is None:
+            return 0, len(self.keys)
+        # "ns/..." and only it lies in ["ns/", "ns0"): "/" and "0" are neighbours.
+        return bisect.bisect_left(self.keys, ns + "/"), bisect.bisect_left(self.keys, ns + "0")
+
+
 # --------------------------------------------------------------------------------------------
 # validation of built-in kinds and object metadata
 # --------------------------------------------------------------------------------------------
@@ -2887,6 +2914,13 @@ class APIServer:
         self.chunking = {"split": False, "coalesce": False, "seed": 0, "split_delay_ms": 0, "max_coalesce": 4}
         self.rand = random.Random(0)
         self.rand_lock = threading.Lock()
+        # (store key, resourceVersion) -> ListSnapshot of the paged lists served last (LRU): their
+        # continue pages are O(limit), not a copy of the state at that resourceVersion, a sort
+        # and a filter of every object (O(N) per page, O(N^2 / limit) per list, under the lock).
+        self.list_snapshots = collections.OrderedDict()
+        self.list_snapshots_lock = threading.Lock()
+        self.list_snapshots_max = LIST_SNAPSHOTS
+        self.list_snapshot_hits = self.list_snapshot_misses = 0
         self.bookmark_interval = float(args.bookmark_interval)
         self.shutting_down = False
         self.port = None
@@ -3299,11 +3333,13 @@ class APIServer:
             if not self.wait_for_rv(int(rv), self.args.too_large_wait):
                 raise self.too_large(int(rv))
         start = None
+        skey = res.store_key
+        snap = objs = None
         with self.store.lock:
             if cont:
                 crv, start = decode_continue(cont)
                 if crv == -1:
-                    objs, list_rv = dict(self.store.data.get(res.store_key, {})), self.store.rv
+                    list_rv = self.store.rv
                 elif crv < self.store.compacted or crv > self.store.rv:
                     newtok = encode_continue(-1, start)
                     raise err_expired("The provided continue parameter is too old to display a consistent list "
@@ -3313,38 +3349,58 @@ class APIServer:
                                       "that were created, modified, or deleted between the time the first chunk was "
                                       "returned and now may show up in the list.", {"continue": newtok})
                 else:
-                    objs, list_rv = self.store.state_at(res.store_key, crv), crv
+                    list_rv = crv
             elif rv and rv != "0" and (rvm == "Exact" or (limit and rvm != "NotOlderThan")):
                 x = int(rv)
                 if x < self.store.compacted:
                     raise err_expired("too old resource version: %d (%d)" % (x, self.store.compacted))
                 if x > self.store.rv:
                     raise self.too_large(x)
-                objs, list_rv = self.store.state_at(res.store_key, x), x
+                list_rv = x
             else:
-                objs, list_rv = dict(self.store.data.get(res.store_key, {})), self.store.rv
-        items = []
-        for key in sorted(objs):
-            o = objs[key]
-            md = o["metadata"]
-            if req.ns is not None and md.get("namespace", "") != req.ns:
-                continue
-            if lreqs and not label_match(lreqs, md.get("labels")):
-                continue
-            if freqs and not field_match(freqs, object_fields(res, o)):
-                continue
-            items.append((key, o))
-        if start is not None:
-            items = [(k, o) for k, o in items if "%s/%s" % k > start]
-        meta = {"resourceVersion": str(list_rv)}
+                list_rv = self.store.rv
+            snap = self.cached_list(skey, list_rv)
+            if snap is None:
+                # Under the lock only the copy (and, at an older resourceVersion, the walk back
+                # through the newer history); the sort and the filter come after it.
+                if list_rv == self.store.rv:
+                    objs = dict(self.store.data.get(skey, {}))
+                else:
+                    objs = self.store.state_at(skey, list_rv)
+        cached = snap is not None
+        if snap is None:
+            snap = ListSnapshot(objs)
+            del objs
+        lo, hi = snap.bounds(req.ns)
+        pos = lo if start is None else max(lo, bisect.bisect_right(snap.keys, start, lo, hi))
         use_limit = limit and not (rv == "0" and not cont)
+        items = []
+        keys, sobjs = snap.keys, snap.objs
+        i = pos
+        while i < hi:
+            o = sobjs[i]
+            if lreqs or freqs:
+                md = o["metadata"]
+                if lreqs and not label_match(lreqs, md.get("labels")):
+                    i += 1
+                    continue
+                if freqs and not field_match(freqs, object_fields(res, o)):
+                    i += 1
+                    continue
+            items.append(i)
+            if use_limit and len(items) > limit:
+                break
+            i += 1
+        meta = {"resourceVersion": str(list_rv)}
         if use_limit and len(items) > limit:
-            rest = len(items) - limit
             items = items[:limit]
-            meta["continue"] = encode_continue(list_rv, "%s/%s" % items[-1][0])
+            meta["continue"] = encode_continue(list_rv, keys[items[-1]])
             if not lreqs and not freqs:
-                meta["remainingItemCount"] = rest
-        objs = [o for _, o in items]
+                # every key in [pos, hi) is in the namespace and matches
+                meta["remainingItemCount"] = (hi - pos) - limit
+            if not cached:
+                self.cache_list(skey, list_rv, snap)
+        objs = [sobjs[j] for j in items]
         if fmt == "table":
             return 200, build_table(res, objs, req.q("includeObject", "Metadata"), meta), "table"
         if fmt == "partial":
@@ -3358,6 +3414,23 @@ class APIServer:
                 v.pop("apiVersion", None)
             out.append(v)
         return 200, {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta, "items": out}, "json"
+
+    def cached_list(self, skey, rv):
+        with self.list_snapshots_lock:
+            snap = self.list_snapshots.get((skey, rv))
+            if snap is not None:
+                self.list_snapshots.move_to_end((skey, rv))
+                self.list_snapshot_hits += 1
+            else:
+                self.list_snapshot_misses += 1
+            return snap
+
+    def cache_list(self, skey, rv, snap):
+        with self.list_snapshots_lock:
+            self.list_snapshots[(skey, rv)] = snap
+            self.list_snapshots.move_to_end((skey, rv))
+            while len(self.list_snapshots) > max(0, self.list_snapshots_max):
+                self.list_snapshots.popitem(last=False)
 
     def op_create(self, req, fmt):
         res = req.res
@@ -4614,6 +4687,18 @@ def _admin(self, cmd, method, body):
     if cmd == "requests":
         with self.stats_lock:
             return {"requests": list(self.req_log)}
+    if cmd == "list_snapshots":
+        # the paged lists' snapshots: {"max": n} keeps at most n (0: none, every page takes the
+        # slow path), {"clear": true} drops them
+        with self.list_snapshots_lock:
+            if body.get("clear"):
+                self.list_snapshots.clear()
+            if body.get("max") is not None:
+                self.list_snapshots_max = max(0, int(body["max"]))
+            while len(self.list_snapshots) > self.list_snapshots_max:
+                self.list_snapshots.popitem(last=False)
+            return {"cached": len(self.list_snapshots), "max": self.list_snapshots_max,
+                    "hits": self.list_snapshot_hits, "misses": self.list_snapshot_misses}
     if cmd == "gc":
         return GC_STATS.snapshot()
     if cmd == "gc/reset":
@@ -4746,6 +4831,8 @@ def load_state(api, path):
         st.data = data
         st.rv = rv
         st.history.clear()
+        with api.list_snapshots_lock:
+            api.list_snapshots.clear()
         st.compacted = rv
         with api.registry.lock:
             api.registry.custom.clear()

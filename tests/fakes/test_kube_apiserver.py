@@ -810,6 +810,143 @@ class ListTest(unittest.TestCase):
         SRV.request("DELETE", sj_path(self.ns, "l1b"))
 
 
+class PagedListTest(unittest.TestCase):
+    """Paged lists (limit + continue), as an informer makes them: every page shows the state at
+    the first page's resourceVersion, in the order of the key string "namespace/name" (etcd's),
+    from a cached snapshot of that state or, once it is evicted, rebuilt from the history."""
+
+    def labelled(self, ns, name, **labels):
+        o = sj(name, ns)
+        o["metadata"]["labels"] = labels
+        st, obj = SRV.request("POST", sj_path(ns), o)
+        self.assertEqual(st, 201, obj)
+        return obj
+
+    def pages(self, path, limit, first=None):
+        """Every page of a paged list: [(names, metadata)]."""
+        out, cont = [], None
+        while True:
+            if first is not None and not out:
+                page = first
+            else:
+                q = "%slimit=%d" % ("&" if "?" in path else "?", limit)
+                st, page = SRV.request("GET", path + q + ("&continue=" + urllib.parse.quote(cont) if cont else ""))
+                self.assertEqual(st, 200, page)
+            out.append(([i["metadata"]["name"] for i in page["items"]], page["metadata"]))
+            cont = page["metadata"].get("continue")
+            if not cont:
+                return out
+
+    def test_pages_show_the_first_page_state_across_writes(self):
+        ns = new_ns("paged")
+        for i in range(7):
+            self.labelled(ns, "p%d" % i, app="a" if i % 2 else "b")
+        hits = SRV.admin("list_snapshots")["hits"]
+        st, p1 = SRV.request("GET", sj_path(ns) + "?limit=2")
+        self.assertEqual([i["metadata"]["name"] for i in p1["items"]], ["p0", "p1"])
+        self.assertEqual(p1["metadata"]["remainingItemCount"], 5)
+        rv = p1["metadata"]["resourceVersion"]
+        # writes between the pages: a create inside the rest, a delete, a change
+        self.labelled(ns, "p2a", app="a")
+        self.assertEqual(SRV.request("DELETE", sj_path(ns, "p5"))[0], 200)
+        st, _ = SRV.request("PATCH", sj_path(ns, "p4"), {"metadata": {"labels": {"app": "changed"}}},
+                            ctype="application/merge-patch+json")
+        self.assertEqual(st, 200)
+        pages = self.pages(sj_path(ns), 2, first=p1)
+        self.assertEqual([n for n, _ in pages], [["p0", "p1"], ["p2", "p3"], ["p4", "p5"], ["p6"]])
+        self.assertEqual({m["resourceVersion"] for _, m in pages}, {rv})
+        self.assertEqual([m.get("remainingItemCount") for _, m in pages], [5, 3, 1, None])
+        # p4 as it was at the list's resourceVersion
+        st, p3 = SRV.request("GET", sj_path(ns) + "?limit=2&continue=" + urllib.parse.quote(
+            pages[1][1]["continue"]))
+        self.assertEqual(p3["items"][0]["metadata"]["labels"], {"app": "b"})
+        self.assertGreaterEqual(SRV.admin("list_snapshots")["hits"] - hits, 4)  # served from the snapshot
+        # a new list sees the writes
+        self.assertEqual([n for names, _ in self.pages(sj_path(ns), 3) for n in names],
+                         ["p0", "p1", "p2", "p2a", "p3", "p4", "p6"])
+
+    def test_order_is_that_of_the_key_string_across_namespaces(self):
+        # "<x>-b/..." sorts before "<x>/..." as a string ("-" < "/"), after it as a (namespace, name) tuple
+        x = new_ns("ord")
+        xb = x + "-b"
+        st, obj = SRV.request("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                             "metadata": {"name": xb}})
+        self.assertEqual(st, 201, obj)
+        for ns, name in ((x, "a"), (x, "z"), (xb, "m"), (xb, "n")):
+            self.labelled(ns, name, order=x)
+        path = SJ + "/slurmjobs?labelSelector=order%3D" + x
+        st, lst = SRV.request("GET", path)
+        want = ["m", "n", "a", "z"]
+        self.assertEqual([i["metadata"]["name"] for i in lst["items"]], want)
+        for limit in (1, 2, 3):
+            got = [n for names, _ in self.pages(path, limit) for n in names]
+            self.assertEqual(got, want, "limit=%d" % limit)
+        # the same through the slow path (no snapshot kept)
+        old = SRV.admin("list_snapshots")["max"]
+        try:
+            SRV.admin("list_snapshots", {"max": 0})
+            self.assertEqual([n for names, _ in self.pages(path, 1) for n in names], want)
+        finally:
+            SRV.admin("list_snapshots", {"max": old})
+
+    def test_selectors_with_continue(self):
+        ns = new_ns("psel")
+        for i in range(9):
+            self.labelled(ns, "s%d" % i, shard=str(i % 3))
+        pages = self.pages(sj_path(ns) + "?labelSelector=shard%3D1", 2)
+        self.assertEqual([n for n, _ in pages], [["s1", "s4"], ["s7"]])
+        self.assertNotIn("remainingItemCount", pages[0][1])
+        pages = self.pages(sj_path(ns) + "?labelSelector=" + urllib.parse.quote("shard!=1"), 4)
+        self.assertEqual([n for n, _ in pages], [["s0", "s2", "s3", "s5"], ["s6", "s8"]])
+        pages = self.pages(sj_path(ns) + "?fieldSelector=" + urllib.parse.quote("metadata.name!=s0"), 5)
+        self.assertEqual([n for n, _ in pages], [["s1", "s2", "s3", "s4", "s5"], ["s6", "s7", "s8"]])
+        self.assertNotIn("remainingItemCount", pages[0][1])
+        # a selector nothing after the first page matches: the last page is empty, as from etcd
+        # only when the walk runs out; here the first page already holds every match
+        pages = self.pages(sj_path(ns) + "?labelSelector=shard%3D2", 3)
+        self.assertEqual([n for n, _ in pages], [["s2", "s5", "s8"]])
+
+    def test_evicted_snapshot_gives_the_same_pages(self):
+        ns = new_ns("pevict")
+        for i in range(6):
+            self.labelled(ns, "e%d" % i, app="x")
+        st, p1 = SRV.request("GET", sj_path(ns) + "?limit=2")
+        self.labelled(ns, "e1a", app="x")
+        st, _ = SRV.request("PATCH", sj_path(ns, "e3"), {"spec": {"script": "#!/bin/sh\necho changed"}},
+                            ctype="application/merge-patch+json")
+        self.assertEqual(st, 200)
+        fast = self.pages(sj_path(ns), 2, first=p1)
+        tok = p1["metadata"]["continue"]
+        st, fast2 = SRV.request("GET", sj_path(ns) + "?limit=2&continue=" + urllib.parse.quote(tok))
+        SRV.admin("list_snapshots", {"clear": True})
+        misses = SRV.admin("list_snapshots")["misses"]
+        st, slow2 = SRV.request("GET", sj_path(ns) + "?limit=2&continue=" + urllib.parse.quote(tok))
+        self.assertEqual(st, 200, slow2)
+        self.assertEqual(SRV.admin("list_snapshots")["misses"], misses + 1)
+        self.assertEqual(slow2, fast2)
+        self.assertEqual(slow2["items"][1]["spec"]["script"], "#!/bin/sh\necho hi")
+        slow = self.pages(sj_path(ns), 2, first=p1)
+        self.assertEqual(slow, fast)
+        self.assertEqual([n for n, _ in slow], [["e0", "e1"], ["e2", "e3"], ["e4", "e5"]])
+        # with no snapshot kept at all
+        old = SRV.admin("list_snapshots")["max"]
+        try:
+            SRV.admin("list_snapshots", {"max": 0, "clear": True})
+            self.assertEqual(self.pages(sj_path(ns), 2, first=p1), fast)
+        finally:
+            SRV.admin("list_snapshots", {"max": old})
+        # a compacted token is 410 Expired even while its snapshot is cached
+        st, p1 = SRV.request("GET", sj_path(ns) + "?limit=2")
+        self.labelled(ns, "e9", app="x")
+        SRV.admin("compact")
+        st, err = SRV.request("GET", sj_path(ns) + "?limit=2&continue=" + urllib.parse.quote(
+            p1["metadata"]["continue"]))
+        self.assertEqual((st, err["reason"]), (410, "Expired"))
+        st, rest = SRV.request("GET", sj_path(ns) + "?limit=10&continue=" + urllib.parse.quote(
+            err["metadata"]["continue"]))
+        self.assertEqual([i["metadata"]["name"] for i in rest["items"]], ["e1a", "e2", "e3", "e4", "e5", "e9"])
+
+
 class WatchTest(unittest.TestCase):
     def setUp(self):
         self.ns = new_ns("w")
