@@ -4909,9 +4909,10 @@ def main(argv=None):
                    help="append one JSON line per resource request (verb, group, resource, "
                         "subresource, namespaced, userAgent) to FILE, e.g. to check RBAC against "
                         "what a client really asks (default: $KUBE_APISERVER_ACCESS_LOG)")
-    p.add_argument("--gc-freeze-interval", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--gc-freeze-interval", type=float, default=1.0, metavar="SECONDS",
                    help="every SECONDS, gc.freeze() what the cyclic collector tracks (0: never): its full "
-                        "collections otherwise walk the whole store under the GIL")
+                        "collections otherwise walk the whole store under the GIL (1.9-4.4 s each with "
+                        "100,000 SlurmJobs stored)")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
 
