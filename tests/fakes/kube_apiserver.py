@@ -241,9 +241,25 @@ def json_type_name(v):
     return type(v).__name__
 
 
+DUMPS_ITEMS_CHUNK = 500  # list items encoded per json.dumps call (see dumps)
+
+
 def dumps(obj, pretty=False):
     if pretty:
         return json.dumps(obj, indent=2, ensure_ascii=False).encode() + b"\n"
+    items = obj.get("items") if isinstance(obj, dict) else None
+    if isinstance(items, list) and len(items) > DUMPS_ITEMS_CHUNK and next(reversed(obj)) == "items":
+        # json's C encoder holds the GIL for a whole call: one call over a list of 100,000
+        # SlurmJobs (83 MB) held every other thread (Lease renewals) for 1.6 s. The items are
+        # encoded a chunk at a time instead, into the same bytes.
+        head = json.dumps({k: v for k, v in obj.items() if k != "items"}, separators=(",", ":"), ensure_ascii=False)
+        parts = [head[:-1] + (',"items":[' if len(obj) > 1 else '"items":[')]
+        for i in range(0, len(items), DUMPS_ITEMS_CHUNK):
+            if i:
+                parts.append(",")
+            parts.append(json.dumps(items[i:i + DUMPS_ITEMS_CHUNK], separators=(",", ":"), ensure_ascii=False)[1:-1])
+        parts.append("]}")
+        return "".join(parts).encode() + b"\n"
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 

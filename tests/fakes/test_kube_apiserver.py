@@ -947,6 +947,19 @@ class PagedListTest(unittest.TestCase):
         self.assertEqual([i["metadata"]["name"] for i in rest["items"]], ["e1a", "e2", "e3", "e4", "e5", "e9"])
 
 
+class DumpsTest(unittest.TestCase):
+    def test_a_long_list_is_encoded_in_chunks_into_the_same_bytes(self):
+        sys.path.insert(0, HERE)
+        import kube_apiserver
+        for n in (0, 1, 499, 500, 501, 1000, 1234):
+            for obj in ({"kind": "L", "apiVersion": "v1", "metadata": {"resourceVersion": "1", "continue": "\u00e9"},
+                         "items": [{"a": i, "b": "\u00fc%d" % i, "c": [1, {}]} for i in range(n)]},
+                        {"items": [{"x": i} for i in range(n)]},
+                        {"items": [{"x": i} for i in range(n)], "metadata": {}}):
+                self.assertEqual(kube_apiserver.dumps(obj),
+                                 json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n", n)
+
+
 class WatchTest(unittest.TestCase):
     def setUp(self):
         self.ns = new_ns("w")
