@@ -238,7 +238,7 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
   if (absl::Status s = AwaitListLocked(lock, cluster.key, not_before, job_key); !s.ok()) return s;
   const Cluster& c = clusters_[cluster.key];
   Answer a;
-  if (auto it = c.jobs.find(job_id); it != c.jobs.end()) a.job = it->second;
+  a.job = c.jobs.Find(job_id);
   return a;
 }
 
@@ -252,10 +252,9 @@ absl::StatusOr<JobTracker::LiveJobs> JobTracker::FindLive(
   if (s.ok()) {
     const Cluster& c = clusters_[cluster.key];
     live.listed_at = *c.fetched_at;
-    for (const auto& [id, job] : c.jobs) {
-      (void)id;
+    c.jobs.ForEach([&](const slurm::JobInfo& job) {
       if (match(job)) live.jobs.push_back(job);
-    }
+    });
   }
   DropIfUnusedLocked(cluster.key);
   if (!s.ok()) return s;
@@ -327,24 +326,29 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, 
   };
   std::vector<int64_t> listed;
   listed.reserve(list.jobs.size());
-  for (slurm::JobInfo& j : list.jobs) {
+  slurm::JobInfo previous;
+  for (const slurm::JobInfo& j : list.jobs) {
     listed.push_back(j.job_id);
-    auto [it, inserted] = c.jobs.try_emplace(j.job_id);
-    if (inserted || !SameRecord(it->second, j)) note(j.job_id);
-    it->second = std::move(j);
+    switch (c.jobs.Put(j, &previous)) {
+      case slurm::PackedJobs::PutOutcome::kAdded:
+        note(j.job_id);
+        break;
+      case slurm::PackedJobs::PutOutcome::kChanged:
+        if (!SameRecord(previous, j)) note(j.job_id);
+        break;
+      case slurm::PackedJobs::PutOutcome::kSame:
+        break;
+    }
   }
-  list.jobs = {};  // its records moved out; its array goes now, not after the sweep
+  list.jobs = {};  // packed now; its array goes now, not after the sweep
   std::sort(listed.begin(), listed.end());
   std::set<int64_t> left;  // tracked jobs this list no longer shows
-  for (auto it = c.jobs.begin(); it != c.jobs.end();) {
-    if (std::binary_search(listed.begin(), listed.end(), it->first)) {
-      ++it;
-      continue;
-    }
-    if (c.tracked.contains(it->first)) left.insert(it->first);
-    note(it->first);
-    it = c.jobs.erase(it);
-  }
+  c.jobs.EraseIf([&](int64_t id) {
+    if (std::binary_search(listed.begin(), listed.end(), id)) return false;
+    if (c.tracked.contains(id)) left.insert(id);
+    note(id);
+    return true;
+  });
   for (const auto& [id, job_key] : c.tracked) {
     if (c.jobs.contains(id) || left.contains(id)) continue;
     // Never seen, and absent from a list sent after it was tracked: the

@@ -82,6 +82,7 @@
 #include "controller/common/clock.h"
 #include "controller/reconcile/tracking_policy.h"
 #include "controller/slurm/job_model.h"
+#include "controller/slurm/packed_jobs.h"
 
 namespace slurmop::reconcile {
 
@@ -196,7 +197,7 @@ class JobTracker {
     // the one that first showed it reports the same value.
     Time last_update_seen_at{};
     bool last_update_confirmed = false;
-    std::unordered_map<int64_t, slurm::JobInfo> jobs;
+    slurm::PackedJobs jobs;  // the last list's records, packed (issue #16)
     std::optional<absl::Status> last_error;
     std::optional<Time> retry_at;  // after a failed list, the ticker waits
     int failures = 0;              // failed lists in a row

@@ -85,20 +85,20 @@ bool Unowned(const ParsedTag& tag, const TagOwner& owner, int64_t id) {
 
 }  // namespace
 
-SweepVerdict DecideSweep(const std::unordered_map<int64_t, slurm::JobInfo>& jobs,
-                         const std::set<int64_t>& previous, const OwnerOf& owner_of,
-                         const SweepScope& scope) {
+SweepVerdict DecideSweep(const slurm::PackedJobs& jobs, const std::set<int64_t>& previous,
+                         const OwnerOf& owner_of, const SweepScope& scope) {
   SweepVerdict v;
-  for (const auto& [id, job] : jobs) {
-    if (job.IsFinal() || job.HasFlag("COMPLETING")) continue;
+  jobs.ForEach([&](const slurm::JobInfo& job) {
+    const int64_t id = job.job_id;
+    if (job.IsFinal() || job.HasFlag("COMPLETING")) return;
     std::optional<ParsedTag> tag = ParseSubmissionTag(job.comment);
-    if (!tag || tag->installation != scope.installation) continue;  // not this installation's
-    if (scope.named_by_status && scope.named_by_status(id)) continue;
+    if (!tag || tag->installation != scope.installation) return;  // not this installation's
+    if (scope.named_by_status && scope.named_by_status(id)) return;
     std::optional<TagOwner> owner = owner_of(tag->ns, tag->uid);
-    if (!owner || !Unowned(*tag, *owner, id)) continue;
+    if (!owner || !Unowned(*tag, *owner, id)) return;
     v.candidates.insert(id);
     if (previous.contains(id)) v.to_cancel.push_back({id, job.comment});
-  }
+  });
   std::sort(v.to_cancel.begin(), v.to_cancel.end());
   return v;
 }

@@ -46,13 +46,13 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "controller/common/clock.h"
 #include "controller/reconcile/decide.h"
+#include "controller/slurm/packed_jobs.h"
 
 namespace slurmop::reconcile {
 
@@ -135,9 +135,8 @@ struct SweepVerdict {
 
 // One sweep of a cluster's job list. `previous`: the candidates of the last
 // sweep.
-SweepVerdict DecideSweep(const std::unordered_map<int64_t, slurm::JobInfo>& jobs,
-                         const std::set<int64_t>& previous, const OwnerOf& owner_of,
-                         const SweepScope& scope = {});
+SweepVerdict DecideSweep(const slurm::PackedJobs& jobs, const std::set<int64_t>& previous,
+                         const OwnerOf& owner_of, const SweepScope& scope = {});
 
 }  // namespace slurmop::reconcile
 

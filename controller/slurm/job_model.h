@@ -90,6 +90,7 @@ struct JobDescriptor {
 struct Allocation {
   std::map<std::string, int64_t> tres;
   std::optional<int64_t> elapsed_seconds;
+  bool operator==(const Allocation&) const = default;
 };
 
 // One task of an array job, from its own record.
@@ -153,6 +154,7 @@ struct JobInfo {
   bool HasFlag(std::string_view f) const;
   // Final: the base state is terminal and no COMPLETING flag.
   bool IsFinal() const;
+  bool operator==(const JobInfo&) const = default;
 };
 
 // One element of errors[] or warnings[], any version's shape (v0.0.38 mixes

@@ -44,9 +44,9 @@ OwnerOf OwnerIs(bool exists, int32_t run, int64_t job_id) {
   };
 }
 
-std::unordered_map<int64_t, slurm::JobInfo> Jobs(std::vector<slurm::JobInfo> list) {
-  std::unordered_map<int64_t, slurm::JobInfo> m;
-  for (auto& j : list) m.emplace(j.job_id, std::move(j));
+slurm::PackedJobs Jobs(const std::vector<slurm::JobInfo>& list) {
+  slurm::PackedJobs m;
+  for (const auto& j : list) m.Put(j);
   return m;
 }
 

@@ -1,0 +1,61 @@
+// File: controller/slurm/packed_jobs.h
+//
+// A cluster's live job list kept compact (issue #16): each JobInfo is stored
+// as one byte string (PackJob) rather than as a 552-byte struct with a heap
+// block per long string, and decoded back (UnpackJob) only when read. At
+// 10,000 tracked jobs the tracker's snapshot is most of the operator's heap
+// otherwise.
+//
+// Contract:
+//  * UnpackJob(PackJob(j)) == j for every field of JobInfo, its array tasks
+//    and allocation included (packed_jobs_test). The encoding is private to
+//    this process (never stored or sent): it may change with any release.
+//  * Two records pack to the same bytes exactly when every field is equal,
+//    so an unchanged record is told without decoding the stored one.
+//  * UnpackJob rejects truncated or malformed input with kDataLoss (it only
+//    ever reads PackJob's output; a failure is a bug, not bad input).
+//
+// Thread-safety: PackedJobs is a plain value (no internal locking).
+
+#ifndef SLURMOP_CONTROLLER_SLURM_PACKED_JOBS_H_
+#define SLURMOP_CONTROLLER_SLURM_PACKED_JOBS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "absl/status/statusor.h"
+#include "controller/slurm/job_model.h"
+
+namespace slurmop::slurm {
+
+std::string PackJob(const JobInfo& job);
+absl::StatusOr<JobInfo> UnpackJob(std::string_view packed);
+
+class PackedJobs {
+ public:
+  enum class PutOutcome { kAdded, kSame, kChanged };
+  // Stores `job` under its job_id: kAdded (no record of that id), kSame (the
+  // same bytes: nothing is decoded), or kChanged, when `previous` (if not
+  // null) receives the record replaced.
+  PutOutcome Put(const JobInfo& job, JobInfo* previous = nullptr);
+  std::optional<JobInfo> Find(int64_t job_id) const;
+  bool contains(int64_t job_id) const { return jobs_.contains(job_id); }
+  size_t size() const { return jobs_.size(); }
+  bool empty() const { return jobs_.empty(); }
+  void clear() { jobs_.clear(); }
+  // Calls `visit` with every job, decoded one at a time (in no set order).
+  void ForEach(const std::function<void(const JobInfo&)>& visit) const;
+  // Removes the jobs whose id `drop` answers true for.
+  void EraseIf(const std::function<bool(int64_t job_id)>& drop);
+
+ private:
+  std::unordered_map<int64_t, std::string> jobs_;
+};
+
+}  // namespace slurmop::slurm
+
+#endif  // SLURMOP_CONTROLLER_SLURM_PACKED_JOBS_H_

@@ -1,0 +1,130 @@
+// File: tests/slurm/packed_jobs_test.cc
+//
+// PackJob/UnpackJob round-trip every field; PackedJobs stores, compares and
+// visits records as the tracker's snapshot does.
+
+#include "controller/slurm/packed_jobs.h"
+
+#include <limits>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace slurmop::slurm {
+namespace {
+
+using ::testing::UnorderedElementsAre;
+
+Time At(int64_t seconds) { return Time(std::chrono::seconds(seconds)); }
+
+// Every field set, none to its default.
+JobInfo FullJob() {
+  JobInfo j;
+  j.job_id = 4'000'000'123;
+  j.name = "train-llm";
+  j.comment = "slurmop.io/v1 installation=prod uid=0a3b5c7d-1234-4321-abcd-0123456789ab run=2";
+  j.partition = "a100";
+  j.state = BaseState::kFailed;
+  j.flags = {"REQUEUED", "CRASHED"};
+  j.state_reason = "NonZeroExitCode";
+  j.state_description = "exited with 3";
+  j.exit_code = 3;
+  j.signal = -9;
+  j.submit_time = At(1'700'000'000);
+  j.start_time = Time(std::chrono::nanoseconds(1'700'000'100'123'456'789));
+  j.end_time = At(-5);
+  j.account = "ml-team";
+  j.allocation = Allocation{{{"cpu", 64}, {"gres/gpu:a100", 8}, {"mem", 512'000}}, 3600};
+  j.standard_output = "/home/ml/slurm-4000000123.out";
+  j.standard_error = std::string("/home/ml/err\0with-nul", 21);
+  j.array_job_id = 4'000'000'100;
+  j.array_task_id = 23;
+  j.array_task_string = "24-31%4";
+  j.array_max_tasks = 4;
+  ArrayTask t;
+  t.index = 7;
+  t.job_id = 4'000'000'107;
+  t.state = BaseState::kCompleted;
+  t.flags = {"COMPLETING"};
+  t.state_reason = "None";
+  t.exit_code = 0;
+  t.signal = 15;
+  t.start_time = At(10);
+  t.end_time = At(20);
+  j.array = ArrayJob{{t, ArrayTask{}}, {8, 9, 1'000'000}, 4};
+  return j;
+}
+
+TEST(PackedJobsTest, EveryFieldRoundTrips) {
+  const JobInfo full = FullJob();
+  absl::StatusOr<JobInfo> back = UnpackJob(PackJob(full));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, full);
+  // A record with every field at its default, and extreme integers.
+  JobInfo empty;
+  empty.job_id = std::numeric_limits<int64_t>::min();
+  empty.array_job_id = std::numeric_limits<int64_t>::max();
+  back = UnpackJob(PackJob(empty));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, empty);
+}
+
+TEST(PackedJobsTest, EachFieldChangesTheBytes) {
+  // Two records pack alike only when equal: a change to any one field shows.
+  const JobInfo full = FullJob();
+  std::vector<JobInfo> changed(8, full);
+  changed[0].comment += "x";
+  changed[1].flags.pop_back();
+  changed[2].exit_code.reset();
+  changed[3].end_time = At(-4);
+  changed[4].allocation->tres["cpu"] = 65;
+  changed[5].array->tasks[0].state_reason = "";
+  changed[6].array->pending_indexes.push_back(10);
+  changed[7].standard_error = "/home/ml/err";
+  for (const JobInfo& c : changed) EXPECT_NE(PackJob(c), PackJob(full));
+}
+
+TEST(PackedJobsTest, MalformedInputIsDataLoss) {
+  const std::string packed = PackJob(FullJob());
+  for (size_t cut : {size_t{0}, size_t{1}, packed.size() / 2, packed.size() - 1}) {
+    EXPECT_EQ(UnpackJob(packed.substr(0, cut)).status().code(), absl::StatusCode::kDataLoss) << cut;
+  }
+  EXPECT_EQ(UnpackJob(packed + "x").status().code(), absl::StatusCode::kDataLoss);
+  // A string length past the end.
+  EXPECT_EQ(UnpackJob(std::string("\x02\x7f", 2)).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(PackedJobsTest, PutTellsAddedSameAndChanged) {
+  PackedJobs jobs;
+  JobInfo j = FullJob();
+  EXPECT_EQ(jobs.Put(j), PackedJobs::PutOutcome::kAdded);
+  EXPECT_EQ(jobs.Put(j), PackedJobs::PutOutcome::kSame);
+  JobInfo previous;
+  JobInfo next = j;
+  next.state = BaseState::kCompleted;
+  EXPECT_EQ(jobs.Put(next, &previous), PackedJobs::PutOutcome::kChanged);
+  EXPECT_EQ(previous, j);
+  EXPECT_EQ(jobs.Find(j.job_id), next);
+  EXPECT_EQ(jobs.Find(1), std::nullopt);
+  EXPECT_EQ(jobs.size(), 1u);
+}
+
+TEST(PackedJobsTest, ForEachAndEraseIf) {
+  PackedJobs jobs;
+  for (int64_t id : {1, 2, 3, 4}) {
+    JobInfo j;
+    j.job_id = id;
+    j.name = "job-" + std::to_string(id);
+    jobs.Put(j);
+  }
+  jobs.EraseIf([](int64_t id) { return id % 2 == 0; });
+  std::vector<std::string> names;
+  jobs.ForEach([&names](const JobInfo& j) { names.push_back(j.name); });
+  EXPECT_THAT(names, UnorderedElementsAre("job-1", "job-3"));
+  EXPECT_TRUE(jobs.contains(3));
+  EXPECT_FALSE(jobs.contains(2));
+}
+
+}  // namespace
+}  // namespace slurmop::slurm
