@@ -37,6 +37,7 @@
 #include "controller/reconcile/cluster_access.h"
 #include "controller/reconcile/job_descriptor.h"
 #include "controller/reconcile/job_status.h"
+#include "controller/reconcile/memo_location.h"
 #include "controller/slurm/job_model.h"
 #include "slurmoperator/v1alpha1/slurmcluster.pb.h"
 #include "slurmoperator/v1alpha1/slurmjob.pb.h"
@@ -140,12 +141,12 @@ struct Memo {
   std::optional<int64_t> submitted_job_id;
   bool submitted_job_adopted = false;  // ... found by its tag rather than submitted now
   // ... where (the SlurmCluster's spec when it was submitted or found).
-  std::optional<v1alpha1::SlurmJobLocation> submitted_to;
+  MemoLocation submitted_to;
   bool submit_outcome_unknown = false;  // look for the tag before submitting again
   // Where this process last sent a submit for this run: with
   // submit_outcome_unknown, where the tag search looks (even while the
   // informer cache still shows a status without status.submitTarget).
-  std::optional<v1alpha1::SlurmJobLocation> submit_target;
+  MemoLocation submit_target;
   // When this process last sent a submit for this run.
   std::optional<Time> submit_attempt_at;
   // A search that found nothing proves no earlier submit only if it started

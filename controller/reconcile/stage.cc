@@ -54,7 +54,8 @@ bool ClusterUnprotected(const ClusterFacts& cluster) {
 
 std::optional<v1alpha1::SlurmJobLocation> KnownLocation(const Known& k) {
   if (k.job.status.has_submitted_to()) return k.job.status.submitted_to();
-  if (k.job.status.job_id() == 0 && k.memo.submitted_job_id) return k.memo.submitted_to;
+  if (k.job.status.job_id() == 0 && k.memo.submitted_job_id)
+    return k.memo.submitted_to.ToOptional();
   return std::nullopt;
 }
 
