@@ -756,8 +756,9 @@ void NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage
 int main(int argc, char** argv) {
   // Few malloc arenas: the operator's threads mostly wait on the network,
   // and one arena per thread kept each thread's high-water mark (measured
-  // with bench/load: the resident set at 1,000 jobs).
-  mallopt(M_ARENA_MAX, 2);
+  // with bench/load: the resident set at 1,000 jobs). MALLOC_ARENA_MAX, when
+  // set, is glibc's to apply and is left alone.
+  if (getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
   std::vector<std::string> normalized;
   NormalizeFlagNames(argc, argv, &normalized);
   // --help lists the flags defined in this file (Abseil's default looks for

@@ -21,9 +21,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "controller/http/bounded_body_buffer.h"
 #include "controller/http/line_splitter.h"
 #include "controller/http/pplx_wait.h"
 #include "controller/http/tls_material.h"
@@ -37,6 +39,9 @@ using web::http::client::http_client_config;
 
 constexpr std::chrono::milliseconds kDefaultTimeout{30000};
 constexpr size_t kReadBufferSize = 64 * 1024;
+// How far a body read as it arrives (SendReading) may be buffered ahead of
+// its reader: a few of cpprest's 64 KiB chunks.
+constexpr size_t kReadAheadBytes = 256 * 1024;
 
 struct SplitUrl {
   std::string base;      // scheme://authority
@@ -123,6 +128,7 @@ absl::Status OverLimit(const std::string& what, size_t limit) {
 // byte is read (nothing is reserved for it), a body without one as soon as
 // it passes the limit; `cts` is cancelled so that the connection is closed.
 absl::StatusOr<std::string> ReadBody(const web::http::http_response& http_response,
+                                     concurrency::streams::streambuf<uint8_t> source,
                                      pplx::cancellation_token_source& cts,
                                      const StreamHandle* handle,
                                      std::chrono::steady_clock::time_point deadline,
@@ -138,7 +144,6 @@ absl::StatusOr<std::string> ReadBody(const web::http::http_response& http_respon
   // With nothing buffered, one byte is awaited here, so that reaching the
   // end never grows `body` past its reserved size.
   auto one = std::make_shared<uint8_t>(0);
-  concurrency::streams::streambuf<uint8_t> source = http_response.body().streambuf();
   for (;;) {
     const size_t available = std::min(source.in_avail(), max_bytes - body->size());
     const size_t old_size = body->size();
@@ -182,10 +187,11 @@ absl::StatusOr<std::string> ReadBody(const web::http::http_response& http_respon
 // any byte is read, a body without one once it passes the limit.
 class ChunkedBody final : public BodySource {
  public:
-  ChunkedBody(const web::http::http_response& response, pplx::cancellation_token_source& cts,
+  ChunkedBody(const web::http::http_response& response,
+              concurrency::streams::streambuf<uint8_t> source, pplx::cancellation_token_source& cts,
               std::chrono::steady_clock::time_point deadline, size_t max_bytes)
       : response_(response),
-        source_(response.body().streambuf()),
+        source_(std::move(source)),
         cts_(cts),
         deadline_(deadline),
         max_bytes_(max_bytes),
@@ -345,19 +351,37 @@ absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request,
         request.replay_safe || (request.method != "POST" && request.method != "PATCH");
     std::shared_ptr<http_client> client =
         idempotent ? ClientFor(url->base, timeout) : NewClient(url->base, timeout);
-    TaskOutcome<web::http::http_response> head(
-        client->request(BuildMessage(request, *url), cts.get_token()));
+    web::http::http_request message = BuildMessage(request, *url);
+    // A body read as it arrives is held at most kReadAheadBytes ahead of the
+    // reader (bounded_body_buffer.h); a body read whole needs no bound.
+    std::shared_ptr<BoundedBodyBuffer> bounded;
+    if (read_body != nullptr) {
+      bounded = std::make_shared<BoundedBodyBuffer>(kReadAheadBytes);
+      message.set_response_stream(
+          concurrency::streams::streambuf<uint8_t>(bounded).create_ostream());
+    }
+    TaskOutcome<web::http::http_response> head(client->request(message, cts.get_token()));
     AwaitResult waited = AwaitTask(head, cts, nullptr, deadline);
     if (!waited.finished) return NotWoundDown(waited.reason);
     if (head.error()) return StatusFromException(head.error(), waited.reason);
     web::http::http_response http_response = head.value();
+    // With a response stream of ours, body() is not set: the body is in `bounded`.
+    concurrency::streams::streambuf<uint8_t> body_buffer =
+        bounded ? concurrency::streams::streambuf<uint8_t>(bounded)
+                : http_response.body().streambuf();
+    if (bounded) BoundedBodyBuffer::CloseWhenComplete(bounded, http_response);
+    // However reading ends, a write still waiting for room ends with it (cpprest
+    // holds the buffer until its request ends).
+    absl::Cleanup stop_writes = [bounded] {
+      if (bounded) (void)bounded->close(std::ios_base::in);
+    };
 
     const int status = http_response.status_code();
     if (read_body != nullptr && status >= 200 && status < 300) {
       Response response;
       response.status = status;
       response.headers = LowerCaseHeaders(http_response.headers());
-      ChunkedBody source(http_response, cts, deadline, request.max_body_bytes);
+      ChunkedBody source(http_response, body_buffer, cts, deadline, request.max_body_bytes);
       (void)(*read_body)(source);  // its status is the caller's
       if (!source.done()) {
         cts.cancel();  // stopped early: the rest is not read, the connection not reused
@@ -367,7 +391,7 @@ absl::StatusOr<Response> CpprestTransport::Impl::Send(const Request& request,
       return response;
     }
     absl::StatusOr<std::string> body =
-        ReadBody(http_response, cts, nullptr, deadline, request.max_body_bytes);
+        ReadBody(http_response, body_buffer, cts, nullptr, deadline, request.max_body_bytes);
     if (!body.ok()) return body.status();
 
     Response response;
@@ -402,8 +426,8 @@ absl::StatusOr<Response> CpprestTransport::Impl::Stream(
     if (response.status < 200 || response.status >= 300) {
       // Error responses are small and returned whole, as from Send().
       absl::StatusOr<std::string> body =
-          ReadBody(http_response, cts, handle.get(), std::chrono::steady_clock::now() + timeout,
-                   request.max_body_bytes);
+          ReadBody(http_response, http_response.body().streambuf(), cts, handle.get(),
+                   std::chrono::steady_clock::now() + timeout, request.max_body_bytes);
       if (!body.ok()) return body.status();
       response.body = *std::move(body);
       return response;
