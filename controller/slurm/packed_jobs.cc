@@ -7,22 +7,28 @@
 
 #include "controller/slurm/packed_jobs.h"
 
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "glog/logging.h"
 
 namespace slurmop::slurm {
 
-// A field added to these types must be packed and unpacked below (and
-// checked by packed_jobs_test); then update the size here.
-static_assert(sizeof(JobInfo) == 552, "JobInfo changed: update PackJob and UnpackJob");
-static_assert(sizeof(ArrayTask) == 128, "ArrayTask changed: update PackJob and UnpackJob");
-static_assert(sizeof(ArrayJob) == 56, "ArrayJob changed: update PackJob and UnpackJob");
-static_assert(sizeof(Allocation) == 64, "Allocation changed: update PackJob and UnpackJob");
+// A field added to these types must be added to their Fields() below (and
+// to packed_jobs_test's FullJob); then update the size here.
+static_assert(sizeof(JobInfo) == 552, "JobInfo changed: update Fields(JobInfo)");
+static_assert(sizeof(ArrayTask) == 128, "ArrayTask changed: update Fields(ArrayTask)");
+static_assert(sizeof(ArrayJob) == 56, "ArrayJob changed: update Fields(ArrayJob)");
+static_assert(sizeof(Allocation) == 64, "Allocation changed: update Fields(Allocation)");
 
 namespace {
 
+// Writes the fields it is shown (Field overloads below).
 class Writer {
  public:
   Writer() { out_.reserve(256); }
@@ -35,22 +41,9 @@ class Writer {
     out_.push_back(static_cast<char>(z));
   }
   void Bool(bool b) { out_.push_back(b ? 1 : 0); }
-  void Str(std::string_view s) {
+  void Bytes(std::string_view s) {
     Int(static_cast<int64_t>(s.size()));
     out_.append(s);
-  }
-  void Strs(const std::vector<std::string>& v) {
-    Int(static_cast<int64_t>(v.size()));
-    for (const std::string& s : v) Str(s);
-  }
-  template <typename T>
-  void OptInt(const std::optional<T>& v) {
-    Bool(v.has_value());
-    if (v) Int(*v);
-  }
-  void OptTime(const std::optional<Time>& t) {
-    Bool(t.has_value());
-    if (t) Int(t->time_since_epoch().count());
   }
   std::string Take() && { return std::move(out_); }
 
@@ -88,26 +81,12 @@ class Reader {
     if (n < 0 || static_cast<uint64_t>(n) > in_.size() - pos_) return Fail();
     return static_cast<size_t>(n);
   }
-  std::string Str() {
+  std::string Bytes() {
     const size_t n = Count();
     if (!ok_) return {};
     std::string s(in_.substr(pos_, n));
     pos_ += n;
     return s;
-  }
-  std::vector<std::string> Strs() {
-    std::vector<std::string> v(Count());
-    for (std::string& s : v) s = Str();
-    return v;
-  }
-  template <typename T>
-  std::optional<T> OptInt() {
-    if (!Bool()) return std::nullopt;
-    return static_cast<T>(Int());
-  }
-  std::optional<Time> OptTime() {
-    if (!Bool()) return std::nullopt;
-    return Time(Time::duration(Int()));
   }
 
  private:
@@ -121,129 +100,128 @@ class Reader {
   bool ok_ = true;
 };
 
-void PackTask(Writer& w, const ArrayTask& t) {
-  w.Int(t.index);
-  w.Int(t.job_id);
-  w.Int(static_cast<int64_t>(t.state));
-  w.Strs(t.flags);
-  w.Str(t.state_reason);
-  w.OptInt(t.exit_code);
-  w.OptInt(t.signal);
-  w.OptTime(t.start_time);
-  w.OptTime(t.end_time);
-}
+// One Field() per kind of value, for Writer (const values) and Reader (values
+// to fill); Fields() lists each type's fields once for both directions.
+template <typename T>
+requires std::is_integral_v<T> || std::is_enum_v<T>
+void Field(Writer& w, const T& v) { w.Int(static_cast<int64_t>(v)); }
+template <typename T>
+requires std::is_integral_v<T> || std::is_enum_v<T>
+void Field(Reader& r, T& v) { v = static_cast<T>(r.Int()); }
+void Field(Writer& w, const std::string& s) { w.Bytes(s); }
+void Field(Reader& r, std::string& s) { s = r.Bytes(); }
+void Field(Writer& w, const Time& t) { w.Int(t.time_since_epoch().count()); }
+void Field(Reader& r, Time& t) { t = Time(Time::duration(r.Int())); }
 
-ArrayTask UnpackTask(Reader& r) {
-  ArrayTask t;
-  t.index = static_cast<int32_t>(r.Int());
-  t.job_id = r.Int();
-  t.state = static_cast<BaseState>(r.Int());
-  t.flags = r.Strs();
-  t.state_reason = r.Str();
-  t.exit_code = r.OptInt<int32_t>();
-  t.signal = r.OptInt<int32_t>();
-  t.start_time = r.OptTime();
-  t.end_time = r.OptTime();
-  return t;
+template <typename T>
+void Field(Writer& w, const std::optional<T>& v) {
+  w.Bool(v.has_value());
+  if (v) Field(w, *v);
 }
-
-void PackAllocation(Writer& w, const std::optional<Allocation>& a) {
-  w.Bool(a.has_value());
-  if (!a) return;
-  w.Int(static_cast<int64_t>(a->tres.size()));
-  for (const auto& [name, count] : a->tres) {
-    w.Str(name);
-    w.Int(count);
+template <typename T>
+void Field(Reader& r, std::optional<T>& v) {
+  v.reset();
+  if (r.Bool()) Field(r, v.emplace());
+}
+template <typename T>
+void Field(Writer& w, const std::vector<T>& v) {
+  w.Int(static_cast<int64_t>(v.size()));
+  for (const T& e : v) Field(w, e);
+}
+template <typename T>
+void Field(Reader& r, std::vector<T>& v) {
+  v.resize(r.Count());
+  for (T& e : v) Field(r, e);
+}
+template <typename K, typename V>
+void Field(Writer& w, const std::map<K, V>& m) {
+  w.Int(static_cast<int64_t>(m.size()));
+  for (const auto& [k, v] : m) {
+    Field(w, k);
+    Field(w, v);
   }
-  w.OptInt(a->elapsed_seconds);
 }
-
-std::optional<Allocation> UnpackAllocation(Reader& r) {
-  if (!r.Bool()) return std::nullopt;
-  Allocation a;
+template <typename K, typename V>
+void Field(Reader& r, std::map<K, V>& m) {
+  m.clear();
   for (size_t n = r.Count(); n > 0 && r.ok(); --n) {
-    std::string name = r.Str();
-    a.tres[std::move(name)] = r.Int();
+    K k;
+    Field(r, k);
+    Field(r, m[std::move(k)]);
   }
-  a.elapsed_seconds = r.OptInt<int64_t>();
-  return a;
 }
 
-void PackArray(Writer& w, const std::optional<ArrayJob>& a) {
-  w.Bool(a.has_value());
-  if (!a) return;
-  w.Int(static_cast<int64_t>(a->tasks.size()));
-  for (const ArrayTask& t : a->tasks) PackTask(w, t);
-  w.Int(static_cast<int64_t>(a->pending_indexes.size()));
-  for (int32_t i : a->pending_indexes) w.Int(i);
-  w.Int(a->max_running);
+// The fields of each record type, in declaration order. `Io` is Writer or
+// Reader; `R` the type, const when writing.
+template <typename Io, typename R>
+void Fields(Io& io, R& t) requires std::is_same_v<std::remove_const_t<R>, ArrayTask> {
+  Field(io, t.index);
+  Field(io, t.job_id);
+  Field(io, t.state);
+  Field(io, t.flags);
+  Field(io, t.state_reason);
+  Field(io, t.exit_code);
+  Field(io, t.signal);
+  Field(io, t.start_time);
+  Field(io, t.end_time);
+}
+template <typename Io, typename R>
+void Fields(Io& io, R& a) requires std::is_same_v<std::remove_const_t<R>, ArrayJob> {
+  Field(io, a.tasks);
+  Field(io, a.pending_indexes);
+  Field(io, a.max_running);
+}
+template <typename Io, typename R>
+void Fields(Io& io, R& a) requires std::is_same_v<std::remove_const_t<R>, Allocation> {
+  Field(io, a.tres);
+  Field(io, a.elapsed_seconds);
+}
+template <typename Io, typename R>
+void Fields(Io& io, R& j) requires std::is_same_v<std::remove_const_t<R>, JobInfo> {
+  Field(io, j.job_id);
+  Field(io, j.name);
+  Field(io, j.comment);
+  Field(io, j.partition);
+  Field(io, j.state);
+  Field(io, j.flags);
+  Field(io, j.state_reason);
+  Field(io, j.state_description);
+  Field(io, j.exit_code);
+  Field(io, j.signal);
+  Field(io, j.submit_time);
+  Field(io, j.start_time);
+  Field(io, j.end_time);
+  Field(io, j.account);
+  Field(io, j.allocation);
+  Field(io, j.standard_output);
+  Field(io, j.standard_error);
+  Field(io, j.array_job_id);
+  Field(io, j.array_task_id);
+  Field(io, j.array_task_string);
+  Field(io, j.array_max_tasks);
+  Field(io, j.array);
 }
 
-std::optional<ArrayJob> UnpackArray(Reader& r) {
-  if (!r.Bool()) return std::nullopt;
-  ArrayJob a;
-  a.tasks.resize(r.Count());
-  for (ArrayTask& t : a.tasks) t = UnpackTask(r);
-  a.pending_indexes.resize(r.Count());
-  for (int32_t& i : a.pending_indexes) i = static_cast<int32_t>(r.Int());
-  a.max_running = static_cast<int32_t>(r.Int());
-  return a;
-}
+// Records nested in a JobInfo go through their Fields().
+template <typename R>
+requires requires(Writer& w, const R& r) { Fields(w, r); }
+void Field(Writer& w, const R& r) { Fields(w, r); }
+template <typename R>
+requires requires(Reader& rd, R& r) { Fields(rd, r); }
+void Field(Reader& rd, R& r) { Fields(rd, r); }
 
 }  // namespace
 
 std::string PackJob(const JobInfo& job) {
   Writer w;
-  w.Int(job.job_id);
-  w.Str(job.name);
-  w.Str(job.comment);
-  w.Str(job.partition);
-  w.Int(static_cast<int64_t>(job.state));
-  w.Strs(job.flags);
-  w.Str(job.state_reason);
-  w.Str(job.state_description);
-  w.OptInt(job.exit_code);
-  w.OptInt(job.signal);
-  w.OptTime(job.submit_time);
-  w.OptTime(job.start_time);
-  w.OptTime(job.end_time);
-  w.Str(job.account);
-  PackAllocation(w, job.allocation);
-  w.Str(job.standard_output);
-  w.Str(job.standard_error);
-  w.Int(job.array_job_id);
-  w.OptInt(job.array_task_id);
-  w.Str(job.array_task_string);
-  w.Int(job.array_max_tasks);
-  PackArray(w, job.array);
+  Fields(w, job);
   return std::move(w).Take();
 }
 
 absl::StatusOr<JobInfo> UnpackJob(std::string_view packed) {
   Reader r(packed);
   JobInfo job;
-  job.job_id = r.Int();
-  job.name = r.Str();
-  job.comment = r.Str();
-  job.partition = r.Str();
-  job.state = static_cast<BaseState>(r.Int());
-  job.flags = r.Strs();
-  job.state_reason = r.Str();
-  job.state_description = r.Str();
-  job.exit_code = r.OptInt<int32_t>();
-  job.signal = r.OptInt<int32_t>();
-  job.submit_time = r.OptTime();
-  job.start_time = r.OptTime();
-  job.end_time = r.OptTime();
-  job.account = r.Str();
-  job.allocation = UnpackAllocation(r);
-  job.standard_output = r.Str();
-  job.standard_error = r.Str();
-  job.array_job_id = r.Int();
-  job.array_task_id = r.OptInt<int32_t>();
-  job.array_task_string = r.Str();
-  job.array_max_tasks = static_cast<int32_t>(r.Int());
-  job.array = UnpackArray(r);
+  Fields(r, job);
   if (!r.ok() || !r.AtEnd()) return absl::DataLossError("packed Slurm job record is malformed");
   return job;
 }

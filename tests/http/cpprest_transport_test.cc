@@ -564,22 +564,34 @@ std::string PatternBody(size_t size) {
   return body;
 }
 
-// Serves GET / with `body` (Content-Length) in 256 KiB writes, counting the
-// bytes the socket accepted; `finished` is notified when the handler ends.
-std::unique_ptr<TestHttpServer> CountingServer(const std::string& body,
-                                               std::atomic<size_t>& written,
-                                               absl::Notification& finished) {
-  return std::make_unique<TestHttpServer>([&](const ReceivedRequest&, Connection& c) {
-    c.Write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-            std::to_string(body.size()) + "\r\n\r\n");
-    const size_t piece = 256 * 1024;
-    for (size_t at = 0; at < body.size(); at += piece) {
-      if (!c.Write(std::string_view(body).substr(at, piece))) break;
-      written += std::min(piece, body.size() - at);
-    }
-    finished.Notify();
-  });
-}
+// Serves GET / with a PatternBody of `size` bytes (Content-Length) in 256
+// KiB writes, counting the bytes the socket accepted; `finished` is notified
+// when the handler ends.
+struct CountingServer {
+  explicit CountingServer(size_t size)
+      : body(PatternBody(size)), server([this](const ReceivedRequest&, Connection& c) {
+          c.Write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n");
+          const size_t piece = 256 * 1024;
+          for (size_t at = 0; at < body.size(); at += piece) {
+            if (!c.Write(std::string_view(body).substr(at, piece))) break;
+            written += std::min(piece, body.size() - at);
+          }
+          finished.Notify();
+        }) {}
+
+  Request Get() const {
+    Request request;
+    request.url = server.url() + "/";
+    request.max_body_bytes = 64 << 20;
+    return request;
+  }
+
+  const std::string body;
+  std::atomic<size_t> written{0};
+  absl::Notification finished;
+  TestHttpServer server;
+};
 
 }  // namespace reading
 
@@ -589,19 +601,14 @@ std::unique_ptr<TestHttpServer> CountingServer(const std::string& body,
 // (which cpprest's own buffer used to take in at once); then every byte
 // arrives in order.
 TEST(CpprestTransportTest, SendReadingHoldsLittleOfABodyAheadOfItsReader) {
-  const std::string body = reading::PatternBody(48 << 20);
-  std::atomic<size_t> written{0};
-  absl::Notification finished;
-  auto server = reading::CountingServer(body, written, finished);
+  reading::CountingServer served(48 << 20);
+  const std::string& body = served.body;
   auto transport = NewTransport();
-  Request request;
-  request.url = server->url() + "/";
-  request.max_body_bytes = 64 << 20;
   size_t at_pause = 0;
   size_t read = 0;
   bool same = true;
   absl::StatusOr<Response> response =
-      transport->SendReading(request, [&](BodySource& source) -> absl::Status {
+      transport->SendReading(served.Get(), [&](BodySource& source) -> absl::Status {
         std::vector<char> buffer(64 * 1024);
         for (bool paused = false;;) {
           absl::StatusOr<size_t> n = source.Read(buffer.data(), buffer.size());
@@ -612,7 +619,7 @@ TEST(CpprestTransportTest, SendReadingHoldsLittleOfABodyAheadOfItsReader) {
           if (!paused) {
             paused = true;
             std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-            at_pause = written.load();
+            at_pause = served.written.load();
           }
         }
       });
@@ -627,29 +634,19 @@ TEST(CpprestTransportTest, SendReadingHoldsLittleOfABodyAheadOfItsReader) {
 // (the connection is closed) rather than wait forever for room, and the
 // transport serves the next request.
 TEST(CpprestTransportTest, SendReadingStoppedEarlyClosesTheConnection) {
-  const std::string body = reading::PatternBody(32 << 20);
-  std::atomic<size_t> written{0};
-  absl::Notification finished;
-  auto server = reading::CountingServer(body, written, finished);
+  reading::CountingServer big(32 << 20);
   auto transport = NewTransport();
-  Request request;
-  request.url = server->url() + "/";
-  request.max_body_bytes = 64 << 20;
   absl::StatusOr<Response> response =
-      transport->SendReading(request, [&](BodySource& source) -> absl::Status {
+      transport->SendReading(big.Get(), [&](BodySource& source) -> absl::Status {
         std::vector<char> buffer(1024);
         return source.Read(buffer.data(), buffer.size()).status();
       });
   ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_TRUE(finished.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  EXPECT_LT(written.load(), body.size());
-  absl::Notification second_finished;
-  std::atomic<size_t> second_written{0};
-  const std::string small = reading::PatternBody(1000);
-  auto second = reading::CountingServer(small, second_written, second_finished);
-  request.url = second->url() + "/";
+  EXPECT_TRUE(big.finished.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_LT(big.written.load(), big.body.size());
+  reading::CountingServer small(1000);
   size_t read = 0;
-  response = transport->SendReading(request, [&](BodySource& source) -> absl::Status {
+  response = transport->SendReading(small.Get(), [&](BodySource& source) -> absl::Status {
     char buffer[256];
     for (;;) {
       absl::StatusOr<size_t> n = source.Read(buffer, sizeof(buffer));
@@ -658,7 +655,7 @@ TEST(CpprestTransportTest, SendReadingStoppedEarlyClosesTheConnection) {
     }
   });
   ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(read, small.size());
+  EXPECT_EQ(read, small.body.size());
 }
 
 }  // namespace
