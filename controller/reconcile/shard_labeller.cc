@@ -6,6 +6,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "controller/api/resources.h"
 #include "controller/kube/errors.h"
@@ -30,19 +32,20 @@ std::string Meta(const nlohmann::json& obj, const char* field) {
 }  // namespace
 
 ShardLabeller::ShardLabeller(kube::Client& kube, const Clock& clock, int shards,
-                             std::string watch_namespace, std::string default_cluster)
+                             std::string watch_namespace, std::string default_cluster, int workers)
     : kube_(kube),
       clock_(clock),
       shards_(shards),
       ns_(std::move(watch_namespace)),
       default_cluster_(std::move(default_cluster)),
-      queue_(clock, {}, "shardlabeller") {}
+      queue_(clock, {}, "shardlabeller"),
+      workers_(std::max(1, workers)) {}
 
 ShardLabeller::~ShardLabeller() { Stop(); }
 
 void ShardLabeller::Start() {
   if (started_.exchange(true)) return;
-  worker_ = std::thread([this] { Work(); });
+  for (int i = 0; i < workers_; ++i) worker_threads_.emplace_back([this] { Work(); });
 }
 
 void ShardLabeller::WatchUnlabelled() {
@@ -140,7 +143,8 @@ void ShardLabeller::Stop() {
   for (auto& i : informers_) i->Stop();
   if (!started_.exchange(false)) return;
   queue_.ShutDown();
-  if (worker_.joinable()) worker_.join();
+  for (std::thread& worker : worker_threads_) worker.join();
+  worker_threads_.clear();
 }
 
 }  // namespace slurmop::reconcile

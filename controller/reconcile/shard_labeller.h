@@ -10,8 +10,10 @@
 //    matches its shard (a SlurmJob whose spec.clusterRef changed; a shard count changed) is
 //    labelled again, and so moves to the other shard's informers (the replica owning that shard
 //    treats it as a SlurmJob coming from another replica: executor.h AnchorSettleWindowFor).
-//  * One worker sends merge patches of metadata.labels conditional on the resourceVersion seen;
-//    a 409 reads the object again, a failure retries with the queue's backoff.
+//  * `workers` threads send merge patches of metadata.labels conditional on the resourceVersion
+//    seen, one object at a time each (the work queue never hands one key to two workers); a 409
+//    reads the object again, a failure retries with the queue's backoff. At 100,000 SlurmJobs
+//    created at once, one worker (one round trip at a time) set the pace of every shard.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_SHARD_LABELLER_H_
 #define SLURMOP_CONTROLLER_RECONCILE_SHARD_LABELLER_H_
@@ -33,10 +35,10 @@ namespace slurmop::reconcile {
 class ShardLabeller {
  public:
   ShardLabeller(kube::Client& kube, const Clock& clock, int shards, std::string watch_namespace,
-                std::string default_cluster);
+                std::string default_cluster, int workers = 4);
   ~ShardLabeller();
 
-  // The worker (every replica).
+  // The workers (every replica).
   void Start();
   // The informers of unlabelled objects (the leader). After Start().
   void WatchUnlabelled();
@@ -62,7 +64,8 @@ class ShardLabeller {
   // key "Kind|ns/name" -> the object last offered (read again on a 409).
   std::map<std::string, std::shared_ptr<const nlohmann::json>> pending_;
   std::vector<std::unique_ptr<kube::Informer>> informers_;
-  std::thread worker_;
+  const int workers_;
+  std::vector<std::thread> worker_threads_;
   std::atomic<int64_t> patched_{0};
   std::atomic<bool> started_{false};
 };

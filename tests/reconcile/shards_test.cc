@@ -5,7 +5,11 @@
 
 #include "controller/reconcile/shards.h"
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "controller/reconcile/shard_labeller.h"
@@ -254,6 +258,36 @@ TEST(ShardLabellerTest, LabelsWhatHasNoLabelOrAStaleOneAndLeavesTheRest) {
                         {"SlurmJob/moved", std::to_string(ShardOfCluster("team", "b", 4))},
                         {"SlurmCluster/b", std::to_string(ShardOfCluster("team", "b", 4))}}));
   labeller.Stop();
+}
+
+// Labels are written by several workers at once (one object each): with
+// 100,000 SlurmJobs created at once, one patch at a time set every shard's
+// pace. Each patch here waits (up to 2 s) for a second one to be in flight.
+TEST(ShardLabellerTest, SeveralObjectsAreLabelledAtOnce) {
+  kube::testing::FakeClient kube;
+  std::mutex mu;
+  std::condition_variable changed;
+  int in_flight = 0;
+  int most_in_flight = 0;
+  kube.on_patch = [&](const kube::testing::RecordedCall&) -> absl::StatusOr<json> {
+    std::unique_lock<std::mutex> lock(mu);
+    most_in_flight = std::max(most_in_flight, ++in_flight);
+    changed.notify_all();
+    changed.wait_for(lock, std::chrono::seconds(2), [&] { return in_flight >= 2; });
+    --in_flight;
+    return json::object();
+  };
+  FakeClock clock;
+  ShardLabeller labeller(kube, clock, 4, "", "");
+  labeller.Start();
+  for (int i = 0; i < 4; ++i) {
+    labeller.Offer("SlurmJob", std::make_shared<const json>(
+                                   Job("team", "job-" + std::to_string(i), {{"name", "a"}})));
+  }
+  ASSERT_TRUE(kube::testing::WaitUntil([&] { return labeller.Patched() == 4; }));
+  labeller.Stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_GE(most_in_flight, 2);
 }
 
 }  // namespace
