@@ -176,9 +176,21 @@ our_pids() {
     sed -e 's#^/proc/##' -e 's#/environ$##' | grep -vx "$$" || true
 }
 
+# is_ours PID: PID carries this instance's marker. A process in the middle of an exec (our
+# daemons start through env, setsid and setpriv: three execs) reads as an empty or unreadable
+# /proc/PID/environ for a moment; one such read once made a starting munged look dead and
+# failed CI. So while PID lives and is no zombie, look again for up to half a second before
+# saying no (tests/tools/slurm_local_is_ours_test.sh).
 is_ours() {
-  [ -n "${1:-}" ] && [ -r "/proc/$1/environ" ] &&
-    grep -qzxF "SLURM_LOCAL_INSTANCE=$DIR" "/proc/$1/environ" 2>/dev/null
+  local pid=${1:-} tries=0
+  [ -n "$pid" ] || return 1
+  while ! grep -qzxF "SLURM_LOCAL_INSTANCE=$DIR" "/proc/$pid/environ" 2>/dev/null; do
+    [ -d "/proc/$pid" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null ||
+      return 1
+    tries=$((tries + 1))
+    [ "$tries" -lt 25 ] || return 1
+    sleep 0.02
+  done
 }
 
 # Job processes of this cluster: slurmstepd puts SLURM_CONF and SLURM_JOB_ID in their environment.
@@ -380,7 +392,7 @@ fail_start() {
   local name=$1
   err "start failed at: $name; log tails follow (all logs in $DIR/log)"
   local f
-  for f in "$DIR/log/$name.log" "$DIR/log/$name.stdout"; do
+  for f in "$DIR/log/$name.log" "$DIR/log/$name.stdout" "$DIR/munge/$name.log"; do
     [ -s "$f" ] && { echo "---- $f" >&2; tail -n 30 "$f" >&2; }
   done
   do_stop >/dev/null 2>&1 || true
@@ -612,6 +624,9 @@ cmd_env() {
   printf 'export SLURM_PARTITION=%q\n' "$PARTITION"
   printf 'export SLURM_JOBS_DIR=%q\n' "$DIR/jobs"
 }
+
+# Sourced (by tests/tools/slurm_local_is_ours_test.sh): the functions only, no command.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 
 case "${1:-}" in
   install) cmd_install ;;
