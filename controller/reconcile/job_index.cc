@@ -21,6 +21,25 @@ std::vector<std::string> JobIndex::Apply(const std::string& type, const nlohmann
   return UpdateDependents(type, key, ns, obj);
 }
 
+namespace {
+
+constexpr std::pair<std::string_view, int> kPhaseNames[] = {
+    {"", 0},       {"Pending", 1},   {"Running", 2}, {"Succeeded", 3},
+    {"Failed", 4}, {"Cancelled", 5}, {"Unknown", 6}};
+constexpr int kOtherPhase = 7;
+
+int PhaseCode(std::string_view phase) {
+  for (const auto& [name, code] : kPhaseNames) {
+    if (name == phase) return code;
+  }
+  return kOtherPhase;
+}
+
+// The namespace of "ns/name".
+std::string_view NamespaceOf(std::string_view key) { return key.substr(0, key.find('/')); }
+
+}  // namespace
+
 void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
                              const nlohmann::json& obj) {
   if (auto old = summaries_.find(key); old != summaries_.end()) {
@@ -29,13 +48,13 @@ void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
         n != status_job_ids_.end() && --n->second == 0) {
       status_job_ids_.erase(n);
     }
+    other_phases_.erase(key);
     if (type == kube::kDeleted) summaries_.erase(old);
   }
   if (type == kube::kDeleted) return;
-  Summary& s = summaries_[key];
+  auto entry = summaries_.try_emplace(key).first;
+  Summary& s = entry->second;
   s = Summary{};
-  s.ns = api::MetadataString(obj, "namespace");
-  s.name = api::MetadataString(obj, "name");
   s.uid = api::MetadataString(obj, "uid");
   if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
     if (auto cr = spec->find("clusterRef"); cr != spec->end() && cr->is_object()) {
@@ -44,7 +63,11 @@ void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
     }
   }
   if (auto st = obj.find("status"); st != obj.end() && st->is_object()) {
-    if (auto p = st->find("phase"); p != st->end() && p->is_string()) s.phase = *p;
+    if (auto p = st->find("phase"); p != st->end() && p->is_string()) {
+      const std::string& phase = p->get_ref<const std::string&>();
+      s.phase = static_cast<Phase>(PhaseCode(phase));
+      if (s.phase == Phase::kOther) other_phases_[key] = phase;
+    }
     if (auto r = st->find("run"); r != st->end() && r->is_number_integer()) {
       s.run = r->get<int32_t>();
     }
@@ -57,8 +80,22 @@ void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
   }
   if (!s.waiting_since)
     s.waiting_since = ParseRfc3339(api::MetadataString(obj, "creationTimestamp"));
-  if (!s.uid.empty()) key_by_uid_[s.uid] = key;
+  s.uid.shrink_to_fit();
+  s.cluster_ref.shrink_to_fit();
+  if (!s.uid.empty()) {
+    // Re-inserted, not assigned: the key view must point into this summary's uid.
+    key_by_uid_.erase(s.uid);
+    key_by_uid_.emplace(s.uid, &entry->first);
+  }
   if (s.job_id != 0) ++status_job_ids_[s.job_id];
+}
+
+std::string_view JobIndex::PhaseOf(const Summaries::value_type& entry) const {
+  if (entry.second.phase == Phase::kOther) {
+    auto it = other_phases_.find(entry.first);
+    return it == other_phases_.end() ? std::string_view() : std::string_view(it->second);
+  }
+  return kPhaseNames[static_cast<int>(entry.second.phase)].first;
 }
 
 std::vector<std::string> JobIndex::UpdateDependents(const std::string& type, const std::string& key,
@@ -87,7 +124,7 @@ TagOwner JobIndex::OwnerOfUid(const std::string& uid) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = key_by_uid_.find(uid);
   if (it == key_by_uid_.end()) return TagOwner{};
-  const Summary& s = summaries_.at(it->second);
+  const Summary& s = summaries_.at(*it->second);
   return TagOwner{true, s.run, s.job_id};
 }
 
@@ -101,7 +138,7 @@ std::vector<std::string> JobIndex::Naming(const std::string& ns, const std::stri
   std::vector<std::string> naming;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, s] : summaries_) {
-    if (s.ns != ns || s.cluster_scoped_ref) continue;
+    if (NamespaceOf(key) != ns || s.cluster_scoped_ref) continue;
     if ((s.cluster_ref.empty() ? default_cluster : s.cluster_ref) == cluster) naming.push_back(key);
   }
   return naming;
@@ -115,7 +152,7 @@ std::optional<std::string> JobIndex::NamespacedClusterOf(const std::string& key,
   const std::string& name =
       it->second.cluster_ref.empty() ? default_cluster : it->second.cluster_ref;
   if (name.empty()) return std::nullopt;
-  return absl::StrCat(it->second.ns, "/", name);
+  return absl::StrCat(std::string(NamespaceOf(it->first)), "/", name);
 }
 
 std::vector<std::string> JobIndex::NamingClusterScoped(const std::string& cluster) const {
@@ -131,19 +168,16 @@ std::vector<std::string> JobIndex::InNamespaceNamingClusterScoped(const std::str
   std::vector<std::string> naming;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, s] : summaries_) {
-    if (s.ns == ns && s.cluster_scoped_ref) naming.push_back(key);
+    if (NamespaceOf(key) == ns && s.cluster_scoped_ref) naming.push_back(key);
   }
   return naming;
 }
 
 std::map<std::string, double> JobIndex::CountByPhase() const {
   std::map<std::string, double> by_phase;
-  for (const std::string p :
-       {"Pending", "Running", "Succeeded", "Failed", "Cancelled", "Unknown", ""}) {
-    by_phase[p] = 0;
-  }
+  for (const auto& [name, code] : kPhaseNames) by_phase[std::string(name)] = 0;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [key, s] : summaries_) by_phase[s.phase] += 1;
+  for (const auto& entry : summaries_) by_phase[std::string(PhaseOf(entry))] += 1;
   return by_phase;
 }
 
@@ -151,9 +185,9 @@ std::map<std::string, double> JobIndex::OldestPendingByNamespace(Time now) const
   std::map<std::string, double> oldest;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, s] : summaries_) {
-    if (s.phase != "Pending" || !s.waiting_since) continue;
+    if (s.phase != Phase::kPending || !s.waiting_since) continue;
     const double age = std::max(0.0, std::chrono::duration<double>(now - *s.waiting_since).count());
-    double& o = oldest[s.ns];
+    double& o = oldest[std::string(NamespaceOf(key))];
     o = std::max(o, age);
   }
   return oldest;

@@ -24,8 +24,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "controller/common/clock.h"
 #include "controller/common/log_context.h"
 #include "controller/reconcile/tracking_policy.h"
@@ -72,21 +74,40 @@ class JobIndex {
   LogFields LogFieldsOf(const std::string& key, const std::string& default_cluster) const;
 
  private:
+  // Kept small: one per cached SlurmJob (#16 item 1). The namespace is the
+  // key's prefix; the phase is a code unless it is none of the known ones.
+  enum class Phase : uint8_t {
+    kNone,
+    kPending,
+    kRunning,
+    kSucceeded,
+    kFailed,
+    kCancelled,
+    kUnknown,
+    kOther
+  };
   struct Summary {
-    std::string ns, name, uid, cluster_ref /* "" = the default */, phase;
-    bool cluster_scoped_ref = false;  // spec.clusterRef.kind is ClusterSlurmCluster
-    int32_t run = 0;
+    std::string uid, cluster_ref /* "" = the default */;
     int64_t job_id = 0;
     std::optional<Time> waiting_since;
+    int32_t run = 0;
+    Phase phase = Phase::kNone;
+    bool cluster_scoped_ref = false;  // spec.clusterRef.kind is ClusterSlurmCluster
   };
+  using Summaries = std::map<std::string, Summary>;  // by "ns/name"
+
   void UpdateSummary(const std::string& type, const std::string& key, const nlohmann::json& obj);
   std::vector<std::string> UpdateDependents(const std::string& type, const std::string& key,
                                             const std::string& ns, const nlohmann::json& obj);
+  std::string_view PhaseOf(const Summaries::value_type& entry) const;
 
   mutable std::mutex mu_;
-  std::map<std::string, Summary> summaries_;  // by "ns/name"
-  std::map<std::string, std::string> key_by_uid_;
-  std::map<int64_t, int> status_job_ids_;  // status.jobId -> how many SlurmJobs name it
+  Summaries summaries_;
+  // uid -> the key of summaries_ with it. Both point into summaries_'s nodes,
+  // which do not move; an entry goes before its summary changes or goes.
+  absl::flat_hash_map<std::string_view, const std::string*> key_by_uid_;
+  absl::flat_hash_map<int64_t, int> status_job_ids_;  // status.jobId -> how many SlurmJobs name it
+  std::map<std::string, std::string> other_phases_;   // by key: a status.phase none of Phase's
   // SlurmJob key -> the keys of SlurmJobs whose spec.dependsOn names it.
   std::map<std::string, std::set<std::string>> dependents_;
 };

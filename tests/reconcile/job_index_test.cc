@@ -5,6 +5,7 @@
 
 #include "controller/reconcile/job_index.h"
 
+#include "controller/common/time_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -127,6 +128,51 @@ TEST(JobIndex, CountsByPhaseWithEveryPhasePresent) {
   EXPECT_EQ(by["Succeeded"], 0);
   index.Apply("DELETED", Job("a", "u1"));
   EXPECT_EQ(index.CountByPhase()["Running"], 1);
+}
+
+// A phase none of the known ones (a status written by hand) is counted under its own name, and
+// forgotten once the SlurmJob's phase changes.
+TEST(JobIndex, CountsAPhaseOfItsOwnUnderItsName) {
+  JobIndex index;
+  index.Apply("ADDED", Job("a", "u1", {}, {{"phase", "Hibernating"}}));
+  EXPECT_EQ(index.CountByPhase()["Hibernating"], 1);
+  index.Apply("MODIFIED", Job("a", "u1", {}, {{"phase", "Running"}}));
+  std::map<std::string, double> by = index.CountByPhase();
+  EXPECT_EQ(by.count("Hibernating"), 0u);
+  EXPECT_EQ(by["Running"], 1);
+}
+
+// Two SlurmJobs claiming one uid (a restored backup): whichever came last owns it, and
+// forgetting either never leaves the index pointing at a SlurmJob that is gone (the uid index
+// holds views into the summaries; the sanitizer build checks for a dangling one).
+TEST(JobIndex, TwoSlurmJobsWithOneUidLeaveNoDanglingOwner) {
+  JobIndex index;
+  index.Apply("ADDED", Job("a", "shared-uid-0123456789-0123456789", {}, {{"run", 1}}));
+  index.Apply("ADDED", Job("b", "shared-uid-0123456789-0123456789", {}, {{"run", 2}}));
+  EXPECT_EQ(index.OwnerOfUid("shared-uid-0123456789-0123456789").run, 2);
+  index.Apply("DELETED", Job("a", "shared-uid-0123456789-0123456789"));
+  EXPECT_FALSE(index.OwnerOfUid("shared-uid-0123456789-0123456789").exists);
+  index.Apply("MODIFIED", Job("b", "shared-uid-0123456789-0123456789", {}, {{"run", 3}}));
+  EXPECT_EQ(index.OwnerOfUid("shared-uid-0123456789-0123456789").run, 3);
+  index.Apply("DELETED", Job("b", "shared-uid-0123456789-0123456789"));
+  EXPECT_FALSE(index.OwnerOfUid("shared-uid-0123456789-0123456789").exists);
+}
+
+// OldestPendingByNamespace keys by the namespace, now taken from the key.
+TEST(JobIndex, OldestPendingIsPerNamespace) {
+  JobIndex index;
+  json other = Job("x", "u9", {}, {{"phase", "Pending"}, {"submitTime", "2026-01-01T00:00:00Z"}});
+  other["metadata"]["namespace"] = "team-b";
+  index.Apply("ADDED", other);
+  index.Apply("ADDED",
+              Job("a", "u1", {}, {{"phase", "Pending"}, {"submitTime", "2026-01-01T00:00:50Z"}}));
+  index.Apply("ADDED",
+              Job("b", "u2", {}, {{"phase", "Running"}, {"submitTime", "2026-01-01T00:00:00Z"}}));
+  const Time now = *ParseRfc3339("2026-01-01T00:01:40Z");
+  std::map<std::string, double> oldest = index.OldestPendingByNamespace(now);
+  EXPECT_EQ(oldest.size(), 2u);
+  EXPECT_DOUBLE_EQ(oldest["team-a"], 50);
+  EXPECT_DOUBLE_EQ(oldest["team-b"], 100);
 }
 
 }  // namespace
