@@ -38,6 +38,7 @@ void JobTracker::SetEndpoint(Cluster& c, const ClusterEndpoint& e) {
     // What was learned describes the old cluster (#13 L1).
     c.jobs.clear();
     c.fetched_at.reset();
+    c.released_list_at.reset();
     c.last_full.reset();
     c.last_update.reset();
     c.last_update_confirmed = false;
@@ -163,6 +164,13 @@ void JobTracker::ForgetCluster(const std::string& cluster_key) {
   DropIfUnusedLocked(cluster_key);
 }
 
+size_t JobTracker::RecordsHeld() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [key, c] : clusters_) n += c.jobs.size();
+  return n;
+}
+
 size_t JobTracker::TrackedCount() const {
   std::lock_guard<std::mutex> lock(mu_);
   return by_key_.size();
@@ -180,6 +188,7 @@ absl::Status JobTracker::AwaitListLocked(std::unique_lock<std::mutex>& lock, con
   // The list is fetched on a fetch thread; this caller waits for it only so long.
   const auto give_up = std::chrono::steady_clock::now() + options_.get_wait;
   clusters_[key].readers += 1;
+  clusters_[key].last_read = clock_.Now();
   absl::Status result;
   for (;;) {
     Cluster& c = clusters_[key];
@@ -427,11 +436,16 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   // cancels): a Get() waiting for it answers once nothing of it runs any
   // more, and no second fetch of the cluster starts meanwhile.
   EndFetchLocked(clusters_[key]);
+  Cluster& done = clusters_[key];
   // Those whose Get() gave up on this list look again now, changed or not.
-  for (const std::string& k : clusters_[key].waiters) {
+  for (const std::string& k : done.waiters) {
     if (std::find(changed.begin(), changed.end(), k) == changed.end()) changed.push_back(k);
   }
-  clusters_[key].waiters.clear();
+  const bool unread = !done.last_read || started - *done.last_read >= options_.sweep_interval;
+  if (list.ok() && done.tracked.empty() && done.waiters.empty() && done.readers == 0 && unread) {
+    ReleaseSnapshot(done);  // swept, and nobody reads it: see the header
+  }
+  done.waiters.clear();
   fetched_.notify_all();
   if (!changed.empty() && notify_) {
     lock.unlock();
@@ -439,6 +453,15 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
     lock.lock();
   }
   return list.status();
+}
+
+void JobTracker::ReleaseSnapshot(Cluster& c) {
+  c.jobs = slurm::PackedJobs();
+  c.released_list_at = c.fetched_at;
+  c.fetched_at.reset();
+  c.last_full.reset();
+  c.last_update.reset();
+  c.last_update_confirmed = false;
 }
 
 void JobTracker::EndFetchLocked(Cluster& c) {
@@ -492,7 +515,9 @@ void JobTracker::Tick() {
     if (c.fetching || (c.retry_at && now < *c.retry_at)) continue;
     std::optional<Duration> want = IntervalLocked(c, now);
     if (!want) continue;
-    if (!c.fetched_at || now - *c.fetched_at >= *want) due.push_back(key);
+    // A released snapshot's list still sets the pace (else: listed every tick).
+    const std::optional<Time> last = c.fetched_at ? c.fetched_at : c.released_list_at;
+    if (!last || now - *last >= *want) due.push_back(key);
   }
   for (const std::string& key : due) QueueFetchLocked(key);
 }

@@ -32,6 +32,14 @@
 //    queue sent after the search's `not_before` answers it, so the searches
 //    of many SlurmJobs (after a restart, every SlurmJob without a job id
 //    searches) share one list per cluster instead of one list each.
+//  * A cluster that tracks no job and that no Get() or search has asked for
+//    within `sweep_interval` (registered only for the sweep) keeps no
+//    snapshot between its lists: once such a list has been swept, its
+//    records are released, and the next list is a full one. Many SlurmClusters
+//    of many namespaces can name one busy Slurm cluster; each kept a copy of
+//    its whole queue (#16 item 1). A cluster being read (searches and Gets
+//    before its jobs are tracked, e.g. after a restart) keeps its snapshot,
+//    so that one list still answers them all.
 //  * A job absent from a list fetched after it was tracked has left the live
 //    queue (Get answers job == nullopt); the executor then reads /slurmdb.
 //  * Isolation: clusters are listed on `fetch_threads` threads, one fetch at
@@ -170,6 +178,8 @@ class JobTracker {
 
   // For tests and metrics.
   size_t TrackedCount() const;
+  // Slurm job records held in all clusters' snapshots.
+  size_t RecordsHeld() const;
   int64_t ListCalls() const { return list_calls_.load(); }
   int64_t OrphansCancelled() const { return orphans_cancelled_.load(); }
 
@@ -186,8 +196,9 @@ class JobTracker {
   struct Cluster {
     ClusterEndpoint endpoint;
     bool registered = false;
-    bool fetching = false;           // queued for or in a fetch thread
-    std::optional<Time> fetched_at;  // when the snapshot's request was sent
+    bool fetching = false;                 // queued for or in a fetch thread
+    std::optional<Time> fetched_at;        // when the snapshot's request was sent
+    std::optional<Time> released_list_at;  // ReleaseSnapshot: when the released list was sent
     std::optional<Time> last_full;
     std::optional<Time> last_sweep;
     std::optional<int64_t> last_update;  // Slurm's, from the last changed list
@@ -208,6 +219,7 @@ class JobTracker {
     std::set<std::string> waiters;           // keys whose Get() gave up on the list in flight
     uint64_t endpoint_changes = 0;           // SetEndpoint's resets: a list in flight is stale
     int readers = 0;                         // callers in AwaitListLocked
+    std::optional<Time> last_read;           // when a Get() or search last asked for the list
   };
 
   // Waits (mu_ held on entry and exit) until the snapshot of `key` comes from
@@ -246,6 +258,9 @@ class JobTracker {
   // `c`'s fetch has ended, its sweep included: another may start, and the
   // Get() calls waiting for it look at the snapshot.
   static void EndFetchLocked(Cluster& c);
+  // Releases `c`'s snapshot and what depends on it (the next list is full);
+  // the sweep's candidates and the failure backoff stay.
+  static void ReleaseSnapshot(Cluster& c);
 
   Caller caller_;
   const Clock& clock_;
