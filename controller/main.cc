@@ -754,11 +754,12 @@ void NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage
 }
 
 int main(int argc, char** argv) {
-  // Few malloc arenas: the operator's threads mostly wait on the network,
-  // and one arena per thread kept each thread's high-water mark (measured
-  // with bench/load: the resident set at 1,000 jobs). MALLOC_ARENA_MAX, when
+  // One malloc arena: the operator's threads mostly wait on the network,
+  // and each further arena kept its own high-water mark and fragments
+  // (bench/load at 10,000 SlurmJobs: 77.8 MB resident with two arenas, 71.7 MB
+  // with one, at the same throughput; bench/README.md). MALLOC_ARENA_MAX, when
   // set, is glibc's to apply and is left alone.
-  if (getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
+  if (getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 1);
   std::vector<std::string> normalized;
   NormalizeFlagNames(argc, argv, &normalized);
   // --help lists the flags defined in this file (Abseil's default looks for
