@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "controller/api/resources.h"
@@ -23,17 +24,9 @@ std::vector<std::string> JobIndex::Apply(const std::string& type, const nlohmann
 
 namespace {
 
-constexpr std::pair<std::string_view, int> kPhaseNames[] = {
-    {"", 0},       {"Pending", 1},   {"Running", 2}, {"Succeeded", 3},
-    {"Failed", 4}, {"Cancelled", 5}, {"Unknown", 6}};
-constexpr int kOtherPhase = 7;
-
-int PhaseCode(std::string_view phase) {
-  for (const auto& [name, code] : kPhaseNames) {
-    if (name == phase) return code;
-  }
-  return kOtherPhase;
-}
+// The known phases, indexed by JobIndex::Phase (kOther, last, has no name here).
+constexpr std::string_view kPhaseNames[] = {"",       "Pending",   "Running", "Succeeded",
+                                            "Failed", "Cancelled", "Unknown"};
 
 // The namespace of "ns/name".
 std::string_view NamespaceOf(std::string_view key) { return key.substr(0, key.find('/')); }
@@ -65,7 +58,7 @@ void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
   if (auto st = obj.find("status"); st != obj.end() && st->is_object()) {
     if (auto p = st->find("phase"); p != st->end() && p->is_string()) {
       const std::string& phase = p->get_ref<const std::string&>();
-      s.phase = static_cast<Phase>(PhaseCode(phase));
+      s.phase = PhaseCode(phase);
       if (s.phase == Phase::kOther) other_phases_[key] = phase;
     }
     if (auto r = st->find("run"); r != st->end() && r->is_number_integer()) {
@@ -90,12 +83,21 @@ void JobIndex::UpdateSummary(const std::string& type, const std::string& key,
   if (s.job_id != 0) ++status_job_ids_[s.job_id];
 }
 
+JobIndex::Phase JobIndex::PhaseCode(std::string_view phase) {
+  static_assert(std::size(kPhaseNames) == static_cast<size_t>(Phase::kOther),
+                "one name per known Phase, in its order");
+  for (size_t i = 0; i < std::size(kPhaseNames); ++i) {
+    if (kPhaseNames[i] == phase) return static_cast<Phase>(i);
+  }
+  return Phase::kOther;
+}
+
 std::string_view JobIndex::PhaseOf(const Summaries::value_type& entry) const {
   if (entry.second.phase == Phase::kOther) {
     auto it = other_phases_.find(entry.first);
     return it == other_phases_.end() ? std::string_view() : std::string_view(it->second);
   }
-  return kPhaseNames[static_cast<int>(entry.second.phase)].first;
+  return kPhaseNames[static_cast<size_t>(entry.second.phase)];
 }
 
 std::vector<std::string> JobIndex::UpdateDependents(const std::string& type, const std::string& key,
@@ -175,7 +177,7 @@ std::vector<std::string> JobIndex::InNamespaceNamingClusterScoped(const std::str
 
 std::map<std::string, double> JobIndex::CountByPhase() const {
   std::map<std::string, double> by_phase;
-  for (const auto& [name, code] : kPhaseNames) by_phase[std::string(name)] = 0;
+  for (std::string_view name : kPhaseNames) by_phase[std::string(name)] = 0;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& entry : summaries_) by_phase[std::string(PhaseOf(entry))] += 1;
   return by_phase;

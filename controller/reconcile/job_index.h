@@ -99,6 +99,7 @@ class JobIndex {
   void UpdateSummary(const std::string& type, const std::string& key, const nlohmann::json& obj);
   std::vector<std::string> UpdateDependents(const std::string& type, const std::string& key,
                                             const std::string& ns, const nlohmann::json& obj);
+  static Phase PhaseCode(std::string_view phase);  // kOther for none of the known ones
   std::string_view PhaseOf(const Summaries::value_type& entry) const;
 
   mutable std::mutex mu_;
