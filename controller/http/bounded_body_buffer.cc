@@ -12,19 +12,32 @@ BoundedBodyBuffer::BoundedBodyBuffer(size_t cap) : Base(4096), cap_(cap) {}
 
 BoundedBodyBuffer::~BoundedBodyBuffer() { ReleaseWriter(/*force=*/true); }
 
+// Runs on cpprest's I/O pool, so it never waits for a task: the close is
+// chained, not waited for (a wait held a pool thread until another one ran
+// the close's continuation; with a pool of one thread, for ever).
 void BoundedBodyBuffer::CloseWhenComplete(const std::shared_ptr<BoundedBodyBuffer>& buffer,
                                           const web::http::http_response& response) {
-  response.content_ready().then([buffer](pplx::task<web::http::http_response> done) {
-    try {
-      done.wait();
-      buffer->close(std::ios_base::out).wait();
-    } catch (...) {
-      try {
-        buffer->close(std::ios_base::out, std::current_exception()).wait();
-      } catch (...) {  // already closed: the reader sees what it saw
-      }
-    }
-  });
+  response.content_ready()
+      .then([buffer](pplx::task<web::http::http_response> done) {
+        std::exception_ptr error;
+        try {
+          done.wait();  // done already: returns (or throws) at once
+        } catch (...) {
+          error = std::current_exception();
+        }
+        try {
+          return error ? buffer->close(std::ios_base::out, error)
+                       : buffer->close(std::ios_base::out);
+        } catch (...) {  // already closed: the reader sees what it saw
+          return pplx::task_from_result();
+        }
+      })
+      .then([](pplx::task<void> closed) {
+        try {
+          closed.wait();  // done already; observed, so pplx never reports it
+        } catch (...) {
+        }
+      });
 }
 
 size_t BoundedBodyBuffer::max_buffered() const {

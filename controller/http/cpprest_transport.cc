@@ -7,6 +7,7 @@
 
 #include <cpprest/http_client.h>
 #include <glog/logging.h>
+#include <pplx/threadpool.h>
 
 #include <algorithm>
 #include <cctype>
@@ -466,6 +467,17 @@ absl::StatusOr<Response> CpprestTransport::Impl::Stream(
     cts.cancel();
     return StatusFromException(std::current_exception(), StopReason::kNone);
   }
+}
+
+absl::Status SetCpprestIoThreads(size_t threads) {
+  if (threads == 0) return absl::InvalidArgumentError("the HTTP I/O pool needs at least 1 thread");
+  try {
+    crossplat::threadpool::initialize_with_threads(threads);
+  } catch (const std::exception& e) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the HTTP I/O pool exists already (", e.what(), ")"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<CpprestTransport>> CpprestTransport::Create(

@@ -40,6 +40,16 @@
 
 namespace slurmop::http {
 
+// Sizes cpprestsdk's shared I/O pool (crossplat::threadpool), whose threads
+// run the socket I/O, timers and task completions of every CpprestTransport
+// request; callers wait for their requests on their own threads. cpprestsdk
+// starts 40 when nothing is said, and each request's wake-ups then pass
+// through dozens of threads competing for one scheduler lock (bench/README.md,
+// "Where the operator's time goes"). Call once, before the first request.
+// Errors: kInvalidArgument (0 threads), kFailedPrecondition (the pool was
+// already made, by an earlier call or a request).
+absl::Status SetCpprestIoThreads(size_t threads);
+
 struct TlsOptions {
   // PEM CA bundle, as a file path or inline PEM text (both may be given).
   std::string ca_file;

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -251,6 +252,16 @@ TEST(CpprestTransportTest, SendTimesOutWhileTheBodyTrickles) {
   EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
   EXPECT_GE(elapsed, std::chrono::milliseconds(1900));
   EXPECT_LT(elapsed, std::chrono::seconds(9));
+}
+
+// The pool is made once per process: by the first sizing or the first
+// request, whichever comes first (main() sizes it before any request).
+TEST(SetCpprestIoThreadsTest, RefusesNoThreadsAndASecondSizing) {
+  EXPECT_EQ(SetCpprestIoThreads(0).code(), absl::StatusCode::kInvalidArgument);
+  (void)SetCpprestIoThreads(2);  // refused too if an earlier test made a request
+  absl::Status again = SetCpprestIoThreads(2);
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition) << again;
+  EXPECT_TRUE(absl::StrContains(again.message(), "exists already")) << again;
 }
 
 TEST(CpprestTransportTest, SequentialRequestsOnAKeepAliveServer) {
