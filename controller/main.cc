@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -71,6 +72,10 @@ ABSL_FLAG(int, metrics_port, 0,
           "Port for Prometheus metrics at /metrics; 0 (the default) serves none. deploy/ uses "
           "8080.");
 ABSL_FLAG(int, workers, 4, "Number of SlurmJobs reconciled concurrently.");
+ABSL_FLAG(int, http_io_threads, 2,
+          "Threads that carry the I/O of Kubernetes and Agent Platform requests (cpprestsdk's "
+          "pool; each request waits on its caller's thread). cpprestsdk's own default, 40, "
+          "made each request's wake-ups pass through dozens of threads (bench/README.md).");
 ABSL_FLAG(int, malloc_trim_seconds, 30,
           "Every so many seconds, hand freed heap pages back to the system (glibc "
           "malloc_trim); 0 never. Bursts (thousands of submits, a relist) leave freed "
@@ -644,6 +649,14 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
 int Run() {
   const slurmop::Clock& clock = slurmop::RealClock::Get();
   sigset_t stop_signals = BlockStopSignals();
+  // After the mask: the pool's threads start now and inherit it (a thread
+  // without it would take SIGTERM's default action, bypassing the shutdown).
+  if (absl::Status s = slurmop::http::SetCpprestIoThreads(
+          static_cast<size_t>(std::max(absl::GetFlag(FLAGS_http_io_threads), 0)));
+      !s.ok()) {
+    LOG(ERROR) << "--http-io-threads: " << s.message();
+    return 2;
+  }
   // Before any Kubernetes client, queue or elector runs (its hooks are not synchronised).
   slurmop::reconcile::InstallControllerMetrics(slurmop::server::GlobalMetrics());
 
