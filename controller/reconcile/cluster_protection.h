@@ -40,6 +40,13 @@ struct ProtectionFacts {
   std::string protected_secret;  // kProtectedSecretAnnotation ("" for none)
 };
 
+// Whether a SlurmCluster with these facts is kept while SlurmJobs name it:
+// the finalizer is on and the Secret it names is the one protected. A
+// SlurmJob does not submit before that (the stage kClusterUnprotected).
+inline bool KeptWhileInUse(const ProtectionFacts& f) {
+  return f.has_finalizer && f.protected_secret == f.wanted_secret;
+}
+
 struct ProtectionStep {
   enum class Kind {
     kProtectSecret,  // put kCredentialsInUseFinalizer on `secret` (if it exists)

@@ -116,8 +116,7 @@ ClusterFacts ResolveJobCluster(const ClusterCaches& caches, const std::string& n
   c.kind = ClusterFacts::Kind::kFound;
   c.deleting = BeingDeleted(*obj);
   const ProtectionFacts protection = ProtectionFactsOf(*obj, true);
-  c.unprotected =
-      !protection.has_finalizer || protection.protected_secret != protection.wanted_secret;
+  c.unprotected = !KeptWhileInUse(protection);
   absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*obj);
   if (!cluster.ok()) {
     // Unreadable: treat as found with an empty spec so that validation explains what is missing.

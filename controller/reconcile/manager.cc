@@ -25,18 +25,6 @@ const std::string kClusterKeyPrefix = "scl:";
 const std::string kProtectKeyPrefix = "protect:";  // cluster_protector.h
 namespace metric = server::metric;
 
-// True if status.conditions has type Ready with status "True".
-bool ReadyConditionTrue(const nlohmann::json& obj) {
-  auto st = obj.find("status");
-  if (st == obj.end() || !st->is_object()) return false;
-  auto conditions = st->find("conditions");
-  if (conditions == st->end() || !conditions->is_array()) return false;
-  for (const nlohmann::json& c : *conditions) {
-    if (c.is_object() && c.value("type", "") == "Ready") return c.value("status", "") == "True";
-  }
-  return false;
-}
-
 // A fresh random id for one reconcile (controller-runtime logs a UUID as reconcileID).
 std::string NewReconcileId() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -203,21 +191,10 @@ void Manager::OnClusterEvent(const std::string& type,
   const std::string key = absl::StrCat(ns, "/", name);
   // Its finalizer, annotation, deletion or Secret reference may have changed (cheap: caches only).
   if (!cluster_scoped && type != kube::kDeleted) queue_.Add(kProtectKeyPrefix + key);
-  {
-    int64_t generation =
-        obj->value("metadata", nlohmann::json::object()).value("generation", int64_t{0});
-    std::lock_guard<std::mutex> lock(generations_mu_);
-    if (type == kube::kDeleted) {
-      cluster_generations_.erase(key);
-      cluster_ready_.erase(key);
-    } else {
-      cluster_ready_[key] = ReadyConditionTrue(*obj);
-      auto [it, inserted] = cluster_generations_.try_emplace(key, generation);
-      if (!inserted && it->second == generation) return;  // a status write: nothing to redo
-      it->second = generation;
-      queue_.Add(kClusterKeyPrefix + key);
-    }
-  }
+  const ClusterChanges::Wake wake =
+      cluster_changes_.Observe(key, type == kube::kDeleted, !cluster_scoped, *obj);
+  if (wake.cluster) queue_.Add(kClusterKeyPrefix + key);
+  if (!wake.jobs) return;  // a status write: nothing to redo
   std::vector<std::string> naming =
       cluster_scoped ? index_.NamingClusterScoped(name)
                      : index_.Naming(ns, name, options_.executor.default_cluster);

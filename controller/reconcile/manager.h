@@ -27,6 +27,7 @@
 #include "controller/common/log_context.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/workqueue.h"
+#include "controller/reconcile/cluster_changes.h"
 #include "controller/reconcile/cluster_protector.h"
 #include "controller/reconcile/cluster_reconciler.h"
 #include "controller/reconcile/executor.h"
@@ -125,12 +126,10 @@ class Manager {
   const ManagerOptions options_;
   kube::WorkQueue queue_;
   RetryScheduler retry_;  // puts keys back into queue_
-  // Last generation seen per SlurmCluster: only spec changes (not our own
-  // status writes) fan out to the SlurmJobs that name it.
-  mutable std::mutex generations_mu_;
-  std::map<std::string, int64_t> cluster_generations_;
-  // SlurmCluster "ns/name" -> its Ready condition is True (slurmjob_operator_slurmcluster_ready).
-  std::map<std::string, bool> cluster_ready_;  // guarded by generations_mu_
+  // What each SlurmCluster event changed: spec changes and its protection
+  // (not our own status writes) fan out to the SlurmJobs that name it; also
+  // its Ready condition (slurmjob_operator_slurmcluster_ready).
+  ClusterChanges cluster_changes_;
   std::unique_ptr<kube::Informer> jobs_;
   JobObserver job_observer_;          // set before Start()
   ClusterObserver cluster_observer_;  // set before Start()

@@ -147,8 +147,7 @@ void Manager::RegisterGauges(ManagerList list) {
   m.SetCallback(metric::kSlurmClusterReady, [list] {
     Series out;
     for (const auto& g : list()) {
-      std::lock_guard<std::mutex> lock(g->generations_mu_);
-      for (const auto& [key, ready] : g->cluster_ready_) {
+      for (const auto& [key, ready] : g->cluster_changes_.Readiness()) {
         const size_t slash = key.find('/');
         out.push_back({{{"namespace", key.substr(0, slash)}, {"name", key.substr(slash + 1)}},
                        ready ? 1.0 : 0.0});
