@@ -638,14 +638,27 @@ def measure_standins(env, args, res):
 
 
 def isolated_phase(env, tracker, count, res):
-    """Phase 4b: `count` SlurmJobs one at a time; their create -> jobId into res."""
+    """Phase 4b: `count` SlurmJobs one at a time; their create -> jobId into res, and
+    the operator's requests on SlurmJobs per isolated job (its writes, and the re-reads
+    a conflict costs) from the stand-in's counters."""
+    before = env.kadmin("GET", "counters").get("byVerbResource")
     iso = measure_isolated(env, tracker, count, 5.0)
     res["isolated_to_jobid"] = {"p50": pct(iso, 50), "p99": pct(iso, 99),
                                 "max": max(iso) if iso else None, "n": len(iso)}
     log("isolated create -> jobId: %s" % {k: (round(v * 1000, 1) if k != "n" else v)
                                           for k, v in res["isolated_to_jobid"].items()
                                           if v is not None})
-    time.sleep(1.0)
+    time.sleep(1.0)  # also: the stand-in counts a request after its reply and watch event
+    res["isolated_kube_per_job"] = isolated_requests_per_job(
+        diff(before, env.kadmin("GET", "counters").get("byVerbResource")), count)
+
+
+def isolated_requests_per_job(by_verb_resource, count):
+    """The operator's get / patch / update of SlurmJobs per isolated job. The harness's
+    own requests in that phase are creates, deletes and its watch, none of these verbs."""
+    sj = "slurmjobs.hpc.slurmoperator.dev"
+    keep = ("get " + sj, "patch " + sj, "update " + sj, "update " + sj + "/status")
+    return {k: round(by_verb_resource.get(k, 0) / count, 3) for k in keep} if count else {}
 
 
 def measure_isolated(env, tracker, count, run_seconds):
@@ -1700,6 +1713,9 @@ def report_isolated(r, out=sys.stdout):
     out.write("isolated: floor %s ms; create -> jobId p50 %s / p99 %s ms (n=%s); "
               "%.2fx ; %.2fx the floor\n" % (ms(floor), ms(p50), ms(p99), iso.get("n"),
                                               (p50 or 0) / floor, (p99 or 0) / floor))
+    per_job = r.get("isolated_kube_per_job") or {}
+    out.write("  operator's SlurmJob requests per isolated job: %s\n" % ", ".join(
+        "%s %.2f" % kv for kv in sorted(per_job.items())))
     out.flush()
 
 

@@ -181,7 +181,8 @@ Executor::Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCach
         ExecutorOptions o = std::move(options);
         if (o.decide.process_start == Time{}) o.decide.process_start = clock.Now();
         return o;
-      }()) {}
+      }()),
+      cache_lag_(clock, options_.cache_patience) {}
 
 absl::StatusOr<agentplatform::SlurmResponse> Executor::CallSlurm(
     const agentplatform::ClusterName& where, agentplatform::TokenSource& credentials,
@@ -217,6 +218,7 @@ void Executor::PutMemo(const std::string& key, Memo memo) {
 
 void Executor::Forget(const std::string& key) {
   if (tracker_) tracker_->Untrack(key);
+  cache_lag_.Forget(key);
   std::lock_guard<std::mutex> lock(mu_);
   memos_.erase(key);
   changed_.erase(key);
@@ -693,6 +695,7 @@ class Executor::Attempt {
     }
     absl::StatusOr<JobFacts> f = FactsFromObject(*fresh, ex_.options_.installation);
     if (!f.ok()) return false;
+    NoteSuperseded(*fresh);
     object_ = std::move(*fresh);
     facts_ = std::move(*f);
     Resolve();
@@ -703,9 +706,17 @@ class Executor::Attempt {
   void AdoptResponse(nlohmann::json response) {
     absl::StatusOr<JobFacts> f = FactsFromObject(response, ex_.options_.installation);
     if (!f.ok()) return;
+    NoteSuperseded(response);
     object_ = std::move(response);
     facts_ = std::move(*f);
     ResolveDependencies(ex_.jobs_, &facts_);
+  }
+
+  // `newer` replaces object_: a cache still showing object_'s version is behind.
+  void NoteSuperseded(const nlohmann::json& newer) {
+    ex_.cache_lag_.Superseded(key_, api::MetadataString(object_, "uid"),
+                              api::MetadataString(object_, "resourceVersion"),
+                              api::MetadataString(newer, "resourceVersion"));
   }
 
   void Record(const std::vector<EventSpec>& events) {
@@ -783,6 +794,12 @@ ReconcileResult Executor::Reconcile(const std::string& key) {
     // Gone: nothing to do (the finalizer guaranteed the cancel happened first).
     Forget(key);
     return {};
+  }
+  if (std::optional<Duration> wait =
+          cache_lag_.Behind(key, api::MetadataString(*cached, "uid"),
+                            api::MetadataString(*cached, "resourceVersion"))) {
+    VLOG(1) << key << ": the cache does not show this process's last write yet; waiting for it";
+    return {*wait, false};
   }
   absl::StatusOr<JobFacts> facts = FactsFromObject(*cached, options_.installation);
   if (!facts.ok()) {

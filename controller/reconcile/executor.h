@@ -9,6 +9,9 @@
 // have their own reconciler (cluster_reconciler.h). Conflicts (409) on writes
 // re-read the object and decide again with the outcomes kept, so a job that
 // was submitted is never submitted again because a status write lost a race.
+// A reconcile that finds the cache still at a version this process's own
+// write (or re-read) replaced waits for the cache's watch event instead of
+// acting on the old object (cache_lag.h).
 //
 // Thread-safety: Reconcile() may run concurrently for different keys; the
 // work queue guarantees one key is never reconciled twice at once.
@@ -25,6 +28,7 @@
 #include "controller/agentplatform/client.h"
 #include "controller/common/clock.h"
 #include "controller/kube/client.h"
+#include "controller/reconcile/cache_lag.h"
 #include "controller/reconcile/cluster_resolver.h"
 #include "controller/reconcile/decide.h"
 #include "controller/reconcile/job_tracker.h"
@@ -47,6 +51,9 @@ struct ExecutorOptions {
   // With a tracker, an active job's SlurmJob is reconciled when the
   // cluster's list shows a change; this timer is only the safety net.
   Duration tracked_requeue = std::chrono::minutes(2);
+  // How long a reconcile waits for the informer cache to show this process's
+  // own last write before it goes ahead on the older object (cache_lag.h).
+  Duration cache_patience = std::chrono::seconds(5);
 };
 
 class Executor {
@@ -118,6 +125,7 @@ class Executor {
 
   JobTracker* tracker_ = nullptr;
   const SubmitFence* submit_fence_ = nullptr;
+  CacheLag cache_lag_;  // versions our own writes replaced
 
   mutable std::mutex mu_;
   std::map<std::string, Memo> memos_;

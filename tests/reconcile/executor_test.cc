@@ -1097,13 +1097,49 @@ TEST_F(ExecutorTest, StaleCacheAfterOwnStatusWriteDoesNotResubmit) {
   kube_.on_request = nullptr;
   ASSERT_EQ(Status().job_id(), 42);
 
-  Reconcile();  // the finalizer patch's watch event, cache not yet caught up
+  // The finalizer patch's watch event, cache not yet caught up: past the
+  // wait for the cache (CacheLag), the reconcile goes ahead on the old object.
+  clock_.Advance(ExecutorOptions{}.cache_patience);
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "PENDING"))));
+  Reconcile();
   EXPECT_EQ(Submits(), 1) << "a second Slurm job was submitted for the same SlurmJob";
   jobs_.Thaw();
   EXPECT_EQ(Status().job_id(), 42);
   Reconcile();  // the cache caught up
   EXPECT_EQ(Submits(), 1);
   EXPECT_EQ(Status().job_id(), 42);
+}
+
+// The same lag, within the wait for the cache: the reconcile sends nothing
+// at all (before CacheLag it re-sent the jobId's status write, got a 409 and
+// re-read the object), and asks to come back when the wait ends. The cache's
+// next version, the watch event of our last write, is reconciled as usual.
+TEST_F(ExecutorTest, ACacheBehindOurOwnWritesIsWaitedForNotActedOn) {
+  AddJob();
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+  kube_.on_request = [&](const testing::KubeCall& c) {
+    if (c.verb == "update-status") jobs_.Freeze();  // the cache shows the finalizer only
+  };
+  Reconcile();
+  kube_.on_request = nullptr;
+  ASSERT_EQ(Status().job_id(), 42);
+  kube_.ClearCalls();
+  ap_.ClearCalls();
+
+  clock_.Advance(std::chrono::seconds(1));
+  ReconcileResult r = Reconcile();
+  EXPECT_THAT(kube_.calls(), IsEmpty()) << "acted on a cache behind our own writes";
+  EXPECT_THAT(ap_.calls(), IsEmpty());
+  EXPECT_EQ(r.requeue_after,
+            std::optional<Duration>(ExecutorOptions{}.cache_patience - std::chrono::seconds(1)));
+  EXPECT_FALSE(r.retry_with_backoff);
+
+  jobs_.Thaw();  // the watch event of the jobId's status write
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "RUNNING"))));
+  Reconcile();
+  EXPECT_EQ(Status().job_state(), "RUNNING") << "the caught-up cache is reconciled as usual";
+  EXPECT_EQ(kube_.Count("get"), 0) << "no conflict, no re-read";
+  EXPECT_EQ(Submits(), 0);
 }
 
 // ---------------------------------------------------------------- deletion
