@@ -105,8 +105,11 @@ class RawServer {
     return true;
   }
 
+  // MSG_NOSIGNAL: a client that refuses a reply closes its end while the
+  // server may still be writing; that must be EPIPE here, not a SIGPIPE that
+  // kills the test binary.
   static void Write(int fd, const std::string& bytes) {
-    (void)!::write(fd, bytes.data(), bytes.size());
+    (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   }
   static void Reply(int fd, const std::string& body) {
     Write(fd, absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: ", body.size(),
