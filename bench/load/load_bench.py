@@ -595,14 +595,23 @@ class Tracker:
         with self.lock:
             return sum(1 for n in names if key in self.jobs.get(n, {}))
 
-    def wait(self, key, names, timeout, what, progress=None):
-        deadline = time.time() + timeout
-        last = 0
+    def wait(self, key, names, timeout, what, progress=None, stall=False, cut_at=0):
+        """Until every name has `key`. Gives up `timeout` s after the start or, with `stall`,
+        after the last name that got it (a long run that keeps progressing is not cut by a
+        timeout meant for one that stopped); never later than `cut_at` (absolute, 0: none)."""
+        start = time.time()
+        last, last_done, last_change = 0, -1, start
         while True:
             done = self.count(key, names)
             if done >= len(names):
                 return True
-            if time.time() > deadline:
+            now = time.time()
+            if done != last_done:
+                last_done, last_change = done, now
+            limit = (last_change if stall else start) + timeout
+            if cut_at:
+                limit = min(limit, cut_at)
+            if now > limit:
                 log("timed out waiting for %s: %d/%d" % (what, done, len(names)))
                 return False
             if progress and time.time() - last > 10:
@@ -852,12 +861,13 @@ def run_once(args, n):
         res["create_seconds"] = create_secs
         res["create_errors"] = len(errs)
         log("created in %.1f s (%.0f/s), %d errors" % (create_secs, n / create_secs, len(errs)))
-        ok_jobid = tracker.wait("t_jobid", names, args.timeout, "jobId", progress=True)
+        ok_jobid = tracker.wait("t_jobid", names, args.timeout, "jobId", progress=True,
+                                stall=True)
         t_all_submitted = time.time()
         # The steady window: every job submitted, none finished yet.
         mark_all_submitted = len(samp.samples)
         ok_term = tracker.wait("t_terminal", names, args.timeout + run_seconds, "terminal",
-                               progress=True)
+                               progress=True, stall=True)
         t_all_terminal = time.time()
         time.sleep(1.0)
         res["ok"] = ok_jobid and ok_term and not errs
@@ -1221,11 +1231,14 @@ def run_sharded(args, n):
         log("created in %.1f s (%.0f/s), %d errors" % (create_secs, n / create_secs, len(errs)))
         def until(limit):  # --deadline cuts every wait
             return max(1.0, min(limit, args.deadline - time.time())) if args.deadline else limit
-        ok_jobid = tracker.wait("t_jobid", names, until(args.timeout), "jobId", progress=True)
+        # Both waits give up only after `--timeout` (+ the run) without progress: at 100,000 the
+        # submits alone take most of an hour. --deadline still cuts them.
+        ok_jobid = tracker.wait("t_jobid", names, args.timeout, "jobId", progress=True,
+                                stall=True, cut_at=args.deadline)
         if kth:
             kth.join(until(660))
-        ok_term = tracker.wait("t_terminal", names, until(args.timeout + run_seconds),
-                               "terminal", progress=True)
+        ok_term = tracker.wait("t_terminal", names, args.timeout + run_seconds, "terminal",
+                               progress=True, stall=True, cut_at=args.deadline)
         res["cut_at_deadline"] = bool(args.deadline) and time.time() >= args.deadline - 1.5 \
             and not ok_term
         if res["cut_at_deadline"]:
