@@ -1940,7 +1940,10 @@ def main():
                         "prints one line per run")
     p.add_argument("--capacity-count", type=int, default=1000,
                    help="requests of each kind used to measure the stand-ins alone")
-    p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--timeout", type=float, default=900,
+                   help="the waits for every jobId and every end give up after this many s without "
+                        "progress (the end wait: plus the jobs' run); the others this long after "
+                        "they began")
     p.add_argument("--operator-arg", action="append", default=[],
                    help="extra operator flag, repeatable (e.g. --operator-arg=--min-poll-seconds=2)")
     p.add_argument("--operator-env", action="append", default=[],
