@@ -2,7 +2,8 @@
 """Cross-checks a running load bench from outside the harness (read-only).
 
 Usage: python3 bench/load/crosscheck.py http://127.0.0.1:<kube.port> http://127.0.0.1:<ap.port>
-(the ports are in the run's work directory: kube.port, ap.port; run it while the stand-ins are up).
+(the ports are in the run's work directory: kube.port, ap.port; run it while the stand-ins are up; it
+sends the harness's kubeconfig token, bench-token).
 
 Reads the Agent Platform stand-in's job table of every cluster (/__admin/jobs) and a paged list of every
 SlurmJob, and prints: SlurmJobs without a jobId; whether each (cluster, jobId) is named by exactly one
