@@ -14,7 +14,8 @@
 # operator in the monitoring end-to-end test (the tests start it themselves).
 # tzdata (/usr/share/zoneinfo) holds the IANA time zones that Abseil's
 # absl::LoadTimeZone reads for a SlurmCronJob's spec.timeZone (and its tests'
-# daylight-saving cases in America/New_York and Europe/Paris).
+# daylight-saving cases in America/New_York and Europe/Paris). libjemalloc2 is
+# the allocator deploy/Dockerfile runs the operator on; the load bench does too.
 set -euo pipefail
 
 PACKAGES=(
@@ -23,7 +24,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libgoogle-glog-dev libabsl-dev
   nlohmann-json3-dev libyaml-cpp-dev libzstd-dev libssl-dev libgtest-dev libgmock-dev
   python3 python3-yaml clang-format openssl curl lua5.4
-  clang libclang-rt-14-dev prometheus tzdata
+  clang libclang-rt-14-dev prometheus tzdata libjemalloc2
 )
 
 missing=()

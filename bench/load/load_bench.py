@@ -646,6 +646,21 @@ def measure_standins(env, args, res):
         env.set_project_budget(args.cluster_budget)
 
 
+# The allocator deploy/Dockerfile runs the operator on (keep the two in step).
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+JEMALLOC_CONF = "narenas:1,tcache:false,dirty_decay_ms:1000,muzzy_decay_ms:0,background_thread:true"
+
+
+def allocator_env(allocator):
+    """The operator's environment for --allocator: jemalloc as deployed, or glibc's malloc."""
+    if allocator == "glibc":
+        return {}
+    if not os.path.exists(JEMALLOC):
+        raise SystemExit("--allocator=jemalloc needs %s (Debian's libjemalloc2, which "
+                         "scripts/install-deps.sh installs); or pass --allocator=glibc" % JEMALLOC)
+    return {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": JEMALLOC_CONF}
+
+
 def isolated_phase(env, tracker, count, res):
     """Phase 4b: `count` SlurmJobs one at a time; their create -> jobId into res, and
     the operator's requests on SlurmJobs per isolated job (its writes, and the re-reads
@@ -666,7 +681,8 @@ def isolated_requests_per_job(by_verb_resource, count):
     """The operator's get / patch / update of SlurmJobs per isolated job. The harness's
     own requests in that phase are creates, deletes and its watch, none of these verbs."""
     sj = "slurmjobs.hpc.slurmoperator.dev"
-    keep = ("get " + sj, "patch " + sj, "update " + sj, "update " + sj + "/status")
+    keep = ("get " + sj, "patch " + sj, "patch " + sj + "/status", "update " + sj,
+            "update " + sj + "/status")
     return {k: round(by_verb_resource.get(k, 0) / count, 3) for k in keep} if count else {}
 
 
@@ -781,6 +797,7 @@ def start_operator(args, env, work, tag):
             "--allow-operator-identity-for-namespaced-clusters"] + args.operator_arg
     penv = {"GCE_METADATA_HOST": "127.0.0.1:%d" % env.ap_port,
             "GOOGLE_APPLICATION_CREDENTIALS": "", "HOME": work}
+    penv.update(allocator_env(args.allocator))
     penv.update(kv.split("=", 1) for kv in args.operator_env)
     p = Proc(argv, "%s/operator-%s.log" % (work, tag), penv)
     port = int(wait_file(hp, 60))
@@ -796,7 +813,7 @@ def start_operator(args, env, work, tag):
 
 def run_once(args, n):
     work = tempfile.mkdtemp(prefix="slurmop-load-%d-" % n)
-    log("N=%d: work dir %s" % (n, work))
+    log("N=%d: work dir %s; operator allocator %s" % (n, work, args.allocator))
     res = {"N": n, "work": work}
     env = Env(work, history=max(10000, min(n * 20, args.max_history)), clusters=args.clusters)
     samp = None
@@ -1946,6 +1963,9 @@ def main():
                         "they began")
     p.add_argument("--operator-arg", action="append", default=[],
                    help="extra operator flag, repeatable (e.g. --operator-arg=--min-poll-seconds=2)")
+    p.add_argument("--allocator", choices=("jemalloc", "glibc"), default="jemalloc",
+                   help="the operator's malloc: jemalloc as deploy/Dockerfile runs it (default), "
+                        "or glibc's")
     p.add_argument("--operator-env", action="append", default=[],
                    help="KEY=VALUE added to the operator's environment, repeatable")
     p.add_argument("--replicas", type=int, default=1,

@@ -1280,6 +1280,16 @@ def json_patch(doc, ops):
                 cur = _ptr_get(doc, parts, path)
             except JSONPatchError:
                 cur = MISSING
+                # The API server applies JSON patches with gopkg.in/evanphx/json-patch.v4, where a
+                # member missing from an object that exists reads as null (partialDoc.get answers
+                # nil): `test` against null succeeds for it. A missing parent still fails.
+                if op["value"] is None and parts:
+                    try:
+                        parent = _ptr_get(doc, parts[:-1], path)
+                    except JSONPatchError:
+                        parent = MISSING
+                    if isinstance(parent, dict):
+                        cur = None
             if cur is MISSING or not deep_equal(cur, op["value"]):
                 raise JSONPatchError("testing value %s failed: test failed" % path)
             continue

@@ -587,6 +587,43 @@ class PatchTest(unittest.TestCase):
                             "application/json-patch+json")
         self.assertEqual(st, 200)
 
+    def test_json_patch_test_of_a_missing_member_against_null(self):
+        # As gopkg.in/evanphx/json-patch.v4 (the API server's): a member missing from an object that
+        # exists reads as null; a missing parent fails. (The stand-in failed every test of a missing
+        # member, stricter than the API server: a client testing for absence met a 422 here only.)
+        jp = "application/json-patch+json"
+        uid = self.obj["metadata"]["uid"]
+        first = [{"op": "test", "path": "/metadata/uid", "value": uid},
+                 {"op": "test", "path": "/metadata/generation", "value": 1},
+                 {"op": "test", "path": "/status", "value": None},
+                 {"op": "add", "path": "/status", "value": {"jobState": "PENDING"}}]
+        st, o = SRV.request("PATCH", sj_path(self.ns, "p1", "status"), first, jp)
+        self.assertEqual(st, 200, o)
+        self.assertEqual(o["status"], {"jobState": "PENDING"})
+        st, err = SRV.request("PATCH", sj_path(self.ns, "p1", "status"), first, jp)
+        self.assertEqual((st, err["reason"]), (422, "Invalid"), "the status is there now")
+        fin = [{"op": "test", "path": "/metadata/finalizers", "value": None},
+               {"op": "add", "path": "/metadata/finalizers", "value": ["hpc.slurmoperator.dev/cancel"]}]
+        st, o = SRV.request("PATCH", self.path, fin, jp)
+        self.assertEqual(st, 200, o)
+        self.assertEqual(o["metadata"]["finalizers"], ["hpc.slurmoperator.dev/cancel"])
+        self.assertEqual(o["status"], {"jobState": "PENDING"}, "the other write is kept")
+        self.assertEqual(o["metadata"]["generation"], 1, "metadata is not the spec")
+        self.assertEqual(SRV.request("PATCH", self.path, fin, jp)[0], 422, "the finalizers are there now")
+        st, _ = SRV.request("PATCH", self.path, [{"op": "test", "path": "/nope/deeper", "value": None}], jp)
+        self.assertEqual(st, 422, "a missing parent is not null")
+
+    def test_no_new_finalizer_on_an_object_being_deleted(self):
+        jp = "application/json-patch+json"
+        st, o = SRV.request("PATCH", self.path, [{"op": "add", "path": "/metadata/finalizers", "value": ["a.b/c"]}], jp)
+        self.assertEqual(st, 200, o)
+        st, _ = SRV.request("DELETE", self.path)
+        self.assertIn(st, (200, 202))
+        st, err = SRV.request("PATCH", self.path, [{"op": "add", "path": "/metadata/finalizers/-",
+                                                    "value": "hpc.slurmoperator.dev/cancel"}], jp)
+        self.assertEqual(st, 422, err)
+        self.assertIn("no new finalizers can be added", json.dumps(err))
+
     def test_strategic_merge_is_415_for_crs_only(self):
         st, err = SRV.request("PATCH", self.path, {"spec": {"nodes": 2}}, "application/strategic-merge-patch+json")
         self.assertEqual((st, err["reason"]), (415, "UnsupportedMediaType"))
