@@ -58,14 +58,27 @@ std::optional<Duration> JobTracker::IntervalLocked(const Cluster& c, Time now) c
   ClusterPaceFacts facts;
   facts.registered = c.registered;
   facts.unchanged_lists = c.unchanged_lists;
-  for (const auto& [id, job_key] : c.tracked) {
-    (void)id;
-    auto t = by_key_.find(job_key);
-    if (t == by_key_.end()) continue;
-    facts.eagerest_poll = std::min(facts.eagerest_poll.value_or(t->second.poll), t->second.poll);
-    if (now - t->second.since < options_.pace.eager_window) facts.any_young = true;
+  if (!c.tracked.empty()) {
+    facts.eagerest_poll = *c.tracked_polls.begin();
+    // Some tracked job is young exactly when the last one tracked is.
+    facts.any_young = now - *c.tracked_since.rbegin() < options_.pace.eager_window;
   }
   return ListInterval(facts, options_.sweep_interval, options_.pace);
+}
+
+void JobTracker::SetTracked(Cluster& c, int64_t job_id, TrackedJob entry) {
+  EraseTracked(c, job_id);
+  c.tracked_polls.insert(entry.poll);
+  c.tracked_since.insert(entry.since);
+  c.tracked.emplace(job_id, std::move(entry));
+}
+
+void JobTracker::EraseTracked(Cluster& c, int64_t job_id) {
+  auto it = c.tracked.find(job_id);
+  if (it == c.tracked.end()) return;
+  c.tracked_polls.erase(c.tracked_polls.find(it->second.poll));
+  c.tracked_since.erase(c.tracked_since.find(it->second.since));
+  c.tracked.erase(it);
 }
 
 JobTracker::JobTracker(Caller caller, const Clock& clock, Notify notify, KnownUid known_uid,
@@ -126,7 +139,7 @@ void JobTracker::Track(const ClusterEndpoint& cluster, int64_t job_id, const std
   Tracked& t = it->second;
   if (!inserted && (t.cluster_key != cluster.key || t.job_id != job_id)) {
     auto old = clusters_.find(t.cluster_key);
-    if (old != clusters_.end()) old->second.tracked.erase(t.job_id);
+    if (old != clusters_.end()) EraseTracked(old->second, t.job_id);
     inserted = true;
   }
   if (inserted) t.since = clock_.Now();
@@ -135,7 +148,7 @@ void JobTracker::Track(const ClusterEndpoint& cluster, int64_t job_id, const std
   t.poll = poll;
   Cluster& c = clusters_[cluster.key];
   SetEndpoint(c, cluster);
-  c.tracked[job_id] = job_key;
+  SetTracked(c, job_id, TrackedJob{job_key, poll, t.since});
 }
 
 void JobTracker::Untrack(const std::string& job_key) {
@@ -143,7 +156,7 @@ void JobTracker::Untrack(const std::string& job_key) {
   auto it = by_key_.find(job_key);
   if (it == by_key_.end()) return;
   auto c = clusters_.find(it->second.cluster_key);
-  if (c != clusters_.end()) c->second.tracked.erase(it->second.job_id);
+  if (c != clusters_.end()) EraseTracked(c->second, it->second.job_id);
   const std::string cluster_key = it->second.cluster_key;
   by_key_.erase(it);
   DropIfUnusedLocked(cluster_key);
@@ -234,14 +247,19 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
   {
     Cluster& c = clusters_[cluster.key];
     SetEndpoint(c, cluster);
-    // A job tracked after the snapshot was taken may simply be newer than it;
-    // one tracked before is served at the tracker's own pace.
+    // A tracked job is served at the tracker's own pace.
     if (auto k = c.tracked.find(job_id); k != c.tracked.end()) {
-      if (auto t = by_key_.find(k->second); t != by_key_.end()) {
-        std::optional<Duration> interval = IntervalLocked(c, now);
-        if (interval && not_before < now) not_before = std::min(not_before, now - *interval);
-        not_before = std::max(not_before, t->second.since);
+      std::optional<Duration> interval = IntervalLocked(c, now);
+      if (interval && not_before < now) not_before = std::min(not_before, now - *interval);
+      // A snapshot that shows the job answers for it, whenever the tracking
+      // began: after a restart or a shard move every running job is tracked
+      // anew, and one list per cluster answers them all (not one list per
+      // worker's job). One that does not show it may predate the job: its
+      // absence counts only in a list sent after the tracking began.
+      if (c.fetched_at && *c.fetched_at >= not_before) {
+        if (std::optional<slurm::JobInfo> job = c.jobs.Find(job_id)) return Answer{std::move(job)};
       }
+      not_before = std::max(not_before, k->second.since);
     }
   }
   if (absl::Status s = AwaitListLocked(lock, cluster.key, not_before, job_key); !s.ok()) return s;
@@ -331,7 +349,7 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, 
   // list (issue #16).
   std::set<std::string> changed;
   auto note = [&c, &changed](int64_t id) {
-    if (auto k = c.tracked.find(id); k != c.tracked.end()) changed.insert(k->second);
+    if (auto k = c.tracked.find(id); k != c.tracked.end()) changed.insert(k->second.key);
   };
   std::vector<int64_t> listed;
   listed.reserve(list.jobs.size());
@@ -358,12 +376,13 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, 
     note(id);
     return true;
   });
-  for (const auto& [id, job_key] : c.tracked) {
+  for (const auto& [id, entry] : c.tracked) {
     if (c.jobs.contains(id) || left.contains(id)) continue;
     // Never seen, and absent from a list sent after it was tracked: the
     // job left the queue before any list saw it (it ended at once, or a
     // busy call budget delayed the lists). Its key is told once, so its
     // reconcile reads accounting now, not when its safety-net timer fires.
+    const std::string& job_key = entry.key;
     auto t = by_key_.find(job_key);
     if (t != by_key_.end() && started > t->second.since && !t->second.reported_gone) {
       t->second.reported_gone = true;

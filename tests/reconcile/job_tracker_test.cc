@@ -367,6 +367,73 @@ TEST_F(JobTrackerTest, AJobMissingFromAListTakenAfterItWasTrackedHasLeftTheQueue
   EXPECT_EQ(slurm_.paths.size(), 2u) << "the job was tracked after the last list: list again";
 }
 
+// After a restart or a shard move every running job is tracked anew, one
+// reconcile (worker) at a time. A snapshot that shows the job answers it
+// whenever the tracking began: one list per cluster for all of them, not one
+// list per job (at 100,000 SlurmJobs over 4 replicas, 4 workers each waiting
+// for a list of thousands of jobs made a moved shard wait ~5 minutes).
+TEST_F(JobTrackerTest, JobsTrackedAnewAreAnsweredByASnapshotThatShowsThem) {
+  for (int i = 1; i <= 50; ++i) slurm_.jobs[i] = {"RUNNING", ""};
+  tracker_.Track(Endpoint(), 1, "team-a/job1", seconds(30));
+  ASSERT_TRUE(tracker_.Get(Endpoint(), 1, clock_.Now() - seconds(30)).ok());
+  ASSERT_EQ(slurm_.paths.size(), 1u);
+  for (int i = 2; i <= 50; ++i) {
+    clock_.Advance(std::chrono::milliseconds(20));
+    tracker_.Track(Endpoint(), i, absl::StrCat("team-a/job", i), seconds(30));
+    auto a = tracker_.Get(Endpoint(), i, clock_.Now() - seconds(30));
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(a->job.has_value()) << i;
+    EXPECT_EQ(a->job->state, slurm::BaseState::kRunning);
+  }
+  EXPECT_EQ(slurm_.paths.size(), 1u) << "one list answers every job it shows";
+  // A job the snapshot does not show may be newer than it: a list sent after
+  // its tracking began says whether it left the queue.
+  clock_.Advance(std::chrono::milliseconds(20));
+  tracker_.Track(Endpoint(), 99, "team-a/job99", seconds(30));
+  auto a = tracker_.Get(Endpoint(), 99, clock_.Now() - seconds(30));
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->job.has_value());
+  EXPECT_EQ(slurm_.paths.size(), 2u);
+  // ... and a snapshot too old for the caller is not used for a shown job either.
+  clock_.Advance(seconds(40));
+  tracker_.Track(Endpoint(), 2, "team-a/job2", seconds(30));
+  ASSERT_TRUE(tracker_.Get(Endpoint(), 2, clock_.Now()).ok());
+  EXPECT_EQ(slurm_.paths.size(), 3u);
+}
+
+// The pace is read from the polls of the jobs tracked now (kept beside them,
+// not recomputed from all of them on each Get() and tick): untracking the
+// eagerest job, or tracking it on another cluster, slows the lists down.
+TEST_F(JobTrackerTest, ThePaceFollowsTheJobsStillTracked) {
+  slurm_.jobs = {{1, {"RUNNING", ""}}, {2, {"RUNNING", ""}}};
+  tracker_.Track(Endpoint(), 1, "team-a/one", seconds(1));
+  tracker_.Track(Endpoint(), 2, "team-a/two", seconds(2));
+  Tick();
+  ASSERT_EQ(slurm_.paths.size(), 1u);
+  clock_.Advance(seconds(1));
+  Tick();
+  EXPECT_EQ(slurm_.paths.size(), 2u) << "at the eagerest poll, 1 s";
+  tracker_.Untrack("team-a/one");
+  clock_.Advance(seconds(1));
+  Tick();
+  EXPECT_EQ(slurm_.paths.size(), 2u) << "job one is gone: every 2 s";
+  clock_.Advance(seconds(1));
+  Tick();
+  EXPECT_EQ(slurm_.paths.size(), 3u);
+  tracker_.Track(Endpoint(), 1, "team-a/one", seconds(1));
+  clock_.Advance(seconds(1));
+  Tick();
+  EXPECT_EQ(slurm_.paths.size(), 4u) << "tracked again: every 1 s";
+  const ClusterEndpoint other{"team-c/other", "v0.0.42", {}, nullptr};
+  tracker_.Track(other, 1, "team-a/one", seconds(1));  // now on another cluster
+  Tick();                                              // lists `other` once
+  const size_t after_move = slurm_.paths.size();
+  clock_.Advance(seconds(1));
+  Tick();  // `other` at 1 s; team-a/a3 at 2 s: not yet
+  EXPECT_EQ(slurm_.paths.size(), after_move + 1);
+  EXPECT_EQ(tracker_.TrackedCount(), 2u);
+}
+
 TEST_F(JobTrackerTest, AFailingClusterIsNotListedEveryTick) {
   slurm_.fail = true;
   tracker_.Track(Endpoint(), 1, "team-a/one", seconds(1));
