@@ -1317,6 +1317,18 @@ def run_sharded(args, n):
                     first_prog.setdefault(sh, t - t_kill)
             kill["first_progress_after_kill"] = first_prog
             kill["last_progress_before_move"] = last_before
+            # What the new holder owes first: the moved shard's SlurmJobs still without a
+            # jobId. When its first one got a jobId, and its last one, after the kill (a
+            # holder busy re-reading the shard's running jobs submits nothing meanwhile).
+            first_new, last_new = {}, {}
+            for t, sh, _, what in sorted(progress):
+                if what != "jobId" or sh not in moved_shards or int(sh) not in kill["moved"]:
+                    continue
+                if t > t_kill + kill["moved"][int(sh)][0]:
+                    first_new.setdefault(sh, t - t_kill)
+                    last_new[sh] = t - t_kill
+            kill["first_jobid_after_kill"] = first_new
+            kill["last_jobid_after_kill"] = last_new
             kill["move_s"] = max((v[0] for v in kill["moved"].values()), default=None) \
                 if len(kill["moved"]) == len(kill["shards"]) else None
             kill.pop("t_kill")
@@ -1459,6 +1471,12 @@ def report_sharded(r, out=sys.stdout):
                                              k.get("last_progress_before_move", {}).items()}),
                                   json.dumps({s: round(v, 1) for s, v in
                                               k["first_progress_after_kill"].items()}))))
+        rows.append(("  in a moved shard, s after the kill: first jobId given after the move ; "
+                     "the last",
+                     "%s ; %s" % (json.dumps({s: round(v, 1) for s, v in
+                                             k.get("first_jobid_after_kill", {}).items()}),
+                                  json.dumps({s: round(v, 1) for s, v in
+                                              k.get("last_jobid_after_kill", {}).items()}))))
     aw = r.get("active_window")
     if aw:
         pc = aw["per_cluster"]
