@@ -51,6 +51,8 @@ json ListOf(int n) {
 Figures Measure(int tracked, int gets, int ticks) {
   const json list = ListOf(tracked);
   FakeClock clock;
+  TrackerOptions options;
+  options.sweep = false;
   JobTracker tracker(
       [&](const ClusterEndpoint&, agentplatform::HttpMethod, const std::string&,
           const agentplatform::CallOptions&) -> absl::StatusOr<agentplatform::SlurmResponse> {
@@ -60,7 +62,7 @@ Figures Measure(int tracked, int gets, int ticks) {
       [](const std::string&, const std::string&) -> std::optional<JobTracker::Owner> {
         return std::nullopt;
       },
-      TrackerOptions{.sweep = false});
+      options);
   const ClusterEndpoint cluster{"bench/c0", "v0.0.42", {}, nullptr};
   const auto poll = std::chrono::seconds(30);
   for (int i = 1; i <= tracked; ++i) tracker.Track(cluster, i, absl::StrCat("bench/job-", i), poll);

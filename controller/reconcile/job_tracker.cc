@@ -145,7 +145,6 @@ void JobTracker::Track(const ClusterEndpoint& cluster, int64_t job_id, const std
   if (inserted) t.since = clock_.Now();
   t.cluster_key = cluster.key;
   t.job_id = job_id;
-  t.poll = poll;
   Cluster& c = clusters_[cluster.key];
   SetEndpoint(c, cluster);
   SetTracked(c, job_id, TrackedJob{job_key, poll, t.since});

@@ -195,7 +195,6 @@ class JobTracker {
   struct Tracked {
     std::string cluster_key;
     int64_t job_id = 0;
-    Duration poll{};
     Time since{};
     // Absent from a list sent after `since` without ever being seen: reported
     // once (the job left the queue before any list saw it).
