@@ -33,9 +33,11 @@ if [ "${SLURMOP_SANITIZERS:-1}" != 0 ]; then
   # ends early; cpprestsdk's own pending tasks for them (set_body's task, in its thread pool) are
   # still alive at exit, which LSan reports now and then (allocations inside libcpprest only,
   # unsymbolized, so no function-name suppression in tests/sanitizers/lsan.supp can match them;
-  # seen once in 2 runs for SendOfABodyCutShort). They run, and must pass, in the plain build above.
+  # seen once in 2 runs for SendOfABodyCutShort). RestClientOverHttpTest.ListAndWatchAgainstALocalServer
+  # ends a watch stream the same way (its cpprestsdk task was reported once in fresh-clone CI on
+  # 2026-12-04, 0 of 20 reruns). They run, and must pass, in the plain build above.
   SANITIZE_EXCLUDE='real-slurm|chaos|e2e' scripts/test-sanitizers.sh \
-    -E 'CpprestTransportTest.(Stream|SendOfABodyCutShort)'
+    -E 'CpprestTransportTest.(Stream|SendOfABodyCutShort)|RestClientOverHttpTest.ListAndWatchAgainstALocalServer'
   echo "sanitizers: $(($(date +%s) - tested)) s"
 fi
 fuzz_start=$(date +%s)

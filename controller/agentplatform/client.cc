@@ -118,23 +118,30 @@ class SlurmApiClient final : public SlurmApi {
   }
 
   // RESOURCE_EXHAUSTED (unsent) while `key` is paused after an exhausted quota.
+  // The message is the same for every call of one pause (the wait is only in
+  // the status's retry delay): it becomes a SlurmJob's condition, and a
+  // message that changed with each retry would be a status write, hence a
+  // watch event and a reconcile, per retry.
   std::optional<absl::Status> PausedStatus(const std::string& key, const ClusterName& cluster) {
     std::optional<Time> until = budget_.PausedUntil(key);
     if (!until) return std::nullopt;
     const auto wait = std::chrono::ceil<std::chrono::milliseconds>(*until - clock_->Now());
     absl::Status s = absl::ResourceExhaustedError(absl::StrCat(
         "Agent Platform: the quota of project ", cluster.project_id, " in ", cluster.region,
-        " is exhausted; calls of every cluster there are paused for another ",
-        wait.count() / 1000.0, " s, and the operator's budget for it is now ",
-        std::lround(budget_.RequestsPerMinute(key)),
-        " calls/min (raise the project's Agent Platform quota or lower "
-        "--agent-platform-requests-per-minute)"));
+        " is exhausted; calls of every cluster there are paused for the server's retry delay, "
+        "and the operator's budget there (",
+        std::lround(budget_.ConfiguredRequestsPerMinute(key)),
+        " calls/min) is halved, then grows back (raise the project's Agent Platform quota or "
+        "lower --agent-platform-requests-per-minute)"));
     SetRetryDelay(s, wait);
     return NotSent(MarkHeldBackByBudget(s));
   }
 
   // kUnavailable (unsent unless an earlier attempt was: Call marks it) when
-  // the budget has no token for this call within max_rate_limit_wait.
+  // the budget has no token for this call within max_rate_limit_wait. The
+  // message does not change from one held-back call to the next (the wait is
+  // only in the retry delay; the rate quoted is the configured one): see
+  // PausedStatus.
   absl::Status OverBudget(const ClusterName& cluster, CallPriority priority, const Reservation& r) {
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(r.wait);
     const std::string whose =
@@ -144,13 +151,15 @@ class SlurmApiClient final : public SlurmApi {
                            " calls/min, its spec.callBudget.requestsPerMinute)")
             : absl::StrCat(
                   "of project ", cluster.project_id, " in ", cluster.region, " (",
-                  std::lround(budget_.RequestsPerMinute(
+                  std::lround(budget_.ConfiguredRequestsPerMinute(
                       QuotaKey(cluster.endpoint, cluster.project_id, cluster.region))),
                   " calls/min for all its clusters: --agent-platform-requests-per-minute, or "
                   "a ClusterSlurmCluster's spec.callBudget)");
-    absl::Status s = absl::UnavailableError(absl::StrCat(
-        "Agent Platform: the client-side budget ", whose, " is spent; this ",
-        CallPriorityName(priority), " call is not sent, retry in ", ms.count(), " ms"));
+    absl::Status s =
+        absl::UnavailableError(absl::StrCat("Agent Platform: the client-side budget ", whose,
+                                            " is spent; this ", CallPriorityName(priority),
+                                            " call is not sent, and is retried when the "
+                                            "budget has room"));
     SetRetryDelay(s, ms);
     return MarkHeldBackByBudget(s);
   }

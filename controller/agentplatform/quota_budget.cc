@@ -194,6 +194,13 @@ double QuotaBudget::RequestsPerMinute(const std::string& key) {
   return RateLocked(it->second, clock_->Now());
 }
 
+double QuotaBudget::ConfiguredRequestsPerMinute(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = buckets_.find(key);
+  if (it == buckets_.end()) return options_.requests_per_minute;
+  return it->second.configured;
+}
+
 std::vector<BudgetState> QuotaBudget::Snapshot() {
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();

@@ -120,6 +120,11 @@ class QuotaBudget {
   std::optional<Time> PausedUntil(const std::string& key);
   // The key's rate now (requests per minute), after shrinks and recovery.
   double RequestsPerMinute(const std::string& key);
+  // The key's configured rate (the flag, or the lowest ClusterSlurmCluster
+  // setting): unlike RequestsPerMinute, it does not move while a shrunk
+  // rate recovers, so messages that quote it stay the same from one held-back
+  // call to the next.
+  double ConfiguredRequestsPerMinute(const std::string& key);
   // Every project and region called so far.
   std::vector<BudgetState> Snapshot();
 

@@ -480,6 +480,11 @@ std::string ElsewhereNote(const Known& k) {
 }
 
 Decision SearchFailed(const Known& k) {
+  if (k.out.tag_lookup_held_back.has_value()) {
+    return StopAndRequeue(
+        std::max(*k.out.tag_lookup_held_back, Duration(std::chrono::milliseconds(10))),
+        "the tag search waits for room in the call budget");
+  }
   const std::string elsewhere = ElsewhereNote(k);
   std::string msg = absl::StrCat(
       "The last submit's outcome is unknown and the search for the job", elsewhere,

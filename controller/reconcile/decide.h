@@ -118,6 +118,10 @@ struct Outcomes {
   // whether it failed before anything was sent (no credentials or dialect).
   std::optional<v1alpha1::SlurmJobLocation> tag_lookup_where;
   bool tag_lookup_unsent = false;
+  // With a failed tag_lookup that was never sent because the project's call
+  // budget had no room: when to try again. Nothing failed, so the status
+  // stays as it was (a write per retry was a watch event and a reconcile).
+  std::optional<Duration> tag_lookup_held_back;
   Time submit_sent_at{};  // when the submit was sent (with `submit`)
   std::optional<absl::StatusOr<SlurmView>> query;
   std::optional<absl::StatusOr<slurm::CancelResponse>> cancel;

@@ -546,6 +546,7 @@ class Executor::Attempt {
       out_.tag_lookup_where = *d.search_at;
     }
     out_.tag_lookup_unsent = false;
+    out_.tag_lookup_held_back.reset();
     if (absl::Status ready = s.ready(); !ready.ok()) {
       out_.tag_lookup = ready;
       out_.tag_lookup_unsent = true;
@@ -557,6 +558,10 @@ class Executor::Attempt {
       absl::StatusOr<std::vector<slurm::JobInfo>> jobs = FindTagged(s, d, source, tags);
       if (!jobs.ok()) {
         out_.tag_lookup = jobs.status();
+        if (agentplatform::HeldBackByBudget(jobs.status())) {
+          out_.tag_lookup_held_back =
+              agentplatform::RetryDelay(jobs.status()).value_or(std::chrono::milliseconds(100));
+        }
         return kDecideAgain;
       }
       if ((found = PickTaggedJob(*jobs, tags))) break;

@@ -231,6 +231,11 @@ void JobTracker::DropIfUnusedLocked(const std::string& key) {
   if (it == clusters_.end()) return;
   Cluster& c = it->second;
   if (!c.tracked.empty() || c.registered || c.fetching || c.readers > 0) return;
+  // Read a moment ago: more reads are likely (after a restart every SlurmJob
+  // without a job id searches, one after another when the call budget spaces
+  // them, often before the cluster's probe registered it), and each would
+  // list the cluster anew. Tick() drops it once unread for sweep_interval.
+  if (c.last_read && clock_.Now() - *c.last_read < options_.sweep_interval) return;
   if (c.last_error) {
     c.jobs.clear();  // the failure's backoff stays: searches do not hammer the cluster
     c.fetched_at.reset();
@@ -528,8 +533,12 @@ void JobTracker::SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Tim
 void JobTracker::Tick() {
   std::unique_lock<std::mutex> lock(mu_);
   const Time now = clock_.Now();
-  std::vector<std::string> due;
+  std::vector<std::string> due, unused;
   for (const auto& [key, c] : clusters_) {
+    if (c.tracked.empty() && !c.registered && !c.fetching && c.readers == 0) {
+      unused.push_back(key);  // kept for its readers (DropIfUnusedLocked)
+      continue;
+    }
     if (c.fetching || (c.retry_at && now < *c.retry_at)) continue;
     std::optional<Duration> want = IntervalLocked(c, now);
     if (!want) continue;
@@ -538,6 +547,7 @@ void JobTracker::Tick() {
     if (!last || now - *last >= *want) due.push_back(key);
   }
   for (const std::string& key : due) QueueFetchLocked(key);
+  for (const std::string& key : unused) DropIfUnusedLocked(key);
 }
 
 void JobTracker::Start() {

@@ -42,7 +42,9 @@
 //    of many namespaces can name one busy Slurm cluster; each kept a copy of
 //    its whole queue (#16 item 1). A cluster being read (searches and Gets
 //    before its jobs are tracked, e.g. after a restart) keeps its snapshot,
-//    so that one list still answers them all.
+//    so that one list still answers them all; so does one that is neither
+//    registered nor tracking (its probe not yet made), until nobody has read
+//    it for `sweep_interval`.
 //  * A job absent from a list fetched after it was tracked has left the live
 //    queue (Get answers job == nullopt); the executor then reads /slurmdb.
 //  * Isolation: clusters are listed on `fetch_threads` threads, one fetch at

@@ -362,7 +362,17 @@ TEST_F(ClientTest, ResourceExhaustedPausesTheWholeProjectAndRegion) {
   EXPECT_FALSE(http::MayHaveBeenDelivered(paused.status()));
   EXPECT_THAT(std::string(paused.status().message()),
               HasSubstr("quota of project my-proj in us-central1 is exhausted"));
-  EXPECT_THAT(std::string(paused.status().message()), HasSubstr("now 240 calls/min"));
+  EXPECT_THAT(std::string(paused.status().message()),
+              HasSubstr("budget there (480 calls/min) is halved"));
+  EXPECT_EQ(transport_.request_count(), 1u);
+  // A later call of the same pause gets the same message (only the retry
+  // delay shrinks): the message becomes a SlurmJob's condition, and one that
+  // changed per retry was a status write, a watch event and a reconcile each.
+  clock_.Advance(ms(300));
+  absl::StatusOr<SlurmResponse> later = Get(*api);
+  ASSERT_FALSE(later.ok());
+  EXPECT_EQ(later.status().message(), paused.status().message());
+  EXPECT_EQ(RetryDelay(later.status()), ms(200));
   EXPECT_EQ(transport_.request_count(), 1u);
 
   // Another region of the same project has its own quota.
@@ -374,7 +384,7 @@ TEST_F(ClientTest, ResourceExhaustedPausesTheWholeProjectAndRegion) {
   EXPECT_EQ(transport_.request_count(), 2u);
 
   // After the server's delay, calls go through again.
-  clock_.Advance(ms(500));
+  clock_.Advance(ms(200));
   transport_.Enqueue(Respond(200, Envelope(200, R"({"jobs":[]})")));
   EXPECT_TRUE(Get(*api).ok());
   EXPECT_EQ(transport_.request_count(), 3u);
@@ -648,7 +658,14 @@ TEST_F(ClientTest, ALongRateLimitWaitFailsFastInsteadOfSleeping) {
   EXPECT_FALSE(http::MayHaveBeenDelivered(r.status()));
   EXPECT_TRUE(sleeps_.empty());
   EXPECT_EQ(sent, 1);
-  clock_.Advance(ms(200));
+  // 50 ms later the wait is shorter, the message the same (see
+  // ResourceExhaustedPausesTheWholeProjectAndRegion).
+  clock_.Advance(ms(50));
+  absl::StatusOr<SlurmResponse> again = Get(*api);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(RetryDelay(again.status()), ms(150));
+  EXPECT_EQ(again.status().message(), r.status().message());
+  clock_.Advance(ms(150));
   EXPECT_TRUE(Get(*api).ok());
   EXPECT_EQ(sent, 2);
 }

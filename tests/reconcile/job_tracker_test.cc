@@ -556,6 +556,32 @@ TEST_F(JobTrackerTest, AClusterBeingReadKeepsItsSnapshotThoughItTracksNoJob) {
   EXPECT_EQ(tracker_.RecordsHeld(), 0u);
 }
 
+// The same before the cluster is registered (its probe held back by the call
+// budget after a restart): searches made one after another, not while a list
+// is in flight, read one list. The snapshot used to be dropped after each
+// search, so each listed the cluster anew (8 lists for 20 SlurmJobs in
+// TrackingCost.TagSearchesAfterARestartShareTheClustersList).
+TEST_F(JobTrackerTest, SearchesOfAnUnregisteredClusterOneAfterAnotherShareItsList) {
+  for (int i = 1; i <= 5; ++i) slurm_.jobs[i] = {"RUNNING", "tag-a"};
+  auto any = [](const slurm::JobInfo&) { return true; };
+  const Time t0 = clock_.Now();
+  for (int i = 0; i < 20; ++i) {
+    auto r = tracker_.FindLive(Endpoint(), any, t0, absl::StrCat("team-a/j", i));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->jobs.size(), 5u);
+    clock_.Advance(std::chrono::milliseconds(125));
+    Tick();
+  }
+  EXPECT_EQ(tracker_.ListCalls(), 1) << "each search listed the cluster anew";
+  EXPECT_EQ(tracker_.RecordsHeld(), 5u);
+  clock_.Advance(seconds(61));
+  Tick();  // unread for longer than sweep_interval: dropped, and never listed meanwhile
+  EXPECT_EQ(tracker_.ListCalls(), 1);
+  EXPECT_EQ(tracker_.RecordsHeld(), 0u);
+  ASSERT_TRUE(tracker_.FindLive(Endpoint(), any, t0).ok());
+  EXPECT_EQ(tracker_.ListCalls(), 2) << "a dropped cluster is listed anew";
+}
+
 // A fetch ends only once its orphan sweep has: a Get() waiting for the list
 // does not answer while the fetch thread still cancels (before: the fetch was
 // counted done before the sweep, which drops the lock while it cancels, so
