@@ -493,7 +493,7 @@ TEST(DecideSubmit, NothingFoundInAListSentInsideTheWindowNeverSubmits) {
   EXPECT_EQ(d.search_not_before, kT0 + seconds(60)) << "the next search cannot take that list";
 }
 
-TEST(DecideSubmit, FailedTagSearchNeverSubmits) {
+TEST(DecideSubmit, FailedTagSearchNeverSubmitsAndAHeldBackOneWritesNothing) {
   JobFacts job = NewJob();
   job.has_finalizer = true;
   Memo memo;
@@ -508,27 +508,20 @@ TEST(DecideSubmit, FailedTagSearchNeverSubmits) {
   Decision again = Decide(job, Cluster(), {}, out, memo, kT0);
   EXPECT_EQ(again.action, Action::kNone);
   EXPECT_TRUE(again.retry_with_backoff);
-}
 
-// A search the project's call budget held back was never sent: nothing
-// failed, so the status stays as it was and the retry waits for the budget's
-// room, not for a backoff. (Writing the budget's message into the status made
-// each retry a watch event and an immediate reconcile: about 1,500 status
-// writes for 20 SlurmJobs in 12 s after a restart.)
-TEST(DecideSubmit, ATagSearchHeldBackByTheCallBudgetWritesNothingAndWaitsForRoom) {
-  JobFacts job = NewJob();
-  job.has_finalizer = true;
-  Memo memo;
-  memo.uid = "uid-1";
-  memo.submit_outcome_unknown = true;
-  Outcomes out;
+  // One the project's call budget held back was never sent: nothing failed,
+  // so the status stays as it was and the retry waits for the budget's room,
+  // not for a backoff. (Writing the budget's message into the status made
+  // each retry a watch event and an immediate reconcile: about 1,500 status
+  // writes for 20 SlurmJobs in 12 s after a restart.)
+  job.status = NewJob().status;
   out.tag_lookup = absl::UnavailableError("budget spent");
   out.tag_lookup_held_back = std::chrono::milliseconds(300);
-  Decision d = Decide(job, Cluster(), {}, out, memo, kT0);
-  EXPECT_EQ(d.action, Action::kNone) << d.why;
-  EXPECT_FALSE(d.retry_with_backoff);
-  EXPECT_EQ(d.requeue_after, Duration(std::chrono::milliseconds(300)));
-  EXPECT_TRUE(d.events.empty());
+  Decision held = Decide(job, Cluster(), {}, out, memo, kT0);
+  EXPECT_EQ(held.action, Action::kNone) << held.why;
+  EXPECT_FALSE(held.retry_with_backoff);
+  EXPECT_EQ(held.requeue_after, Duration(std::chrono::milliseconds(300)));
+  EXPECT_TRUE(held.events.empty());
 }
 
 // ------------------------------------------------------------- bad input
