@@ -1,7 +1,10 @@
-"""Per-process CPU share (cores) per 5-minute window from sampler.sh's log."""
+"""Per-process CPU share (cores) per 5-minute window from sampler.sh's log.
+Usage: cpushare.py LOG [WINDOW_S] [PID=NAME,...] (the replicas' pids; the default is the 2026-12-04c run's)."""
 import collections, datetime, sys
 rows = collections.defaultdict(list)  # pid -> [(t, ticks)]
 name = {}
+PIDS = (dict(kv.split("=") for kv in sys.argv[3].split(",")) if len(sys.argv) > 3 else
+        {"31262": "r0", "31264": "r1", "31266": "r3", "31267": "r2"})
 for line in open(sys.argv[1], errors="replace"):
     p = line.split(" ", 5)
     if len(p) < 6: continue
@@ -9,7 +12,7 @@ for line in open(sys.argv[1], errors="replace"):
     cmd = p[5]
     n = ("ap" if "agent_platform" in cmd else "kube" if "kube_apiserver" in cmd else
          "harness" if "load_bench" in cmd else ("op-" + cmd.split("--identity=")[1].split()[0]) if "--identity=" in cmd else
-         {"31262":"r0","31264":"r1","31266":"r3","31267":"r2"}.get(pid) if "op-" in cmd or "slurmjob-operator" in cmd else None)
+         PIDS.get(pid) if "op-" in cmd or "slurmjob-operator" in cmd else None)
     if not n: continue
     name[pid] = n
     rows[pid].append((t, ut + st))
