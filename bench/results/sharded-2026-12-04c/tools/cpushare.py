@@ -1,4 +1,4 @@
-"""Per-process CPU share (cores) per 5-minute window from sampler.sh's log.
+"""Per-process CPU share (cores) per window (default 300 s) from sampler.sh's log.
 Usage: cpushare.py LOG [WINDOW_S] [PID=NAME,...] (the replicas' pids; the default is the 2026-12-04c run's)."""
 import collections, datetime, sys
 rows = collections.defaultdict(list)  # pid -> [(t, ticks)]
