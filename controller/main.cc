@@ -76,6 +76,11 @@ ABSL_FLAG(int, http_io_threads, 2,
           "Threads that carry the I/O of Kubernetes and Agent Platform requests (cpprestsdk's "
           "pool; each request waits on its caller's thread). cpprestsdk's own default, 40, "
           "made each request's wake-ups pass through dozens of threads (bench/README.md).");
+ABSL_FLAG(bool, kube_keep_alive_writes, true,
+          "Send the Kubernetes writes that may be re-sent (status writes, patches with a "
+          "resourceVersion) on keep-alive connections whose I/O runs on the writing worker's own "
+          "thread, instead of through cpprestsdk's I/O threads (bench/README.md, \"Kubernetes "
+          "writes on the calling thread\").");
 ABSL_FLAG(int, malloc_trim_seconds, 30,
           "Every so many seconds, hand freed heap pages back to the system (glibc "
           "malloc_trim); 0 never. Bursts (thousands of submits, a relist) leave freed "
@@ -244,6 +249,7 @@ absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> NewKubeClient() {
   if (absl::GetFlag(FLAGS_shards) > 1) {
     kube_config->user_agent = absl::StrCat(kube_config->user_agent, " (", Identity(), ")");
   }
+  kube_config->keep_alive_writes = absl::GetFlag(FLAGS_kube_keep_alive_writes);
   absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> kube =
       slurmop::kube::NewClientFromConfig(*kube_config);
   if (!kube.ok()) {

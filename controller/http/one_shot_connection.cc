@@ -122,8 +122,8 @@ struct OneShotConnection::Exchange {
 };
 
 OneShotConnection::OneShotConnection(asio::io_context& io, asio::ssl::context& tls_context,
-                                     const TlsMaterial& tls, Endpoint endpoint)
-    : io_(io), tls_(tls), endpoint_(std::move(endpoint)), resolver_(io) {
+                                     const TlsMaterial& tls, Endpoint endpoint, bool keep_alive)
+    : io_(io), tls_(tls), endpoint_(std::move(endpoint)), resolver_(io), keep_alive_(keep_alive) {
   if (endpoint_.https) {
     secure_.emplace(io, tls_context);
   } else {
@@ -216,9 +216,11 @@ void OneShotConnection::Handshake(Clock::time_point deadline, OpenCallback done)
       });
 }
 
+bool OneShotConnection::IsOpen() const { return tcp().socket().is_open(); }
+
 bool OneShotConnection::LooksOpen() const {
   const auto& socket = tcp().socket();
-  if (exchanged_ || !socket.is_open()) return false;
+  if (exchanged_ || busy_ || !socket.is_open()) return false;
   // (const_cast: native_handle() is not const in this Boost.)
   const int fd = const_cast<asio::ip::tcp::socket&>(socket).native_handle();
   tcp_info info{};
@@ -232,10 +234,11 @@ bool OneShotConnection::LooksOpen() const {
 
 void OneShotConnection::AsyncExchange(const Request& request, const SplitTarget& split,
                                       Clock::time_point deadline, ExchangeCallback done) {
-  if (exchanged_) {
+  if (exchanged_ || busy_ || !IsOpen()) {
     return done(TransportError(absl::StatusCode::kInternal, "connection already used", false));
   }
-  exchanged_ = true;
+  exchanged_ = !keep_alive_;
+  busy_ = true;
   auto exchange = std::make_shared<Exchange>();
   exchange->done = std::move(done);
   exchange->max_body_bytes = request.max_body_bytes;
@@ -257,7 +260,7 @@ void OneShotConnection::AsyncExchange(const Request& request, const SplitTarget&
   }
   if (!request.body.empty() && content_type.empty()) content_type = "application/octet-stream";
   if (!content_type.empty()) message.set(bhttp::field::content_type, content_type);
-  message.set(bhttp::field::connection, "close");
+  if (!keep_alive_) message.set(bhttp::field::connection, "close");
   message.body() = request.body;
   message.prepare_payload();
   exchange->parser.header_limit(kHeaderLimit);
@@ -319,7 +322,17 @@ void OneShotConnection::ReadBody(Stream& stream, std::shared_ptr<Exchange> excha
 }
 
 void OneShotConnection::Finish(std::shared_ptr<Exchange> exchange, const error_code& ec) {
-  Close();  // never reused
+  busy_ = false;
+  // Reused only after a complete answer whose frame was not the connection's
+  // end, with nothing read beyond it.
+  const bool reusable = keep_alive_ && !ec && exchange->parser.is_done() &&
+                        exchange->parser.get().keep_alive() && !exchange->parser.get().need_eof() &&
+                        exchange->buffer.size() == 0;
+  if (reusable) {
+    tcp().expires_never();
+  } else {
+    Close();
+  }
   if (ec == bhttp::error::body_limit)
     return exchange->done(BodyOverLimit(exchange->max_body_bytes));
   if (ec) return exchange->done(Failure(ec, "reading the response", true));

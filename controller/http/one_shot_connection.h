@@ -18,12 +18,20 @@
 //    name (TlsMaterial::server_name, else the URL host; IP addresses are
 //    matched against IP SANs) through asio::ssl::host_name_verification.
 //    Failures are kUnavailable or kDeadlineExceeded with request_sent=false.
+//  * `keep_alive` (constructor): the connection may carry one request after
+//    another (KeepAliveConnectionPool). Requests are then sent without
+//    "Connection: close", and after a complete response that allows it
+//    (HTTP/1.1 keep-alive, body framed by length or chunks) the connection
+//    stays open for the next AsyncExchange(); after any failure, or a
+//    response that needs the connection's end as its frame, it is closed.
+//    Without `keep_alive`, one exchange and then it is closed.
 //  * LooksOpen() answers, without blocking, whether an opened, idle
 //    connection can still carry a request: the TCP state is ESTABLISHED (no
 //    FIN or RST from the peer) and, for plain HTTP, nothing unsolicited is
 //    waiting to be read. (For TLS, bytes may be waiting: TLS 1.3 session
 //    tickets arrive after the handshake.)
-//  * AsyncExchange() may be called once, on an open connection. It writes
+//  * AsyncExchange() may be called once (or, with `keep_alive`, again after
+//    the previous one completed and IsOpen()), on an open connection. It writes
 //    the request once, reads the response with the limits and codes of
 //    http_transport.h (Request::max_body_bytes, whole-request deadline) and
 //    closes the connection. Any failure after the write began has
@@ -77,13 +85,15 @@ class OneShotConnection : public std::enable_shared_from_this<OneShotConnection>
   // `tls_context` and `tls` are used for https endpoints and must outlive
   // the connection.
   OneShotConnection(boost::asio::io_context& io, boost::asio::ssl::context& tls_context,
-                    const TlsMaterial& tls, Endpoint endpoint);
+                    const TlsMaterial& tls, Endpoint endpoint, bool keep_alive = false);
   ~OneShotConnection();
   OneShotConnection(const OneShotConnection&) = delete;
   OneShotConnection& operator=(const OneShotConnection&) = delete;
 
   void AsyncOpen(Clock::time_point deadline, OpenCallback done);
   bool LooksOpen() const;
+  // The socket is open (nothing checked with the peer).
+  bool IsOpen() const;
   // `split` is the request's URL (its Host header and target).
   void AsyncExchange(const Request& request, const SplitTarget& split, Clock::time_point deadline,
                      ExchangeCallback done);
@@ -117,7 +127,9 @@ class OneShotConnection : public std::enable_shared_from_this<OneShotConnection>
   std::optional<boost::beast::tcp_stream> plain_;                             // http
   std::optional<boost::beast::ssl_stream<boost::beast::tcp_stream>> secure_;  // https
   Clock::time_point opened_at_;
-  bool exchanged_ = false;
+  const bool keep_alive_;
+  bool exchanged_ = false;  // one-shot: it carried its request
+  bool busy_ = false;       // an exchange is under way
 };
 
 }  // namespace slurmop::http

@@ -63,6 +63,9 @@ struct ClientConfig {
   // Not from kubeconfig: request defaults of the client built from this.
   std::string user_agent = "slurmjob-operator";
   std::chrono::milliseconds request_timeout{30000};
+  // Writes that may be re-sent go on keep-alive connections driven on the
+  // calling thread (http::KeepAliveWritesTransport); false: cpprestsdk's pool.
+  bool keep_alive_writes = true;
 };
 
 absl::StatusOr<ClientConfig> LoadKubeconfig(const std::string& path, const std::string& context);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/common/bounded_json.h"
 #include "controller/http/cpprest_transport.h"
+#include "controller/http/keep_alive_pool.h"
 #include "controller/http/percent_encoding.h"
 #include "controller/kube/list_stream.h"
 #include "controller/kube/metrics_hooks.h"
@@ -351,12 +352,22 @@ absl::StatusOr<std::unique_ptr<Client>> NewClientFromConfig(const ClientConfig& 
   } else {
     tokens = NewTokenSource(config, clock);
   }
-  absl::StatusOr<std::unique_ptr<http::CpprestTransport>> transport =
+  absl::StatusOr<std::unique_ptr<http::CpprestTransport>> cpprest =
       http::CpprestTransport::Create(options);
-  if (!transport.ok()) return transport.status();
-  http::Transport* raw = transport->get();
+  if (!cpprest.ok()) return cpprest.status();
+  std::unique_ptr<http::Transport> transport = *std::move(cpprest);
+  if (config.keep_alive_writes) {
+    http::KeepAlivePoolOptions pool_options;
+    pool_options.tls = options.tls;
+    absl::StatusOr<std::unique_ptr<http::KeepAliveConnectionPool>> pool =
+        http::KeepAliveConnectionPool::Create(pool_options);
+    if (!pool.ok()) return pool.status();
+    transport =
+        std::make_unique<http::KeepAliveWritesTransport>(std::move(transport), *std::move(pool));
+  }
+  http::Transport* raw = transport.get();
   return std::unique_ptr<Client>(
-      new RestClient(config, raw, std::move(tokens), *std::move(transport)));
+      new RestClient(config, raw, std::move(tokens), std::move(transport)));
 }
 
 }  // namespace slurmop::kube

@@ -1,0 +1,264 @@
+// File: controller/http/keep_alive_pool.cc
+//
+// KeepAliveConnectionPool and KeepAliveWritesTransport: see
+// keep_alive_pool.h for the contract. A connection and its io_context are
+// used by one thread at a time (taken out of the idle list under the lock,
+// put back after the exchange), so only the idle lists need the lock.
+
+#include "controller/http/keep_alive_pool.h"
+
+#include <glog/logging.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "controller/http/one_shot_connection.h"
+#include "controller/http/spare_connection_transport.h"
+#include "controller/http/tls_material.h"
+
+namespace slurmop::http {
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::chrono::milliseconds kDefaultTimeout{30000};
+
+// One connection with the io_context that runs its I/O.
+struct Pooled {
+  Pooled(asio::ssl::context& ssl, const TlsMaterial& tls, const Endpoint& endpoint)
+      : connection(std::make_shared<OneShotConnection>(io, ssl, tls, endpoint,
+                                                       /*keep_alive=*/true)) {}
+  ~Pooled() {
+    // Close first and let the handlers it cancels run, so that none is left
+    // holding the connection when the io_context goes.
+    connection->Close();
+    try {
+      io.restart();
+      io.poll();
+    } catch (...) {  // a handler cannot throw (error_code overloads); be sure
+    }
+    connection.reset();
+  }
+
+  asio::io_context io{1};
+  std::shared_ptr<OneShotConnection> connection;
+  Clock::time_point idle_since;
+};
+
+// Runs `io` on this thread until `done()`, then the handlers that became
+// ready with it (cancelled timers). False if the io_context ran out of work
+// first, or a handler threw.
+bool Drive(asio::io_context& io, const std::function<bool()>& done) {
+  try {
+    io.restart();
+    while (!done()) {
+      if (io.run_one() == 0) return false;
+    }
+    io.poll();
+    return true;
+  } catch (const std::exception& e) {
+    LOG(ERROR) << "keep-alive connection: " << e.what();
+  } catch (...) {
+    LOG(ERROR) << "keep-alive connection: unknown exception";
+  }
+  return false;
+}
+
+// After Drive() failed: closes the connection and runs the handlers that
+// cancels, so that none outlives the caller's state it points at.
+void Abandon(Pooled& pooled) {
+  pooled.connection->Close();
+  try {
+    pooled.io.restart();
+    pooled.io.poll();
+  } catch (...) {  // see ~Pooled
+  }
+}
+
+}  // namespace
+
+class KeepAliveConnectionPool::Impl {
+ public:
+  Impl(TlsMaterial tls, const KeepAlivePoolOptions& options)
+      : options_(options), tls_(std::move(tls)) {}
+
+  absl::Status Configure() {
+    if (tls_.ca_pem.empty()) {
+      boost::system::error_code ec;
+      ssl_.set_default_verify_paths(ec);
+      if (ec) LOG(WARNING) << "no system CA store for keep-alive connections: " << ec.message();
+    }
+    return ConfigureSslContext(tls_, ssl_);
+  }
+
+  absl::StatusOr<Response> Send(const Request& request);
+  Stats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+ private:
+  std::unique_ptr<Pooled> TakeIdle(const std::string& key);
+  void PutBack(std::unique_ptr<Pooled> pooled);
+  absl::StatusOr<std::unique_ptr<Pooled>> Open(const Endpoint& endpoint,
+                                               Clock::time_point deadline);
+  static absl::StatusOr<Response> Exchange(Pooled& pooled, const Request& request,
+                                           const SplitTarget& split, Clock::time_point deadline);
+
+  const KeepAlivePoolOptions options_;
+  const TlsMaterial tls_;
+  asio::ssl::context ssl_{asio::ssl::context::tls_client};
+  mutable std::mutex mu_;
+  std::map<std::string, std::deque<std::unique_ptr<Pooled>>> idle_;  // newest last
+  Stats stats_;
+};
+
+absl::StatusOr<Response> KeepAliveConnectionPool::Impl::Send(const Request& request) {
+  absl::StatusOr<SplitTarget> split = SplitEndpointUrl(request.url);
+  if (!split.ok()) return split.status();
+  const auto timeout = request.timeout.count() > 0 ? request.timeout : kDefaultTimeout;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  if (std::unique_ptr<Pooled> idle = TakeIdle(split->endpoint.key); idle != nullptr) {
+    absl::StatusOr<Response> answer = Exchange(*idle, request, *split, deadline);
+    if (answer.ok() || answer.status().code() != absl::StatusCode::kUnavailable) {
+      if (answer.ok()) PutBack(std::move(idle));
+      return answer;
+    }
+    // The server closed the idle connection under the request: once more on
+    // a new one (the request may be re-sent, see the header).
+    VLOG(1) << "keep-alive connection to " << split->endpoint.key
+            << " failed: " << answer.status().message() << "; sending again on a new one";
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.resent;
+  }
+  absl::StatusOr<std::unique_ptr<Pooled>> fresh = Open(split->endpoint, deadline);
+  if (!fresh.ok()) return fresh.status();
+  absl::StatusOr<Response> answer = Exchange(**fresh, request, *split, deadline);
+  if (answer.ok()) PutBack(*std::move(fresh));
+  return answer;
+}
+
+std::unique_ptr<Pooled> KeepAliveConnectionPool::Impl::TakeIdle(const std::string& key) {
+  std::vector<std::unique_ptr<Pooled>> dropped;  // closed outside the lock
+  std::unique_ptr<Pooled> found;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = idle_.find(key);
+    if (it == idle_.end()) return nullptr;
+    const Clock::time_point now = Clock::now();
+    while (!it->second.empty() && found == nullptr) {
+      std::unique_ptr<Pooled> candidate = std::move(it->second.back());
+      it->second.pop_back();
+      if (now - candidate->idle_since <= options_.max_idle && candidate->connection->LooksOpen()) {
+        found = std::move(candidate);
+        ++stats_.reused;
+      } else {
+        dropped.push_back(std::move(candidate));
+        ++stats_.idle_dropped;
+      }
+    }
+  }
+  return found;
+}
+
+void KeepAliveConnectionPool::Impl::PutBack(std::unique_ptr<Pooled> pooled) {
+  if (!pooled->connection->IsOpen()) return;  // the answer closed it
+  std::unique_ptr<Pooled> excess;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& list = idle_[pooled->connection->endpoint().key];
+  pooled->idle_since = Clock::now();
+  list.push_back(std::move(pooled));
+  if (list.size() > options_.max_idle_per_endpoint) {
+    excess = std::move(list.front());
+    list.pop_front();
+    ++stats_.idle_dropped;
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Pooled>> KeepAliveConnectionPool::Impl::Open(
+    const Endpoint& endpoint, Clock::time_point deadline) {
+  auto pooled = std::make_unique<Pooled>(ssl_, tls_, endpoint);
+  std::optional<absl::Status> opened;
+  pooled->connection->AsyncOpen(deadline, [&opened](absl::Status s) { opened = std::move(s); });
+  if (!Drive(pooled->io, [&opened] { return opened.has_value(); })) {
+    Abandon(*pooled);
+    return TransportError(absl::StatusCode::kUnavailable,
+                          absl::StrCat("connect to ", endpoint.key, ": the I/O stopped"), false);
+  }
+  if (!opened->ok()) return *opened;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.opened;
+  return pooled;
+}
+
+absl::StatusOr<Response> KeepAliveConnectionPool::Impl::Exchange(Pooled& pooled,
+                                                                 const Request& request,
+                                                                 const SplitTarget& split,
+                                                                 Clock::time_point deadline) {
+  std::optional<absl::StatusOr<Response>> answer;
+  pooled.connection->AsyncExchange(
+      request, split, deadline,
+      [&answer](absl::StatusOr<Response> outcome) { answer = std::move(outcome); });
+  if (!Drive(pooled.io, [&answer] { return answer.has_value(); })) {
+    Abandon(pooled);
+    return TransportError(absl::StatusCode::kUnavailable,
+                          absl::StrCat(split.endpoint.key, ": the I/O stopped"), true);
+  }
+  return *std::move(answer);
+}
+
+absl::StatusOr<std::unique_ptr<KeepAliveConnectionPool>> KeepAliveConnectionPool::Create(
+    const KeepAlivePoolOptions& options) {
+  absl::StatusOr<TlsMaterial> tls = LoadTlsMaterial(options.tls);
+  if (!tls.ok()) return tls.status();
+  auto impl = std::make_unique<Impl>(*std::move(tls), options);
+  if (absl::Status configured = impl->Configure(); !configured.ok()) return configured;
+  return std::unique_ptr<KeepAliveConnectionPool>(new KeepAliveConnectionPool(std::move(impl)));
+}
+
+KeepAliveConnectionPool::KeepAliveConnectionPool(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+KeepAliveConnectionPool::~KeepAliveConnectionPool() = default;
+
+absl::StatusOr<Response> KeepAliveConnectionPool::Send(const Request& request) {
+  return impl_->Send(request);
+}
+
+KeepAliveConnectionPool::Stats KeepAliveConnectionPool::stats() const { return impl_->stats(); }
+
+KeepAliveWritesTransport::KeepAliveWritesTransport(std::unique_ptr<Transport> others,
+                                                   std::unique_ptr<KeepAliveConnectionPool> writes)
+    : others_(std::move(others)), writes_(std::move(writes)) {}
+
+bool KeepAliveWritesTransport::GoesOnThePool(const Request& request) {
+  return request.method != "GET" && request.method != "HEAD" &&
+         !SpareConnectionTransport::MustNotBeResent(request);
+}
+
+absl::StatusOr<Response> KeepAliveWritesTransport::Send(const Request& request) {
+  if (GoesOnThePool(request)) return writes_->Send(request);
+  return others_->Send(request);
+}
+
+absl::StatusOr<Response> KeepAliveWritesTransport::Stream(const Request& request,
+                                                          const LineCallback& on_line,
+                                                          std::shared_ptr<StreamHandle> handle) {
+  return others_->Stream(request, on_line, std::move(handle));
+}
+
+absl::StatusOr<Response> KeepAliveWritesTransport::SendReading(const Request& request,
+                                                               const BodyReader& read_body) {
+  return others_->SendReading(request, read_body);
+}
+
+}  // namespace slurmop::http
