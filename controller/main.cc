@@ -139,6 +139,10 @@ ABSL_FLAG(std::string, log_format, "text",
 ABSL_FLAG(bool, batched_tracking, true,
           "Follow jobs with one GET /slurm/<v>/jobs/ per SlurmCluster per tick (false: one GET "
           "per job).");
+ABSL_FLAG(bool, prioritize_submits, true,
+          "Reconcile SlurmJobs that have no Slurm job yet before the others (a tracking tick "
+          "that reports many jobs changed queues their status writes; a new SlurmJob does not "
+          "wait behind them). false: one first-in, first-out work queue for all.");
 ABSL_FLAG(double, submit_settle_seconds, 60.0,
           "How long a submit may still be in flight after it was sent (or after a restart): a "
           "search for the job's tag that finds nothing sooner does not allow a second submit.");
@@ -326,6 +330,7 @@ slurmop::reconcile::ManagerOptions ManagerOptionsFromFlags() {
   options.executor.decide.min_poll = Seconds(absl::GetFlag(FLAGS_min_poll_seconds));
   options.executor.decide.max_poll = Seconds(absl::GetFlag(FLAGS_max_poll_seconds));
   options.batched_tracking = absl::GetFlag(FLAGS_batched_tracking);
+  options.prioritize_submits = absl::GetFlag(FLAGS_prioritize_submits);
   options.executor.decide.submit_settle = Seconds(absl::GetFlag(FLAGS_submit_settle_seconds));
   options.tracker.sweep = absl::GetFlag(FLAGS_orphan_sweep);
   options.tracker.sweep_interval = Seconds(absl::GetFlag(FLAGS_orphan_sweep_interval_seconds));

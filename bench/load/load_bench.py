@@ -276,11 +276,11 @@ class Env:
             {} if method == "POST" else None), expect=(200,))[1]
 
     def setup_cluster(self):
-        for ns in (NS, "bench-floor", "bench-cap"):
+        for ns in (NS, "bench-floor", "bench-cap", PROBE_NS):
             self.k.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                        "metadata": {"name": ns}},
                         expect=(201, 409))
-        for ns in (NS, "bench-floor", "bench-cap"):
+        for ns in (NS, "bench-floor", "bench-cap", PROBE_NS):
             self.k.json("POST", "%s/namespaces/%s/slurmclusters" % (GROUP, ns), {
                 "apiVersion": "hpc.slurmoperator.dev/v1alpha1", "kind": "SlurmCluster",
                 "metadata": {"name": CLUSTER, "namespace": ns},
@@ -669,6 +669,7 @@ def isolated_phase(env, tracker, count, res):
     iso = measure_isolated(env, tracker, count, 5.0)
     res["isolated_to_jobid"] = {"p50": pct(iso, 50), "p99": pct(iso, 99),
                                 "max": max(iso) if iso else None, "n": len(iso)}
+    res["isolated_each_ms"] = [round(v * 1000, 2) for v in iso]  # in creation order
     log("isolated create -> jobId: %s" % {k: (round(v * 1000, 1) if k != "n" else v)
                                           for k, v in res["isolated_to_jobid"].items()
                                           if v is not None})
@@ -707,6 +708,51 @@ def measure_isolated(env, tracker, count, run_seconds):
                    expect=(200, 202))
     tracker.wait("t_deleted", names, 60, "isolated deletes")
     return lat
+
+
+PROBE_NS = "bench-probe"
+
+
+class Probes(threading.Thread):
+    """SlurmJobs created one at a time in their own namespace (so the N-job figures leave
+    them out), each waiting for its status.jobId, until stopped or `count` are done: whether
+    a new SlurmJob waits behind the operator's other work (a restart's backlog, the status
+    writes of N jobs that end). Their requests do fall in the stand-ins' counters."""
+
+    def __init__(self, env, count=0, gap=0.05):
+        super().__init__(daemon=True)
+        self.env, self.count, self.gap = env, count, gap
+        self.stop = False
+        self.lat_ms = []
+
+    def run(self):
+        env, probes = self.env, Tracker()
+        path = "%s/namespaces/%s/slurmjobs" % (GROUP, PROBE_NS)
+        _, lst = env.k.json("GET", path, expect=(200,))
+        w = WatchStream(env.kube_port, env.kube_token, path,
+                        lst["metadata"]["resourceVersion"], probes.on_event)
+        w.start()
+        w.connected.wait(10)
+        names = []
+        while not self.stop and (self.count <= 0 or len(names) < self.count):
+            name = "probe-%04d" % len(names)
+            t0 = time.time()
+            env.k.json("POST", path, job_manifest(PROBE_NS, name, 1.0), expect=(201,))
+            names.append(name)
+            if not probes.wait("t_jobid", [name], 60, "probe jobId"):
+                break
+            with probes.lock:
+                self.lat_ms.append(round((probes.jobs[name]["t_jobid"] - t0) * 1000, 1))
+            time.sleep(self.gap)
+        for name in names:
+            env.k.json("DELETE", "%s/%s" % (path, name), expect=(200, 202))
+        probes.wait("t_deleted", names, 60, "probe deletes")
+        w.stop = True
+
+
+def probe_summary(lat_ms):
+    return {"n": len(lat_ms), "p50": pct(lat_ms, 50), "p99": pct(lat_ms, 99),
+            "max": max(lat_ms) if lat_ms else None}
 
 
 class Sampler(threading.Thread):
@@ -883,9 +929,20 @@ def run_once(args, n):
         t_all_submitted = time.time()
         # The steady window: every job submitted, none finished yet.
         mark_all_submitted = len(samp.samples)
+        ending_probes = None
+        if args.probes_while_ending:
+            # From just before the first of the N jobs ends until the last one has.
+            time.sleep(max(0.0, run_seconds - (time.time() - t_burst) - 2.0))
+            ending_probes = Probes(env)
+            ending_probes.start()
         ok_term = tracker.wait("t_terminal", names, args.timeout + run_seconds, "terminal",
                                progress=True, stall=True)
         t_all_terminal = time.time()
+        if ending_probes:
+            ending_probes.stop = True
+            ending_probes.join(120)
+            res["ending_probes"] = probe_summary(ending_probes.lat_ms)
+            log("probes while the N jobs end, create -> jobId (ms): %s" % res["ending_probes"])
         time.sleep(1.0)
         res["ok"] = ok_jobid and ok_term and not errs
         with tracker.lock:
@@ -963,6 +1020,11 @@ def run_once(args, n):
         with samp.lock:
             samp.pids["op"] = op2.pid
         res["ready_after_restart_s"] = ready2
+        if args.restart_probes > 0:
+            pr = Probes(env, count=args.restart_probes, gap=0)
+            pr.run()  # here, on this thread
+            res["restart_probes_ms"] = pr.lat_ms
+            log("restart probes, create -> jobId (ms): %s" % pr.lat_ms)
         time.sleep(5.0)
         res["restart_ap_calls_5s"] = slurm_calls(diff(calls_before,
                                                       env.aadmin("GET", "calls").get("by_call")))
@@ -1764,6 +1826,9 @@ def report_isolated(r, out=sys.stdout):
     per_job = r.get("isolated_kube_per_job") or {}
     out.write("  operator's SlurmJob requests per isolated job: %s\n" % ", ".join(
         "%s %.2f" % kv for kv in sorted(per_job.items())))
+    each = r.get("isolated_each_ms") or []
+    if each:  # which jobs set the tail, in creation order
+        out.write("  each isolated job, in order (ms): %s\n" % " ".join("%.1f" % v for v in each))
     out.flush()
 
 
@@ -1894,6 +1959,14 @@ def report(results, out=sys.stdout):
                               rng(lambda r: r["ready_after_restart_s"], lambda x: "%.2f" % x))))
     rows.append(("  floor of a restart: one list of the N SlurmJobs from the stand-in (s)",
                  rng(lambda r: r.get("list_all_s"), lambda x: "%.2f" % x)))
+    if r0.get("ending_probes"):
+        e = r0["ending_probes"]
+        rows.append(("  while the N jobs end: create -> jobId of SlurmJobs made one by one, "
+                     "p50 / p99 / max (ms)", "%.1f / %.1f / %.1f (n=%d)" % (
+                         e["p50"] or 0, e["p99"] or 0, e["max"] or 0, e["n"])))
+    if r0.get("restart_probes_ms"):
+        rows.append(("  restart: create -> jobId of SlurmJobs created one by one once ready (ms)",
+                     " ".join("%.1f" % v for v in r0["restart_probes_ms"])))
     rows.append(("  restart: Agent Platform calls / Kubernetes requests in 5 s after",
                  "%s / %s" % (json.dumps(r0["restart_ap_calls_5s"], sort_keys=True),
                               json.dumps(r0["restart_kube_requests_5s"], sort_keys=True))))
@@ -1970,6 +2043,15 @@ def main():
     p.add_argument("--floor-samples", type=int, default=30)
     p.add_argument("--isolated", type=int, default=20,
                    help="SlurmJobs created one at a time before the N (0: none)")
+    p.add_argument("--probes-while-ending", action="store_true",
+                   help="while the N SlurmJobs end (their status writes queued), create "
+                        "SlurmJobs one at a time (namespace %s) and print their create -> jobId "
+                        "(their requests then fall in the N-job run's counts)" % PROBE_NS)
+    p.add_argument("--restart-probes", type=int, default=0,
+                   help="after the restart with N SlurmJobs, create this many SlurmJobs one at "
+                        "a time (namespace %s) and print each one's create -> jobId: does a new "
+                        "SlurmJob wait behind the restart's backlog? (their requests then fall "
+                        "in the restart's 5 s counts)" % PROBE_NS)
     p.add_argument("--isolated-only", action="store_true",
                    help="stop after the floor and the isolated SlurmJobs (no N-job run); "
                         "prints one line per run")

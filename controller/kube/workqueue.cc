@@ -4,6 +4,8 @@
 
 #include "controller/kube/workqueue.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -28,29 +30,67 @@ WorkQueue::WorkQueue(const Clock& clock, RateLimiterOptions opts, std::string na
 
 WorkQueue::~WorkQueue() { ShutDown(); }
 
-void WorkQueue::AddLocked(const std::string& key) {
+void WorkQueue::AddLocked(const std::string& key, Priority priority) {
   if (shutting_down_) return;
-  if (!dirty_.insert(key).second) return;  // already queued (or dirty while processing)
+  auto [it, inserted] = dirty_.try_emplace(key);
+  Dirty& dirty = it->second;
+  if (!inserted) {
+    // Already queued (or dirty while processing): at most a promotion.
+    if (priority <= dirty.priority) return;
+    if (dirty.seq != 0) {  // queued: a new entry; the old one goes stale
+      --queued_[static_cast<int>(dirty.priority)];
+      ++queued_[static_cast<int>(priority)];
+      EnqueueLocked(key, priority);
+    }
+    dirty.priority = priority;
+    return;
+  }
+  dirty.priority = priority;
   if (!name_.empty()) {
     // As client-go: an add is counted once per key until Get() hands it out.
     added_at_.try_emplace(key, clock_.Now());
     if (const auto& hook = GetMetricsHooks().queue_add) hook(name_);
   }
   if (processing_.count(key) != 0) return;  // Done() re-queues it
-  queue_.push_back(key);
+  ++queued_[static_cast<int>(priority)];
+  EnqueueLocked(key, priority);
+}
+
+void WorkQueue::EnqueueLocked(const std::string& key, Priority priority) {
+  const uint64_t seq = next_seq_++;
+  dirty_[key].seq = seq;
+  queues_[static_cast<int>(priority)].emplace_back(seq, key);
   ready_.notify_one();
 }
 
-void WorkQueue::Add(const std::string& key) {
+std::string WorkQueue::PopLocked() {
+  for (int p = static_cast<int>(Priority::kUrgent); p >= 0; --p) {
+    std::deque<Entry>& q = queues_[p];
+    while (queued_[p] > 0 && !q.empty()) {
+      Entry entry = std::move(q.front());
+      q.pop_front();
+      auto it = dirty_.find(entry.second);
+      if (it == dirty_.end() || it->second.seq != entry.first) continue;  // stale
+      dirty_.erase(it);
+      --queued_[p];
+      return std::move(entry.second);
+    }
+  }
+  LOG(DFATAL) << "work queue: a key was counted as queued, none found";
+  queued_[0] = queued_[1] = 0;
+  return "";
+}
+
+void WorkQueue::Add(const std::string& key, Priority priority) {
   std::lock_guard<std::mutex> lock(mu_);
-  AddLocked(key);
+  AddLocked(key, priority);
 }
 
 void WorkQueue::AddAfter(const std::string& key, Duration d) {
   std::lock_guard<std::mutex> lock(mu_);
   if (shutting_down_) return;
   if (d <= Duration::zero()) {
-    AddLocked(key);
+    AddLocked(key, Priority::kNormal);
     return;
   }
   const Time deadline = clock_.Now() + std::chrono::duration_cast<Time::duration>(d);
@@ -96,7 +136,7 @@ size_t WorkQueue::MoveDueLocked() {
     auto it = waiting_.find(top.second);
     if (it == waiting_.end() || it->second != top.first) continue;  // stale
     waiting_.erase(it);
-    AddLocked(top.second);
+    AddLocked(top.second, Priority::kNormal);
     ++moved;
   }
   return moved;
@@ -116,7 +156,7 @@ std::optional<std::string> WorkQueue::Get() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (!shutting_down_) MoveDueLocked();
-    if (!queue_.empty()) break;
+    if (queued_[0] + queued_[1] > 0) break;
     if (shutting_down_) return std::nullopt;
     if (waiting_.empty()) {
       ready_.wait(lock);
@@ -128,11 +168,9 @@ std::optional<std::string> WorkQueue::Get() {
     left = std::clamp<Duration>(left, std::chrono::milliseconds(1), kMaxSleep);
     ready_.wait_for(lock, left);
   }
-  std::string key = std::move(queue_.front());
-  queue_.pop_front();
+  std::string key = PopLocked();
   const Time now = clock_.Now();
   processing_[key] = now;
-  dirty_.erase(key);
   if (auto added = added_at_.find(key); added != added_at_.end()) {
     if (const auto& hook = GetMetricsHooks().queue_latency) {
       hook(name_, SecondsBetween(added->second, now));
@@ -152,9 +190,9 @@ void WorkQueue::Done(const std::string& key) {
     }
     processing_.erase(it);
   }
-  if (dirty_.count(key) != 0) {
-    queue_.push_back(key);
-    ready_.notify_one();
+  if (auto dirty = dirty_.find(key); dirty != dirty_.end()) {
+    ++queued_[static_cast<int>(dirty->second.priority)];
+    EnqueueLocked(key, dirty->second.priority);
   }
   drained_.notify_all();
 }
@@ -183,7 +221,7 @@ bool WorkQueue::ShuttingDown() const {
 
 size_t WorkQueue::Len() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size();
+  return queued_[0] + queued_[1];
 }
 
 WorkQueue::ProcessingTimes WorkQueue::Processing() const {

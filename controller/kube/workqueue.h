@@ -7,6 +7,14 @@
 //  * Add(key): no-op if the key is already queued (dedup). If a worker is
 //    processing it, the key is only marked dirty and re-queued by Done(), so
 //    one key is never processed by two workers at once.
+//  * Add(key, Priority::kUrgent): the key is handed out before every key
+//    queued at kNormal (first in, first out within a priority; controller-
+//    runtime's priority queue, two levels). A key already queued at kNormal
+//    moves ahead; one being processed is re-queued by Done() as urgent. A key
+//    keeps the highest priority it was added with until Get() hands it out.
+//    Urgent keys can hold normal ones back for as long as they keep coming:
+//    that is the point (the manager marks SlurmJobs not submitted yet urgent,
+//    so a new job does not wait behind the status updates of running ones).
 //  * Get() blocks until a key is ready and marks it processing; every Get()
 //    must be followed by Done(key). After ShutDown() it still hands out the
 //    keys already queued, then returns nullopt (client-go semantics); delayed
@@ -31,6 +39,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -53,7 +62,9 @@ class WorkQueue {
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
-  void Add(const std::string& key);
+  enum class Priority { kNormal = 0, kUrgent = 1 };
+
+  void Add(const std::string& key, Priority priority = Priority::kNormal);
   void AddAfter(const std::string& key, Duration d);
   void AddRateLimited(const std::string& key);
   void Forget(const std::string& key);
@@ -88,20 +99,35 @@ class WorkQueue {
   void Poke();
 
  private:
-  void AddLocked(const std::string& key);  // requires mu_
-  size_t MoveDueLocked();                  // requires mu_
-  void DropStaleLocked();                  // requires mu_: pops heap_ tops waiting_ disowns
+  void AddLocked(const std::string& key, Priority priority);      // requires mu_
+  void EnqueueLocked(const std::string& key, Priority priority);  // requires mu_
+  // Requires mu_ and a queued key: the next key to hand out.
+  std::string PopLocked();
+  size_t MoveDueLocked();  // requires mu_
+  void DropStaleLocked();  // requires mu_: pops heap_ tops waiting_ disowns
 
   using Deadline = std::pair<Time, std::string>;
+  // A key that Add() has seen and Get() has not handed out yet (queued, or
+  // waiting for Done() while it is processed).
+  struct Dirty {
+    Priority priority = Priority::kNormal;
+    // The sequence number of its live entry in queues_ (0: none, while it is
+    // processed). An entry whose number differs is stale (the key moved to the
+    // urgent queue, or was handed out) and skipped.
+    uint64_t seq = 0;
+  };
+  using Entry = std::pair<uint64_t, std::string>;
 
   const Clock& clock_;
   RateLimiter limiter_;
   const std::string name_;  // "" = no metrics
   mutable std::mutex mu_;
-  std::condition_variable ready_;           // queue_ changed, waiting_ changed, or shutdown
+  std::condition_variable ready_;           // queues_ changed, waiting_ changed, or shutdown
   std::condition_variable drained_;         // processing_ shrank
-  std::deque<std::string> queue_;           // guarded by mu_
-  std::set<std::string> dirty_;             // guarded by mu_
+  std::deque<Entry> queues_[2];             // guarded by mu_: by Priority, with stale entries
+  size_t queued_[2] = {0, 0};               // guarded by mu_: live entries in queues_, by Priority
+  uint64_t next_seq_ = 1;                   // guarded by mu_
+  std::map<std::string, Dirty> dirty_;      // guarded by mu_
   std::map<std::string, Time> processing_;  // guarded by mu_: key -> when Get() handed it out
   std::map<std::string, Time> added_at_;    // guarded by mu_: queued key -> when it was added
   std::map<std::string, Time> waiting_;     // guarded by mu_: key -> its (earliest) deadline

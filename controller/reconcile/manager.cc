@@ -14,6 +14,7 @@
 #include "controller/kube/watch_event.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/reconcile/slurmjob_packer.h"
+#include "controller/reconcile/work_priority.h"
 #include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 #include "glog/logging.h"
@@ -151,7 +152,8 @@ void Manager::OnJobEvent(const std::string& type,
   if (type == kube::kAdded && !options_.label_selector.empty() && jobs_ && jobs_->HasSynced()) {
     executor_.AnchorSettleWindowFor(key, clock_.Now());
   }
-  queue_.Add(key);
+  queue_.Add(key, options_.prioritize_submits ? WorkPriorityOf(type, *obj)
+                                              : kube::WorkQueue::Priority::kNormal);
   for (const std::string& k : wake) queue_.Add(k);
   // A SlurmJob started or stopped naming a SlurmCluster: whether it is kept may change.
   if (type != std::string(kube::kModified) || cluster_before != cluster_after) {

@@ -49,6 +49,9 @@ struct ManagerOptions {
   std::string label_selector;
   // Declare the scrape-time gauges of this manager (one manager per process does).
   bool register_metrics = true;
+  // SlurmJobs not submitted yet go ahead of the others in the work queue
+  // (work_priority.h); false: one first-in, first-out queue for all.
+  bool prioritize_submits = true;
 };
 
 class Manager {

@@ -18,8 +18,10 @@
 #include <filesystem>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
@@ -374,6 +376,62 @@ TEST_F(TrackingCost, TagSearchesAfterARestartShareTheClustersList) {
                 CountInState("later-", "COMPLETED"),
             0)
       << "a suspended SlurmJob was submitted";
+}
+
+// A SlurmJob created while a tracking tick's status writes are queued goes ahead of them
+// (--prioritize-submits, work_priority.h). 24 jobs end together; each of their status writes
+// is held 1 s by the stand-in, so the operator's 4 workers need ~6 s for all of them. A
+// SlurmJob created once the first of them have landed gets its jobId when the next round of
+// those writes ends (about 8 of 24 landed); behind them, first in first out, it would wait for
+// every one already queued (20 or more landed).
+TEST_F(TrackingCost, ANewSlurmJobDoesNotWaitBehindATrackingTicksStatusWrites) {
+  constexpr int kBusy = 24;
+  std::string jobs;
+  for (int i = 0; i < kBusy; ++i) {
+    jobs += JobManifest(absl::StrCat("busy-", i), "quiet", "#!/bin/bash\nsleep 25\n");
+  }
+  CommandResult applied = Kubectl({"apply", "-f", "-"}, jobs);
+  ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+  ASSERT_TRUE(WaitUntil([] { return CountInState("busy-", "RUNNING") == kBusy; }, seconds(60)))
+      << CountInState("busy-", "RUNNING") << " RUNNING";
+  // From here each status write of a busy- SlurmJob takes 1 s in the stand-in.
+  CommandResult slowed = RunCommand(
+      {"curl", "-sk", "-X", "POST", "-d",
+       R"({"method": "PUT", "path": "/slurmjobs/busy-[0-9]+/status", "delay_ms": 1000})",
+       absl::StrCat("https://127.0.0.1:", ReadPort(*dir_ + "/kube.port"), "/__admin/latency")},
+      {}, seconds(10));
+  ASSERT_EQ(slowed.exit_code, 0) << slowed.out << slowed.err;
+  // The jobs end; the first of their writes lands (the others are queued behind it).
+  ASSERT_TRUE(WaitUntil([] { return CountInState("busy-", "COMPLETED") >= 1; }, seconds(90)));
+  CommandResult created =
+      Kubectl({"apply", "-f", "-"}, JobManifest("newcomer", "quiet", "#!/bin/bash\nsleep 600\n"));
+  ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
+  // One snapshot of all SlurmJobs: once it shows the newcomer's jobId, how many busy- ones
+  // it shows COMPLETED.
+  int landed = -1;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        CommandResult r = Kubectl({"get", "-n", kNs, "sj", "-o",
+                                   "jsonpath={range .items[*]}{.metadata.name}={.status.jobState}"
+                                   "={.status.jobId}{\"\\n\"}{end}"});
+        bool newcomer_has_id = false;
+        int completed = 0;
+        std::stringstream in(r.out);
+        for (std::string line; std::getline(in, line);) {
+          const std::vector<std::string> f = absl::StrSplit(line, '=');
+          if (f.size() != 3) continue;
+          if (f[0] == "newcomer") newcomer_has_id = !f[2].empty();
+          if (f[0].rfind("busy-", 0) == 0 && f[1] == "COMPLETED") ++completed;
+        }
+        if (newcomer_has_id) landed = completed;
+        return newcomer_has_id;
+      },
+      seconds(60)));
+  std::cerr << "METRIC busy_writes_landed_before_newcomer_jobid=" << landed << " of " << kBusy
+            << "\n";
+  EXPECT_LE(landed, 12) << "the new SlurmJob waited behind the tracking tick's status writes";
+  EXPECT_TRUE(WaitUntil([] { return CountInState("busy-", "COMPLETED") == kBusy; }, seconds(60)))
+      << CountInState("busy-", "COMPLETED") << " of " << kBusy << " COMPLETED";
 }
 
 }  // namespace

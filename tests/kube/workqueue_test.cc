@@ -6,8 +6,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <initializer_list>
+#include <optional>
 #include <set>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -81,6 +85,102 @@ TEST(WorkQueueTest, OneKeyIsNeverProcessedConcurrently) {
   for (std::thread& t : workers) t.join();
   EXPECT_FALSE(overlap.load());
   EXPECT_GE(processed.load(), 1);
+}
+
+constexpr WorkQueue::Priority kUrgent = WorkQueue::Priority::kUrgent;
+constexpr WorkQueue::Priority kNormal = WorkQueue::Priority::kNormal;
+
+// Drains what is ready without blocking.
+std::vector<std::string> DrainReady(WorkQueue& queue) {
+  std::vector<std::string> keys;
+  while (queue.Len() > 0) {
+    std::optional<std::string> key = queue.Get();
+    if (!key) break;
+    keys.push_back(*key);
+    queue.Done(*key);
+  }
+  return keys;
+}
+
+// Adds each key with its priority, in order.
+void AddEach(WorkQueue& queue,
+             std::initializer_list<std::pair<const char*, WorkQueue::Priority>> adds) {
+  for (const auto& [key, priority] : adds) queue.Add(key, priority);
+}
+
+TEST(WorkQueueTest, UrgentKeysAreHandedOutBeforeNormalOnesInArrivalOrder) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  AddEach(queue, {{"n1", kNormal}, {"u1", kUrgent}, {"n2", kNormal}, {"u2", kUrgent}});
+  EXPECT_EQ(queue.Len(), 4u);
+  EXPECT_THAT(DrainReady(queue), ::testing::ElementsAre("u1", "u2", "n1", "n2"));
+}
+
+TEST(WorkQueueTest, AQueuedNormalKeyAddedAsUrgentMovesAheadAndComesOutOnce) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  AddEach(queue, {{"a", kNormal}, {"b", kNormal}, {"c", kNormal}, {"c", kUrgent}});
+  EXPECT_EQ(queue.Len(), 3u);  // a promotion is not a second key
+  EXPECT_THAT(DrainReady(queue), ::testing::ElementsAre("c", "a", "b"));
+  EXPECT_EQ(queue.Len(), 0u);
+}
+
+TEST(WorkQueueTest, ANormalAddDoesNotDemoteAnUrgentKey) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  AddEach(queue, {{"n", kNormal}, {"u", kUrgent}, {"u", kNormal}});
+  EXPECT_THAT(DrainReady(queue), ::testing::ElementsAre("u", "n"));
+}
+
+TEST(WorkQueueTest, AKeyMadeUrgentWhileProcessedIsRequeuedAheadByDone) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.Add("k");
+  ASSERT_EQ(queue.Get(), "k");
+  queue.Add("n1");
+  queue.Add("k");
+  queue.Add("k", kUrgent);
+  EXPECT_EQ(queue.Len(), 1u);  // k waits for Done()
+  queue.Done("k");
+  EXPECT_EQ(queue.Len(), 2u);
+  EXPECT_THAT(DrainReady(queue), ::testing::ElementsAre("k", "n1"));
+}
+
+TEST(WorkQueueTest, AStaleEntryDoesNotHandOutAKeyQueuedAgainLater) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.Add("x");
+  queue.Add("k");
+  queue.Add("k", kUrgent);  // k's normal entry goes stale
+  ASSERT_EQ(queue.Get(), "k");
+  queue.Done("k");
+  queue.Add("y");
+  queue.Add("k");  // queued again, behind y
+  EXPECT_THAT(DrainReady(queue), ::testing::ElementsAre("x", "y", "k"));
+}
+
+TEST(WorkQueueTest, DueDelayedKeysAreNormal) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.AddAfter("later", seconds(1));
+  clock.Advance(seconds(2));
+  queue.ProcessDue();
+  queue.Add("u", kUrgent);
+  EXPECT_THAT(DrainReady(queue), ::testing::ElementsAre("u", "later"));
+}
+
+TEST(WorkQueueTest, AnUrgentAddWakesABlockedGet) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  std::atomic<bool> got{false};
+  std::thread worker([&] {
+    EXPECT_EQ(queue.Get(), "u");
+    got = true;
+  });
+  std::this_thread::sleep_for(milliseconds(20));
+  queue.Add("u", kUrgent);
+  EXPECT_TRUE(WaitUntil([&] { return got.load(); }));
+  worker.join();
 }
 
 TEST(WorkQueueTest, GetBlocksUntilAddAndReturnsNulloptAfterShutDown) {
