@@ -130,12 +130,13 @@ absl::StatusOr<Response> KeepAliveConnectionPool::Impl::Send(const Request& requ
   const Clock::time_point deadline = Clock::now() + timeout;
   if (std::unique_ptr<Pooled> idle = TakeIdle(split->endpoint.key); idle != nullptr) {
     absl::StatusOr<Response> answer = Exchange(*idle, request, *split, deadline);
-    if (answer.ok() || answer.status().code() != absl::StatusCode::kUnavailable) {
+    if (answer.ok() || answer.status().code() != absl::StatusCode::kUnavailable ||
+        idle->connection->answered()) {
       if (answer.ok()) PutBack(std::move(idle));
-      return answer;
+      return answer;  // an answer came (even one refused, as over the body limit): not resent
     }
-    // The server closed the idle connection under the request: once more on
-    // a new one (the request may be re-sent, see the header).
+    // The server closed the idle connection under the request, without an
+    // answer: once more on a new one (the request may be re-sent, see the header).
     VLOG(1) << "keep-alive connection to " << split->endpoint.key
             << " failed: " << answer.status().message() << "; sending again on a new one";
     std::lock_guard<std::mutex> lock(mu_);

@@ -15,9 +15,10 @@
 //    codes, request_sent, Request::timeout as a whole-request deadline,
 //    Request::max_body_bytes). Give it only requests that may reach the
 //    server twice (not SpareConnectionTransport::MustNotBeResent()): a
-//    request that fails with kUnavailable on a reused idle connection (the
-//    server closed it meanwhile) is sent once more on a new connection, as
-//    cpprestsdk does on its pooled connections.
+//    request that fails with kUnavailable on a reused idle connection before
+//    any answer came (the server closed it meanwhile) is sent once more on a
+//    new connection, as cpprestsdk does on its pooled connections. One whose
+//    answer came and was refused (over the body limit) is not.
 //  * At most `max_idle_per_endpoint` idle connections per endpoint
 //    (scheme://host:port). An idle connection older than `max_idle`, or that
 //    no longer LooksOpen(), is closed instead of used. A connection serves

@@ -239,6 +239,7 @@ void OneShotConnection::AsyncExchange(const Request& request, const SplitTarget&
   }
   exchanged_ = !keep_alive_;
   busy_ = true;
+  answered_ = false;
   auto exchange = std::make_shared<Exchange>();
   exchange->done = std::move(done);
   exchange->max_body_bytes = request.max_body_bytes;
@@ -298,6 +299,9 @@ void OneShotConnection::Read(Stream& stream, std::shared_ptr<Exchange> exchange)
   bhttp::async_read_header(
       stream, exchange->buffer, exchange->parser,
       [self = shared_from_this(), &stream, exchange](const error_code& ec, size_t) mutable {
+        // Beast may refuse a Content-Length over the parser's limit while
+        // reading the header: that too is an answer.
+        self->answered_ = !ec || ec == bhttp::error::body_limit;
         if (ec) return self->Finish(std::move(exchange), ec);
         const boost::optional<std::uint64_t> length = exchange->parser.content_length();
         if (length.has_value() && *length > exchange->max_body_bytes) {

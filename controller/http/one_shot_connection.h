@@ -99,6 +99,9 @@ class OneShotConnection : public std::enable_shared_from_this<OneShotConnection>
                      ExchangeCallback done);
   // Closes the socket (cancelling any operation). Idempotent.
   void Close();
+  // The last AsyncExchange() read the header of an answer (a failure after
+  // that is not the peer closing an idle connection under the request).
+  bool answered() const { return answered_; }
 
   const Endpoint& endpoint() const { return endpoint_; }
   // When AsyncOpen() succeeded (meaningful only after it did).
@@ -130,6 +133,7 @@ class OneShotConnection : public std::enable_shared_from_this<OneShotConnection>
   const bool keep_alive_;
   bool exchanged_ = false;  // one-shot: it carried its request
   bool busy_ = false;       // an exchange is under way
+  bool answered_ = false;   // the last exchange read an answer's header
 };
 
 }  // namespace slurmop::http

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/http/counting_transport.h"
 #include "tests/http/test_http_server.h"
 #include "tests/http/test_pki.h"
 
@@ -26,6 +27,7 @@ namespace slurmop::http {
 namespace {
 
 using ::slurmop::testing::Connection;
+using ::slurmop::testing::CountingTransport;
 using ::slurmop::testing::GetTestPki;
 using ::slurmop::testing::NewServerTlsContext;
 using ::slurmop::testing::ReceivedRequest;
@@ -114,6 +116,27 @@ TEST(KeepAliveConnectionPoolTest, ReusedConnectionBreakingUnderARequestIsReplace
   EXPECT_EQ(requests.load(), 3);
   EXPECT_EQ(server.connections_accepted(), 2);
   EXPECT_EQ(pool->stats().resent, 1);
+}
+
+// An answer refused on a reused connection (over the body limit) is a
+// failure, not a connection the server closed: the request is not sent again.
+TEST(KeepAliveConnectionPoolTest, AnAnswerOverTheLimitOnAReusedConnectionIsNotSentAgain) {
+  std::atomic<int> requests{0};
+  TestHttpServer server([&](const ReceivedRequest& request, Connection& connection) {
+    if (++requests == 1) return Echo(request, connection);
+    connection.WriteResponse(200, {}, std::string(2048, 'x'));
+  });
+  auto pool = NewPool();
+  ASSERT_TRUE(pool->Send(Put(server.url(), "1")).ok());
+  Request request = Put(server.url(), "2");
+  request.max_body_bytes = 1024;
+  absl::StatusOr<Response> second = pool->Send(request);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("1024-byte limit"), std::string::npos)
+      << second.status();
+  EXPECT_EQ(pool->stats().reused, 1);
+  EXPECT_EQ(pool->stats().resent, 0);
+  EXPECT_EQ(requests.load(), 2) << "the refused answer's request was sent again";
 }
 
 // A new connection that breaks is not retried: the failure says the request
@@ -293,22 +316,6 @@ TEST(KeepAliveConnectionPoolTest, TlsVerifiesTheHostNameAndReusesTheSession) {
   }
   EXPECT_EQ(named->stats().reused, 1);
 }
-
-// Counts what it is asked; answers 204.
-class CountingTransport final : public Transport {
- public:
-  absl::StatusOr<Response> Send(const Request&) override {
-    ++sends;
-    return Response{204, {}, ""};
-  }
-  absl::StatusOr<Response> Stream(const Request&, const LineCallback&,
-                                  std::shared_ptr<StreamHandle>) override {
-    ++streams;
-    return Response{204, {}, ""};
-  }
-  int sends = 0;
-  int streams = 0;
-};
 
 TEST(KeepAliveWritesTransportTest, RoutesOnlyWritesThatMayBeResent) {
   TestHttpServer server(Echo);

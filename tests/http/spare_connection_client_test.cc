@@ -28,12 +28,14 @@
 #include "absl/strings/str_cat.h"
 #include "controller/http/spare_connection_transport.h"
 #include "gtest/gtest.h"
+#include "tests/http/counting_transport.h"
 #include "tests/http/test_http_server.h"
 #include "tests/http/test_pki.h"
 
 namespace slurmop::http {
 namespace {
 
+using ::slurmop::testing::CountingTransport;
 using ::slurmop::testing::GetTestPki;
 using ::slurmop::testing::NewServerTlsContext;
 using ::slurmop::testing::TestHttpServer;
@@ -401,22 +403,6 @@ TEST_F(SpareTlsTest, UsesATlsSpareMatchingTheIpAddress) {
   EXPECT_EQ(client->stats().fresh_connections, 0);
   EXPECT_EQ(accepted_when_asked.load(), 1);
 }
-
-// Counts what it is asked; answers 204.
-class CountingTransport final : public Transport {
- public:
-  absl::StatusOr<Response> Send(const Request&) override {
-    ++sends;
-    return Response{204, {}, ""};
-  }
-  absl::StatusOr<Response> Stream(const Request&, const LineCallback&,
-                                  std::shared_ptr<StreamHandle>) override {
-    ++streams;
-    return Response{204, {}, ""};
-  }
-  int sends = 0;
-  int streams = 0;
-};
 
 TEST(SpareConnectionTransportTest, RoutesOnlyRequestsThatMustNotBeResent) {
   RawServer server(Serve);
