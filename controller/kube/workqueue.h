@@ -45,7 +45,6 @@
 #include <mutex>
 #include <optional>
 #include <queue>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>

@@ -404,6 +404,9 @@ Decision RecordingSubmit(const Known& k) {
   // Where it runs, and (when submitted now) the tag it carries; an adopted
   // job's tag is recorded by its first look (Observed).
   *s.mutable_submitted_to() = k.memo.submitted_to.value_or(LocationOf(k.cluster.spec));
+  // A first submit whose target rode with the finalizer (Protecting): the
+  // status records it now, where only the operator writes.
+  if (!s.has_submit_target()) *s.mutable_submit_target() = s.submitted_to();
   s.clear_job_tag();
   if (!adopted) s.set_job_tag(RunTag(k.job));
   s.set_run(CurrentRun(k.job.status));
@@ -524,6 +527,19 @@ Decision WaitingForDeps(const Known& k, const SubmitPlan& plan) {
   s.set_phase(std::string(kPhasePending));
   s.set_reason("WaitingForDependencies");
   return WriteIfChanged(k.job, std::move(s), {}, Stop("waiting for dependencies"));
+}
+
+// The finalizer first; when the submit is the step after it (and a note key
+// is set), the same patch records where the submit goes
+// (submit_target_note.h), which spares the status write of RecordingTarget.
+Decision Protecting(const Known& k, const SubmitPlan& plan) {
+  if (!TargetRidesWithFinalizer(k, plan)) {
+    return Do(Action::kAddFinalizer, "protect the job before submitting it");
+  }
+  Decision d = Do(Action::kAddFinalizer,
+                  "protect the job and record where the submit goes before sending it");
+  d.note_target = LocationOf(k.cluster.spec);
+  return d;
 }
 
 // Before a submit is sent, the status says where it goes (status.submitTarget):
@@ -1047,7 +1063,7 @@ Decision DecideStage(const Known& k, Assessment a) {
       }
       return Do(Action::kLoadScript, "read the script from its ConfigMap");
     case Stage::kUnprotected:
-      return Do(Action::kAddFinalizer, "protect the job before submitting it");
+      return Protecting(k, *a.plan);
     case Stage::kRefused:
       return Refused(k);
     case Stage::kSettling:

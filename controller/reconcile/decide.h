@@ -63,6 +63,9 @@ struct JobFacts {
   bool has_finalizer = false;                      // our finalizer is in metadata.finalizers
   std::map<std::string, std::string> labels;       // metadata.labels
   std::map<std::string, std::string> annotations;  // metadata.annotations
+  // The current run's submit target as the annotation records it, when its
+  // HMAC verified (submit_target_note.h); the executor fills it in.
+  std::optional<v1alpha1::SlurmJobLocation> noted_target;
   v1alpha1::SlurmJobSpec spec;
   v1alpha1::SlurmJobStatus status;
   std::vector<DependencyFacts> dependencies;  // one per spec.dependsOn entry, in order
@@ -215,6 +218,9 @@ struct DecideOptions {
   Time process_start{};
   // Looks are answered from the cluster's shared list (job_tracker.h).
   bool batched = false;
+  // The executor has a note key: a first submit's target may ride with the
+  // finalizer (stage.h, TargetRidesWithFinalizer; submit_target_note.h).
+  bool note_target_with_finalizer = false;
 };
 
 enum class Action {
@@ -255,7 +261,10 @@ struct Decision {
   // directly, with the SlurmCluster's credentials.
   std::optional<v1alpha1::SlurmJobLocation> search_at;
   v1alpha1::SlurmJobStatus status;  // kWriteStatus
-  std::string uid;                  // kDeleteJob: preconditions.uid
+  // kAddFinalizer: the submit that follows goes here; the patch records it
+  // too (submit_target_note.h), so no status write is needed before it.
+  std::optional<v1alpha1::SlurmJobLocation> note_target;
+  std::string uid;  // kDeleteJob: preconditions.uid
   // Recorded once the action succeeded (for kNone: right away).
   std::vector<EventSpec> events;
   // kNone: when to look again (nullopt: only when something changes).

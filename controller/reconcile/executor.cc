@@ -20,6 +20,7 @@
 #include "controller/reconcile/resource_types.h"
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/secret_env.h"
+#include "controller/reconcile/submit_target_note.h"
 #include "controller/reconcile/tag_search.h"
 #include "controller/reconcile/tracking_policy.h"
 #include "controller/server/metric_names.h"
@@ -95,7 +96,8 @@ std::map<std::string, std::string> StringMap(const nlohmann::json& meta, const c
 // JobFacts from a SlurmJob object. A spec the codec cannot read (wrong types
 // that an older CRD let through) is reported as an error for the user.
 absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj,
-                                         const std::string& installation) {
+                                         const ExecutorOptions& options) {
+  const std::string& installation = options.installation;
   absl::StatusOr<v1alpha1::SlurmJob> job = api::SlurmJobFromObject(obj);
   if (!job.ok()) return job.status();
   JobFacts f;
@@ -112,6 +114,7 @@ absl::StatusOr<JobFacts> FactsFromObject(const nlohmann::json& obj,
   f.annotations = StringMap(meta, "annotations");
   f.spec = job->spec();
   f.status = job->status();
+  f.noted_target = VerifiedSubmitTarget(options.submit_note_key, f);
   return f;
 }
 
@@ -180,6 +183,7 @@ Executor::Executor(kube::Client& kube, const ObjectCache& jobs, const ObjectCach
       options_([&] {
         ExecutorOptions o = std::move(options);
         if (o.decide.process_start == Time{}) o.decide.process_start = clock.Now();
+        o.decide.note_target_with_finalizer = !o.submit_note_key.empty();
         return o;
       }()),
       cache_lag_(clock, options_.cache_patience) {}
@@ -317,6 +321,11 @@ class Executor::Attempt {
         {"metadata",
          {{"finalizers", fins},
           {"resourceVersion", api::MetadataString(object_, "resourceVersion")}}}};
+    if (d.note_target) {
+      patch["metadata"]["annotations"][std::string(kSubmitTargetAnnotation)] =
+          EncodeSubmitTargetNote(ex_.options_.submit_note_key, facts_.id.uid,
+                                 CurrentRun(facts_.status), *d.note_target);
+    }
     absl::StatusOr<nlohmann::json> r =
         ex_.kube_.Patch(SlurmJobsResource(), ns_, name_, kube::PatchType::kMerge, patch);
     if (!r.ok()) return WriteFailed(r.status(), ActionName(d.action), /*honour_retry_after=*/false);
@@ -698,7 +707,7 @@ class Executor::Attempt {
       LOG(INFO) << key_ << ": re-read failed: " << fresh.status();
       return false;
     }
-    absl::StatusOr<JobFacts> f = FactsFromObject(*fresh, ex_.options_.installation);
+    absl::StatusOr<JobFacts> f = FactsFromObject(*fresh, ex_.options_);
     if (!f.ok()) return false;
     NoteSuperseded(*fresh);
     object_ = std::move(*fresh);
@@ -709,7 +718,7 @@ class Executor::Attempt {
 
   // Our own write's response is the object from now on.
   void AdoptResponse(nlohmann::json response) {
-    absl::StatusOr<JobFacts> f = FactsFromObject(response, ex_.options_.installation);
+    absl::StatusOr<JobFacts> f = FactsFromObject(response, ex_.options_);
     if (!f.ok()) return;
     NoteSuperseded(response);
     object_ = std::move(response);
@@ -806,7 +815,7 @@ ReconcileResult Executor::Reconcile(const std::string& key) {
     VLOG(1) << key << ": the cache does not show this process's last write yet; waiting for it";
     return {*wait, false};
   }
-  absl::StatusOr<JobFacts> facts = FactsFromObject(*cached, options_.installation);
+  absl::StatusOr<JobFacts> facts = FactsFromObject(*cached, options_);
   if (!facts.ok()) {
     LOG(WARNING) << key << ": unreadable SlurmJob: " << facts.status();
     events_.Record(*cached, {kWarning, "InvalidSpec", "Validate",

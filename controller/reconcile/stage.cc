@@ -67,18 +67,20 @@ bool ClusterMovedSinceSubmit(const Known& k) {
 }
 
 bool SubmitTargetRecorded(const Known& k) {
-  return k.job.status.has_submit_target() &&
-         SameLocation(k.job.status.submit_target(), LocationOf(k.cluster.spec));
+  const v1alpha1::SlurmJobLocation here = LocationOf(k.cluster.spec);
+  if (k.job.status.has_submit_target()) return SameLocation(k.job.status.submit_target(), here);
+  return k.job.noted_target && SameLocation(*k.job.noted_target, here);
 }
 
 v1alpha1::SlurmJobLocation SearchLocation(const Known& k) {
   if (k.memo.submit_outcome_unknown && k.memo.submit_target) return *k.memo.submit_target;
   if (k.job.status.has_submit_target()) return k.job.status.submit_target();
+  if (k.job.noted_target) return *k.job.noted_target;
   return LocationOf(k.cluster.spec);
 }
 
 bool NoSubmitRecorded(const Known& k) {
-  return !k.memo.submit_attempt_at && !k.job.status.has_submit_target();
+  return !k.memo.submit_attempt_at && !k.job.status.has_submit_target() && !k.job.noted_target;
 }
 
 bool TagSearchUnsent(const Outcomes& out) {
@@ -414,6 +416,18 @@ Stage TrackingStage(const Known& k) {
 }
 
 }  // namespace
+
+bool TargetRidesWithFinalizer(const Known& k, const SubmitPlan& plan) {
+  if (!k.opt.note_target_with_finalizer || k.job.has_finalizer || !ClusterFound(k.cluster)) {
+    return false;
+  }
+  JobFacts job = k.job;
+  job.has_finalizer = true;
+  Memo memo = k.memo;
+  memo.no_earlier_submit = true;  // UpdateMemo's rule for Outcomes::added_finalizer
+  const Known protected_job{job, k.cluster, k.script, k.out, memo, k.now, k.opt};
+  return ReadySubmissionStage(protected_job, plan) == Stage::kRecordingTarget;
+}
 
 Assessment Assess(const Known& k) {
   Assessment a;

@@ -59,7 +59,13 @@
 //                     environment's Secrets        (spec.environment[].         kUnprotected
 //                     not read yet                 valueFrom.secretKeyRef)
 // kUnprotected        !has_finalizer               AddFinalizer (this process   kReadyToSubmit
-//                                                  now knows no earlier submit)
+//                                                  now knows no earlier submit);
+//                                                  with a note key, when the
+//                                                  next stage would be
+//                                                  kRecordingTarget, the same
+//                                                  patch records the target
+//                                                  (TargetRidesWithFinalizer,
+//                                                  submit_target_note.h)
 // kRefused            !SubmitTried and (Rejected-  stop (RefusedRecently:       kReadyToSubmit
 //                     ForThisGeneration or         requeue at permission_retry) on a spec or
 //                     RefusedRecently)                                          cluster change
@@ -80,9 +86,10 @@
 //                     SlurmCluster does not carry  protector adds it; the
 //                     cluster-in-use yet)          cluster's change wakes us)
 // kRecordingTarget    !SubmitTargetRecorded        WriteStatus(submitTarget :=  kReadyToSubmit
-//                     (status.submitTarget is not  where the cluster points),
-//                     where the cluster points)    so a crash or repoint after
-//                                                  the submit knows where to look
+//                     (status.submitTarget, or     where the cluster points),
+//                     without it the verified      so a crash or repoint after
+//                     note, is not where the       the submit knows where to look
+//                     cluster points)
 // kReadyToSubmit      otherwise                    Submit (descriptor and body  kRecordingSubmit
 //                                                  rendered here, once)         or kSubmitFailed
 // SUBMITTED (HasSlurmJob)
@@ -256,6 +263,12 @@ Assessment Assess(const Known& k);
 
 inline Stage StageOf(const Known& k) { return Assess(k).stage; }
 
+// In kUnprotected, with a note key (DecideOptions::note_target_with_finalizer):
+// once the finalizer is on (and this process so knows no earlier submit), the
+// next stage would be kRecordingTarget. The finalizer patch then records the
+// target too (submit_target_note.h), and the submit follows it directly.
+bool TargetRidesWithFinalizer(const Known& k, const SubmitPlan& plan);
+
 // The guards of the table, one fact each.
 namespace guards {
 bool BeingDeleted(const JobFacts& job);
@@ -285,17 +298,19 @@ bool ClusterMovedSinceSubmit(const Known& k);
 // job in the status yet: its status write failed) the memo's; nullopt when
 // neither says (a status of the previous version).
 std::optional<v1alpha1::SlurmJobLocation> KnownLocation(const Known& k);
-// status.submitTarget is where the SlurmCluster points now: a submit sent
-// now is recorded where it goes before it is sent.
+// status.submitTarget (without one: the verified note of
+// submit_target_note.h, JobFacts::noted_target) is where the SlurmCluster
+// points now: a submit sent now is recorded where it goes before it is sent.
 bool SubmitTargetRecorded(const Known& k);
 // Where an earlier submit of this run may have gone, and so where a tag
 // search looks: this process's own submit with an unknown outcome (the
-// memo), else status.submitTarget, else (nothing recorded: a status of an
-// earlier version, or no submit sent) where the SlurmCluster points now.
+// memo), else status.submitTarget, else the verified note, else (nothing
+// recorded: a status of an earlier version, or no submit sent) where the
+// SlurmCluster points now.
 v1alpha1::SlurmJobLocation SearchLocation(const Known& k);
-// No submit of this run is recorded anywhere: this process sent none and the
-// status names no submitTarget. Only an operator version from before
-// submitTarget could have sent one.
+// No submit of this run is recorded anywhere: this process sent none, and
+// neither the status nor a verified note names a submitTarget. Only an
+// operator version from before submitTarget could have sent one.
 bool NoSubmitRecorded(const Known& k);
 // This reconcile's tag search failed, for good, before anything was sent
 // (the SlurmCluster's credentials Secret is gone, or its dialect unknown; a

@@ -399,6 +399,16 @@ class Chaos : public ::testing::Test {
         argv.push_back(f);
       }
     }
+    // Every other process has the submit-note key (submit_target_note.h): first
+    // submits whose target rides with the finalizer, and restarts that gain or
+    // lose the key while such a submit is in flight.
+    if (operator_runs_ % 2 == 1) {
+      const std::string key_file = dir_ + "/submit-note.key";
+      if (!std::filesystem::exists(key_file)) {
+        std::ofstream(key_file) << "chaos-submit-note-key-0123456789abcdef\n";
+      }
+      argv.push_back("--submit-note-key-file=" + key_file);
+    }
     operator_ = std::make_unique<Subprocess>(
         argv, dir_ + "/operator-" + id + ".log",
         std::map<std::string, std::string>{

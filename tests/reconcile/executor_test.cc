@@ -29,6 +29,7 @@
 #include "controller/reconcile/cluster_reconciler.h"
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/reconcile/submit_target_note.h"
 #include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 #include "gmock/gmock.h"
@@ -277,8 +278,9 @@ class ExecutorTest : public ::testing::Test {
   // A new executor = a restarted operator process (empty memos).
   // The fixture's SlurmCluster has no credentialsSecretRef: these tests run as a single-team
   // install that lends the operator's identity to namespaced SlurmClusters.
-  void NewExecutor(bool allow_operator_identity = true) {
+  void NewExecutor(bool allow_operator_identity = true, std::string note_key = "") {
     ExecutorOptions options;
+    options.submit_note_key = std::move(note_key);
     options.access.allow_operator_identity_for_namespaced_clusters = allow_operator_identity;
     options.access.operator_namespace = "slurmjob-operator-system";
     exec_ = std::make_unique<Executor>(kube_, jobs_, clusters_, *api_, creds_, events_, clock_,
@@ -1399,6 +1401,59 @@ TEST_F(ExecutorTest, KubernetesWritesPerPlainJobLife) {
   EXPECT_EQ(after_polls - after_running, 0);
   EXPECT_EQ(deletion, 1) << "only the finalizer removal";
   EXPECT_EQ(Submits(), 1);
+}
+
+// #16 item 2: with a note key, the finalizer patch records the first submit's
+// target (an HMAC-signed annotation), so only one write precedes the submit;
+// the status write recording the job copies the target into the status.
+TEST_F(ExecutorTest, WithANoteKeyOneWritePrecedesTheFirstSubmit) {
+  const std::string key = "0123456789abcdef0123456789abcdef";
+  NewExecutor(/*allow_operator_identity=*/true, key);
+  AddJob();
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+  for (int i = 0; i < 3; ++i) Reconcile();
+  EXPECT_EQ(Submits(), 1);
+  EXPECT_EQ(kube_.WriteCount(), 2) << "finalizer patch with the note + the status write "
+                                      "recording the job";
+  const std::optional<nlohmann::json> obj = Object();
+  ASSERT_TRUE(obj.has_value());
+  const nlohmann::json& note =
+      (*obj)["metadata"]["annotations"][std::string(kSubmitTargetAnnotation)];
+  ASSERT_TRUE(note.is_string()) << obj->dump();
+  JobFacts facts;
+  facts.id.uid = (*obj)["metadata"]["uid"].get<std::string>();
+  facts.annotations[std::string(kSubmitTargetAnnotation)] = note.get<std::string>();
+  const std::optional<v1alpha1::SlurmJobLocation> noted = VerifiedSubmitTarget(key, facts);
+  ASSERT_TRUE(noted.has_value()) << note;
+  EXPECT_EQ((*obj)["status"]["jobId"], 42);
+  EXPECT_EQ((*obj)["status"]["submitTarget"]["clusterId"], noted->cluster_id());
+  EXPECT_EQ((*obj)["status"]["submittedTo"]["clusterId"], noted->cluster_id());
+}
+
+// The crash the note is for: the finalizer and the note landed, the submit
+// reached Slurm but its answer said nothing (504), and the process died. The
+// next process (same key) knows from the note alone that a submit may have
+// gone out: it finds the job by its tag and adopts it.
+TEST_F(ExecutorTest, WithANoteKeyARestartAfterAnAmbiguousSubmitAdoptsTheJob) {
+  const std::string key = "0123456789abcdef0123456789abcdef";
+  NewExecutor(/*allow_operator_identity=*/true, key);
+  AddJob();
+  ap_.On(kPost, kSubmit42, StructuredBody(504, "{}"), StructuredBody(200, SubmitOk42(43)));
+  // The search right after the 504 fails too: the job stays unknown.
+  ap_.On(kGet, kJobs42, StructuredBody(503, "{}"),
+         StructuredBody(200, JobAnswer42(JobRecord42(42, "PENDING"))));
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "PENDING"))));
+  Reconcile();
+  ASSERT_EQ(Submits(), 1);
+  EXPECT_EQ(Status().job_id(), 0);
+  EXPECT_FALSE(Status().has_submit_target()) << "only the note records the target";
+  NewExecutor(/*allow_operator_identity=*/true, key);  // the restart
+  clock_.Advance(seconds(70));                         // past the settle window
+  Reconcile();
+  EXPECT_EQ(Submits(), 1) << "a second submit after a restart";
+  EXPECT_EQ(Status().job_id(), 42);
+  EXPECT_EQ(Cond(kSubmitted).reason(), "Adopted");
+  EXPECT_TRUE(Status().has_submit_target());
 }
 
 // ---------------------- Slurm answers that may have queued the job (#13 E1)

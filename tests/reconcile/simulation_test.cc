@@ -65,13 +65,14 @@ void ReadSetting(int argc, char** argv, const std::string& flag, const char* env
 // What the schedules of one run add up to.
 struct Totals {
   std::map<std::string, int64_t> faults;
-  int64_t steps = 0, batched = 0;
+  int64_t steps = 0, batched = 0, notes = 0;
   std::map<uint64_t, ScheduleResult> failures;  // by seed, the first few kept whole
   int64_t failed = 0;
 
   void Add(ScheduleResult r) {
     steps += r.steps;
     batched += r.batched;
+    notes += r.notes;
     for (const auto& [k, n] : r.faults) faults[k] += n;
     if (r.violations.empty()) return;
     ++failed;
@@ -108,10 +109,11 @@ std::string Summary(const Settings& s, const Totals& t, double seconds) {
     kinds.push_back(absl::StrCat(k, "=", n));
   }
   return absl::StrCat("simulation: ", s.schedules, " schedules (seeds ", s.first_seed, "..",
-                      s.first_seed + s.schedules - 1, ", ", t.batched, " batched, ", s.fault_steps,
-                      " fault steps each), ", t.steps, " steps, ", injected, " faults [",
-                      absl::StrJoin(kinds, " "), "], ", t.failed, " with violations, ",
-                      absl::SixDigits(seconds), " s on ", s.threads, " threads");
+                      s.first_seed + s.schedules - 1, ", ", t.batched, " batched, ", t.notes,
+                      " with a note key, ", s.fault_steps, " fault steps each), ", t.steps,
+                      " steps, ", injected, " faults [", absl::StrJoin(kinds, " "), "], ", t.failed,
+                      " with violations, ", absl::SixDigits(seconds), " s on ", s.threads,
+                      " threads");
 }
 
 TEST(Simulation, SeededSchedulesKeepEveryInvariant) {

@@ -385,6 +385,85 @@ TEST(StageTable, AfterARepointTheSearchLooksWhereTheSubmitWent) {
   EXPECT_EQ(w.stage(), Stage::kClusterMoved);
 }
 
+// #16 item 2: with a note key, a new job's first submit target rides with
+// its finalizer (submit_target_note.h): one write before the submit, not two.
+TEST(StageTable, WithANoteKeyTheFinalizerPatchRecordsTheTargetAndTheSubmitFollows) {
+  World w;
+  w.opt.note_target_with_finalizer = true;
+  ExpectRow(w, Stage::kUnprotected, Action::kAddFinalizer);
+  const Decision protect = w.decide();
+  ASSERT_TRUE(protect.note_target.has_value()) << protect.why;
+  EXPECT_TRUE(SameLocation(*protect.note_target, LocationOf(w.cluster.spec)));
+  // The patch landed: the finalizer and the verified note (the executor's part).
+  w.job.has_finalizer = true;
+  w.job.noted_target = *protect.note_target;
+  w.out.added_finalizer = true;
+  EXPECT_EQ(w.step().action, Action::kSubmit);
+  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
+  // The write that records the job copies the target into the status.
+  w.out.submit = int64_t{42};
+  w.out.submit_sent_at = w.now;
+  const Decision record = w.step();
+  ASSERT_EQ(w.stage(), Stage::kRecordingSubmit);
+  ASSERT_TRUE(record.status.has_submit_target());
+  EXPECT_TRUE(SameLocation(record.status.submit_target(), LocationOf(w.cluster.spec)));
+}
+
+TEST(StageTable, WithoutANoteKeyTheTargetHasAStatusWriteOfItsOwn) {
+  World w;
+  ExpectRow(w, Stage::kUnprotected, Action::kAddFinalizer);
+  EXPECT_FALSE(w.decide().note_target.has_value());
+}
+
+// The note is written only when the submit is the very next step: a job that
+// waits (suspended, say) records nothing yet, so a later repoint cannot leave
+// a stale note pointing where no submit went.
+TEST(StageTable, ANoteRidesWithTheFinalizerOnlyWhenTheSubmitIsNext) {
+  World w;
+  w.opt.note_target_with_finalizer = true;
+  w.job.spec.set_suspend(true);
+  ExpectRow(w, Stage::kUnprotected, Action::kAddFinalizer);
+  EXPECT_FALSE(w.decide().note_target.has_value());
+  w.job.spec.set_suspend(false);
+  w.cluster.unprotected = true;
+  EXPECT_FALSE(w.decide().note_target.has_value()) << "waits for the cluster to be kept first";
+}
+
+// The crash the note exists for: the finalizer patch with the note landed
+// and the submit went to c1, then the process died before recording the job,
+// and SlurmCluster a3 was repointed to c2. The next process looks on c1.
+TEST(StageTable, AfterARepointTheSearchLooksWhereTheNoteSaysTheSubmitWent) {
+  World w;
+  w.opt.note_target_with_finalizer = true;
+  w.job.has_finalizer = true;
+  w.job.noted_target = LocationOf(w.cluster.spec);  // c1
+  w.cluster.spec.set_cluster_id("c2");
+  ExpectRow(w, Stage::kSearching, Action::kFindByTag);
+  const Decision search = w.decide();
+  ASSERT_TRUE(search.search_at.has_value());
+  EXPECT_EQ(search.search_at->cluster_id(), "c1");
+  // Nothing there: the new target goes through the status before the submit.
+  w.out.tag_lookup = std::optional<int64_t>();
+  w.out.tag_lookup_where = *search.search_at;
+  w.out.tag_lookup_at = w.now;
+  const Decision next = w.step();
+  EXPECT_EQ(w.stage(), Stage::kRecordingTarget);
+  ASSERT_EQ(next.action, Action::kWriteStatus);
+  EXPECT_EQ(next.status.submit_target().cluster_id(), "c2");
+}
+
+// The status, which only the operator writes, wins over a note.
+TEST(StageTable, TheStatusTargetTakesPrecedenceOverANote) {
+  World w;
+  w.job.has_finalizer = true;
+  *w.job.status.mutable_submit_target() = LocationOf(w.cluster.spec);  // c1
+  v1alpha1::SlurmJobLocation elsewhere = LocationOf(w.cluster.spec);
+  elsewhere.set_cluster_id("c9");
+  w.job.noted_target = elsewhere;
+  ExpectRow(w, Stage::kSearching, Action::kFindByTag);
+  EXPECT_EQ(w.decide().search_at->cluster_id(), "c1");
+}
+
 TEST(StageTable, AfterARepointNothingFoundWhereTheSubmitWentRecordsTheNewTarget) {
   World w;
   w.job.has_finalizer = true;

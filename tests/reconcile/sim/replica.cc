@@ -57,6 +57,7 @@ void Replica::Build() {
   index_ = std::make_unique<JobIndex>();
   ExecutorOptions o;
   o.installation = kInstallation;
+  if (d_.notes) o.submit_note_key = "sim-note-key-0123456789abcdef0123456789";
   o.access.allow_operator_identity_for_namespaced_clusters = true;
   o.access.operator_namespace = "slurmjob-operator-system";
   executor_ =

@@ -55,6 +55,9 @@ struct ReplicaDeps {
   FakeClock& clock;
   std::set<std::string>& refused_tags;
   bool batched = false;
+  // Replicas share a note key: a first submit's target rides with the
+  // finalizer (submit_target_note.h).
+  bool notes = false;
 };
 
 class Replica {

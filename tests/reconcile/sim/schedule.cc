@@ -37,17 +37,19 @@ class World {
       : o_(o),
         faults_(seed),
         batched_(faults_.Chance(0.5)),
+        notes_(seed % 2 == 1),
         inv_(kube_, fleet_, refused_, [this](const std::string& key, const std::string& reason) {
           return r_[0]->Reported(key, reason) || r_[1]->Reported(key, reason);
         }) {
     result_.seed = seed;
     result_.batched = batched_;
+    result_.notes = notes_;
     kube_.record_calls = false;
     // Both clusters hand out the same job ids.
     const int64_t first_id = faults_.Between(1, 5000);
     const Duration min_job_age = std::chrono::seconds(faults_.Between(20, 300));
     for (const char* id : kClusterIds) fleet_.Add(id, first_id, min_job_age);
-    ReplicaDeps deps{kube_, fleet_, faults_, clock_, refused_, batched_};
+    ReplicaDeps deps{kube_, fleet_, faults_, clock_, refused_, batched_, notes_};
     for (int i = 0; i < 2; ++i) r_[i] = std::make_unique<Replica>(i, deps);
   }
 
@@ -106,7 +108,8 @@ class World {
     CreateNamespace();
     for (const SimFleet::Cluster& c : fleet_.all()) AddForeignJobs(*c.slurm);
     r_[0]->BecomeLeader();
-    Trace(absl::StrCat("start: ", batched_ ? "batched (tracker)" : "unbatched", ", r0 leads"));
+    Trace(absl::StrCat("start: ", batched_ ? "batched (tracker)" : "unbatched",
+                       notes_ ? ", note key" : "", ", r0 leads"));
     OpCreate();
     AfterStep();
   }
@@ -420,6 +423,7 @@ class World {
   SimFleet fleet_;
   std::set<std::string> refused_;
   const bool batched_;
+  const bool notes_;  // odd seeds: the replicas have a note key
   Invariants inv_;
   std::unique_ptr<Replica> r_[2];
   Time start_{};

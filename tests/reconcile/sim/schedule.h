@@ -45,6 +45,7 @@ struct ScheduleOptions {
 struct ScheduleResult {
   uint64_t seed = 0;
   bool batched = false;
+  bool notes = false;  // the replicas had a note key (submit_target_note.h)
   int steps = 0;
   std::map<std::string, int64_t> faults;  // injected, by kind
   std::vector<std::string> violations;    // empty: none
