@@ -8,7 +8,8 @@ namespace slurmop::reconcile {
 namespace {
 
 // A running SlurmJob as the operator leaves it, managedFields dropped (the
-// informer strips them). Keys, condition types, reasons and the message
+// informer strips them), with the submit-target note of an operator that has
+// a note key (submit_target_note.h). Keys, condition types, reasons and the message
 // patterns are what repeats from one SlurmJob to the next.
 constexpr const char* kTypicalSlurmJob = R"json({
   "apiVersion": "hpc.slurmoperator.dev/v1alpha1",
@@ -21,7 +22,7 @@ constexpr const char* kTypicalSlurmJob = R"json({
     "generation": 1,
     "resourceVersion": "100000",
     "labels": {"app.kubernetes.io/name": "training", "hpc.slurmoperator.dev/shard": "0"},
-    "annotations": {},
+    "annotations": {"hpc.slurmoperator.dev/submit-target": "{\"clusterId\":\"cluster\",\"hmac\":\"0000000000000000000000000000000000000000000000000000000000000000\",\"projectId\":\"project\",\"region\":\"us-central1\",\"run\":1,\"uid\":\"00000000-0000-4000-8000-000000000000\"}"},
     "finalizers": ["hpc.slurmoperator.dev/slurm-job"]
   },
   "spec": {

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
+#include "controller/reconcile/submit_target_note.h"
+
 namespace slurmop::reconcile {
 namespace {
 
@@ -112,6 +116,23 @@ TEST(SlurmJobPackerTest, ASlurmJobOfTheBenchPacksToAFifthOfItsCborAndBack) {
   absl::StatusOr<nlohmann::json> back = SlurmJobPacker()->Unpack(packed);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, job);
+}
+
+// A submit-target note (submit_target_note.h) in metadata.annotations: what
+// it adds to a packed SlurmJob (its HMAC is 32 random bytes in hex).
+TEST(SlurmJobPackerTest, ASubmitTargetNoteAddsLittleToAPackedSlurmJob) {
+  nlohmann::json job = nlohmann::json::parse(kBenchSlurmJob);
+  const size_t without = SlurmJobPacker()->Pack(job).size();
+  v1alpha1::SlurmJobLocation where;
+  where.set_project_id("demo-project");
+  where.set_region("us-central1");
+  where.set_cluster_id("demo-cluster");
+  job["metadata"]["annotations"][std::string(kSubmitTargetAnnotation)] = EncodeSubmitTargetNote(
+      "0123456789abcdef0123456789abcdef", job["metadata"]["uid"].get<std::string>(), 1, where);
+  const size_t with = SlurmJobPacker()->Pack(job).size();
+  std::cout << "[ PACKED   ] bench SlurmJob " << without << " bytes, with a note " << with << " (+"
+            << (with - without) << ")\n";
+  EXPECT_LT(with - without, 80u) << "the note's key and layout are in the dictionary sample";
 }
 
 TEST(SlurmJobPackerTest, TheSampleIsASlurmJobWithTheOperatorsFinalizer) {
