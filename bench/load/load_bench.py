@@ -21,6 +21,7 @@ import collections
 import http.client
 import json
 import os
+import random
 import signal
 import statistics
 import subprocess
@@ -687,11 +688,19 @@ def isolated_requests_per_job(by_verb_resource, count):
     return {k: round(by_verb_resource.get(k, 0) / count, 3) for k in keep} if count else {}
 
 
+# Extra wait before each isolated SlurmJob after the first, uniform in [0, this) s
+# (--isolated-gap-jitter-ms; 0: every gap is 0.1 s). With fixed gaps the SlurmJobs are
+# created in step with the tracker's 1 s tick: every ~9th one lands in the tick's status
+# writes, and a change of a few ms in the path moves which ones do.
+ISOLATED_GAP_JITTER_S = 0.0
+
+
 def measure_isolated(env, tracker, count, run_seconds):
     """create -> status.jobId for SlurmJobs created one at a time (each waits for the
     previous one's jobId): the operator's own path with nothing queued before it, the
     figure to hold against the floor. The jobs are deleted again afterwards."""
     lat, names = [], []
+    gaps = random.Random(1)  # the same gaps in every run
     for i in range(count):
         name = "iso-%03d" % i
         t0 = time.time()
@@ -702,7 +711,8 @@ def measure_isolated(env, tracker, count, run_seconds):
             break
         with tracker.lock:
             lat.append(tracker.jobs[name]["t_jobid"] - t0)
-        time.sleep(0.1)  # the operator's follow-up of its own writes settles
+        # the operator's follow-up of its own writes settles
+        time.sleep(0.1 + gaps.uniform(0, ISOLATED_GAP_JITTER_S))
     for name in names:
         env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, NS, name),
                    expect=(200, 202))
@@ -2052,6 +2062,10 @@ def main():
                         "a time (namespace %s) and print each one's create -> jobId: does a new "
                         "SlurmJob wait behind the restart's backlog? (their requests then fall "
                         "in the restart's 5 s counts)" % PROBE_NS)
+    p.add_argument("--isolated-gap-jitter-ms", type=float, default=0,
+                   help="add a wait uniform in [0, this) ms (the same sequence every run) to the "
+                        "0.1 s gap between isolated SlurmJobs, so they do not arrive in step with "
+                        "the tracker's tick")
     p.add_argument("--isolated-only", action="store_true",
                    help="stop after the floor and the isolated SlurmJobs (no N-job run); "
                         "prints one line per run")
@@ -2096,6 +2110,8 @@ def main():
     p.add_argument("--json-out", help="write every run's raw figures here")
     p.add_argument("--keep", action="store_true", help="keep the work directories (logs)")
     args = p.parse_args()
+    global ISOLATED_GAP_JITTER_S
+    ISOLATED_GAP_JITTER_S = max(0.0, args.isolated_gap_jitter_ms) / 1000.0
     sizes = [int(s.replace("_", "").replace(",", "")) for s in args.sizes.split(",") if s]
     all_results = []
     t_start = time.time()
