@@ -86,6 +86,11 @@ ABSL_FLAG(bool, kube_keep_alive_writes, true,
           "resourceVersion) on keep-alive connections whose I/O runs on the writing worker's own "
           "thread, instead of through cpprestsdk's I/O threads (bench/README.md, \"Kubernetes "
           "writes on the calling thread\").");
+ABSL_FLAG(bool, kube_watch_on_informer_thread, true,
+          "Read each Kubernetes watch on its informer's own thread (keep-alive connection, "
+          "Boost.Beast), so a watch event needs no hand-off from cpprestsdk's I/O threads "
+          "(bench/README.md, \"Watch events on the informer's thread\"). Needs "
+          "--kube-keep-alive-writes.");
 ABSL_FLAG(int, malloc_trim_seconds, 30,
           "Every so many seconds, hand freed heap pages back to the system (glibc "
           "malloc_trim); 0 never. Bursts (thousands of submits, a relist) leave freed "
@@ -296,6 +301,7 @@ absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> NewKubeClient() {
     kube_config->user_agent = absl::StrCat(kube_config->user_agent, " (", Identity(), ")");
   }
   kube_config->keep_alive_writes = absl::GetFlag(FLAGS_kube_keep_alive_writes);
+  kube_config->watches_on_informer_thread = absl::GetFlag(FLAGS_kube_watch_on_informer_thread);
   absl::StatusOr<std::unique_ptr<slurmop::kube::Client>> kube =
       slurmop::kube::NewClientFromConfig(*kube_config);
   if (!kube.ok()) {

@@ -11,6 +11,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -21,6 +22,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "controller/http/line_splitter.h"
 #include "controller/http/one_shot_connection.h"
 #include "controller/http/spare_connection_transport.h"
 #include "controller/http/tls_material.h"
@@ -102,6 +104,8 @@ class KeepAliveConnectionPool::Impl {
   }
 
   absl::StatusOr<Response> Send(const Request& request);
+  absl::StatusOr<Response> Stream(const Request& request, const LineCallback& on_line,
+                                  const std::shared_ptr<StreamHandle>& handle);
   Stats stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
@@ -147,6 +151,98 @@ absl::StatusOr<Response> KeepAliveConnectionPool::Impl::Send(const Request& requ
   absl::StatusOr<Response> answer = Exchange(**fresh, request, *split, deadline);
   if (answer.ok()) PutBack(*std::move(fresh));
   return answer;
+}
+
+// Closes a connection once its StreamHandle is cancelled: checks every
+// kCancelPoll on the connection's io_context, from Arm() until Disarm().
+class CancelWatch {
+ public:
+  CancelWatch(Pooled& pooled, const StreamHandle* handle) : pooled_(pooled), handle_(handle) {}
+  void Arm() {
+    if (handle_ == nullptr) return;
+    timer_.expires_after(kCancelPoll);
+    timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;  // disarmed
+      if (!handle_->cancelled()) return Arm();
+      pooled_.connection->Close();
+    });
+  }
+  // Cancels the timer and runs its handler, so that none outlives this.
+  void Disarm() {
+    timer_.cancel();
+    try {
+      pooled_.io.restart();
+      pooled_.io.poll();
+    } catch (...) {  // see ~Pooled
+    }
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kCancelPoll{50};
+  Pooled& pooled_;
+  const StreamHandle* const handle_;
+  asio::steady_timer timer_{pooled_.io};
+};
+
+absl::StatusOr<Response> KeepAliveConnectionPool::Impl::Stream(
+    const Request& request, const LineCallback& on_line,
+    const std::shared_ptr<StreamHandle>& handle) {
+  absl::StatusOr<SplitTarget> split = SplitEndpointUrl(request.url);
+  if (!split.ok()) return split.status();
+  const auto idle = request.timeout.count() > 0 ? request.timeout : kDefaultTimeout;
+  auto pooled = std::make_unique<Pooled>(ssl_, tls_, split->endpoint);
+  CancelWatch watch(*pooled, handle.get());
+  watch.Arm();
+  std::optional<absl::Status> opened;
+  pooled->connection->AsyncOpen(Clock::now() + idle,
+                                [&opened](absl::Status s) { opened = std::move(s); });
+  const bool drove = Drive(pooled->io, [&opened] { return opened.has_value(); });
+  const bool cancelled = handle != nullptr && handle->cancelled();
+  if (!drove || !opened->ok() || cancelled) {
+    watch.Disarm();
+    Abandon(*pooled);
+    if (cancelled) return TransportError(absl::StatusCode::kCancelled, "stream cancelled", false);
+    if (!drove) {
+      return TransportError(absl::StatusCode::kUnavailable,
+                            absl::StrCat("connect to ", split->endpoint.key, ": the I/O stopped"),
+                            false);
+    }
+    return *opened;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.opened;
+  }
+  LineSplitter splitter(on_line, request.max_body_bytes);
+  bool stopped = false;  // the caller or the line limit stopped the splitter
+  std::optional<absl::StatusOr<Response>> answer;
+  pooled->connection->AsyncStream(
+      request, *split, idle,
+      [&splitter, &stopped](std::string_view bytes) {
+        stopped = !splitter.Feed(bytes);
+        return !stopped;
+      },
+      [&answer](absl::StatusOr<Response> outcome) { answer = std::move(outcome); });
+  const bool finished = Drive(pooled->io, [&answer] { return answer.has_value(); });
+  watch.Disarm();
+  if (!finished) {
+    Abandon(*pooled);
+    return TransportError(absl::StatusCode::kUnavailable,
+                          absl::StrCat(split->endpoint.key, ": the I/O stopped"), true);
+  }
+  if (handle != nullptr && handle->cancelled()) {
+    return TransportError(absl::StatusCode::kCancelled, "stream cancelled", true);
+  }
+  if (splitter.overflowed()) {
+    return TransportError(absl::StatusCode::kUnavailable,
+                          absl::StrCat("the answer's line is over the ", request.max_body_bytes,
+                                       "-byte limit for this kind of remote"),
+                          /*request_sent=*/true);
+  }
+  if (answer->ok() && (*answer)->status >= 200 && (*answer)->status < 300 && !stopped) {
+    splitter.Finish();  // the server ended the body: its last, unterminated line
+  }
+  return *std::move(answer);
 }
 
 std::unique_ptr<Pooled> KeepAliveConnectionPool::Impl::TakeIdle(const std::string& key) {
@@ -235,11 +331,18 @@ absl::StatusOr<Response> KeepAliveConnectionPool::Send(const Request& request) {
   return impl_->Send(request);
 }
 
+absl::StatusOr<Response> KeepAliveConnectionPool::Stream(const Request& request,
+                                                         const LineCallback& on_line,
+                                                         std::shared_ptr<StreamHandle> handle) {
+  return impl_->Stream(request, on_line, handle);
+}
+
 KeepAliveConnectionPool::Stats KeepAliveConnectionPool::stats() const { return impl_->stats(); }
 
 KeepAliveWritesTransport::KeepAliveWritesTransport(std::unique_ptr<Transport> others,
-                                                   std::unique_ptr<KeepAliveConnectionPool> writes)
-    : others_(std::move(others)), writes_(std::move(writes)) {}
+                                                   std::unique_ptr<KeepAliveConnectionPool> writes,
+                                                   bool streams_on_pool)
+    : others_(std::move(others)), writes_(std::move(writes)), streams_on_pool_(streams_on_pool) {}
 
 bool KeepAliveWritesTransport::GoesOnThePool(const Request& request) {
   return request.method != "GET" && request.method != "HEAD" &&
@@ -254,6 +357,7 @@ absl::StatusOr<Response> KeepAliveWritesTransport::Send(const Request& request) 
 absl::StatusOr<Response> KeepAliveWritesTransport::Stream(const Request& request,
                                                           const LineCallback& on_line,
                                                           std::shared_ptr<StreamHandle> handle) {
+  if (streams_on_pool_) return writes_->Stream(request, on_line, std::move(handle));
   return others_->Stream(request, on_line, std::move(handle));
 }
 

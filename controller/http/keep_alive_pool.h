@@ -24,6 +24,13 @@
 //    no longer LooksOpen(), is closed instead of used. A connection serves
 //    one caller at a time; Send() is thread-safe and never waits for
 //    another caller's request.
+//  * Stream() follows the Stream() contract of http_transport.h on a new
+//    connection of its own, whose I/O runs on the calling thread: each line
+//    reaches `on_line` on that thread as soon as its bytes are read, with no
+//    hand-off between threads (a watch event reaches its informer directly).
+//    Request::timeout is the time allowed without any byte (connecting
+//    included); Cancel() on the handle is noticed within 50 ms. The
+//    connection is closed when the stream ends, never pooled.
 //  * TLS as CpprestTransport (tls_material.h): the trust store is the
 //    system's or exactly the given CAs; the peer is verified with its host
 //    name (TlsOptions::server_name, else the URL host) unless
@@ -66,6 +73,8 @@ class KeepAliveConnectionPool {
   KeepAliveConnectionPool& operator=(const KeepAliveConnectionPool&) = delete;
 
   absl::StatusOr<Response> Send(const Request& request);
+  absl::StatusOr<Response> Stream(const Request& request, const LineCallback& on_line,
+                                  std::shared_ptr<StreamHandle> handle);
   Stats stats() const;
 
  private:
@@ -76,12 +85,14 @@ class KeepAliveConnectionPool {
 
 // A Transport that sends the writes that may be re-sent (PUT, DELETE, and
 // POST or PATCH with Request::replay_safe) through Send() on a
-// KeepAliveConnectionPool, and everything else (GETs, the requests that must
-// never be re-sent, every Stream() and SendReading()) to `others`.
+// KeepAliveConnectionPool, with `streams_on_pool` every Stream() through the
+// pool's Stream() too, and everything else (GETs, the requests that must
+// never be re-sent, SendReading()) to `others`.
 class KeepAliveWritesTransport final : public Transport {
  public:
   KeepAliveWritesTransport(std::unique_ptr<Transport> others,
-                           std::unique_ptr<KeepAliveConnectionPool> writes);
+                           std::unique_ptr<KeepAliveConnectionPool> writes,
+                           bool streams_on_pool = false);
 
   absl::StatusOr<Response> Send(const Request& request) override;
   absl::StatusOr<Response> Stream(const Request& request, const LineCallback& on_line,
@@ -96,6 +107,7 @@ class KeepAliveWritesTransport final : public Transport {
  private:
   const std::unique_ptr<Transport> others_;
   const std::unique_ptr<KeepAliveConnectionPool> writes_;
+  const bool streams_on_pool_;
 };
 
 }  // namespace slurmop::http

@@ -17,8 +17,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <cstdint>
+#include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -115,6 +118,20 @@ absl::StatusOr<SplitTarget> SplitEndpointUrl(const std::string& url) {
 
 // What one read asks the socket for (most answers fit at once).
 constexpr size_t kReadChunkBytes = 16 * 1024;
+
+struct OneShotConnection::StreamExchange {
+  bhttp::request<bhttp::string_body> request;
+  beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::buffer_body> parser;
+  std::vector<char> chunk = std::vector<char>(kReadChunkBytes);
+  bool streaming = false;  // a 2xx answer: its body goes to on_bytes
+  bool stopped = false;    // on_bytes asked to stop
+  std::string error_body;  // the body of any other answer
+  size_t max_body_bytes = 0;
+  std::chrono::milliseconds idle{0};
+  BytesCallback on_bytes;
+  ExchangeCallback done;
+};
 
 struct OneShotConnection::Exchange {
   bhttp::request<bhttp::string_body> request;
@@ -250,7 +267,22 @@ void OneShotConnection::AsyncExchange(const Request& request, const SplitTarget&
   // offers 512 bytes: a 3 KB status answer took seven recvmsg calls on the
   // path of every write (#16 item 2). With room reserved, one or two.
   exchange->buffer.reserve(kReadChunkBytes);
-  auto& message = exchange->request;
+  PrepareMessage(request, split, exchange->request);
+  exchange->parser.header_limit(kHeaderLimit);
+  // Beast enforces this for chunked and to-EOF bodies; Read() checks a
+  // Content-Length itself (see there).
+  exchange->parser.body_limit(static_cast<std::uint64_t>(request.max_body_bytes));
+
+  tcp().expires_at(deadline);
+  if (plain_.has_value()) {
+    Write(*plain_, std::move(exchange));
+  } else {
+    Write(*secure_, std::move(exchange));
+  }
+}
+
+void OneShotConnection::PrepareMessage(const Request& request, const SplitTarget& split,
+                                       bhttp::request<bhttp::string_body>& message) const {
   message.method_string(request.method);
   message.target(split.target);
   message.version(11);
@@ -271,17 +303,6 @@ void OneShotConnection::AsyncExchange(const Request& request, const SplitTarget&
   if (!keep_alive_) message.set(bhttp::field::connection, "close");
   message.body() = request.body;
   message.prepare_payload();
-  exchange->parser.header_limit(kHeaderLimit);
-  // Beast enforces this for chunked and to-EOF bodies; Read() checks a
-  // Content-Length itself (see there).
-  exchange->parser.body_limit(static_cast<std::uint64_t>(request.max_body_bytes));
-
-  tcp().expires_at(deadline);
-  if (plain_.has_value()) {
-    Write(*plain_, std::move(exchange));
-  } else {
-    Write(*secure_, std::move(exchange));
-  }
 }
 
 template <class Stream>
@@ -352,6 +373,110 @@ void OneShotConnection::Finish(std::shared_ptr<Exchange> exchange, const error_c
   response.status = static_cast<int>(message.result_int());
   response.headers = LowerCaseHeaders(message.base());
   response.body = std::move(message.body());
+  exchange->done(std::move(response));
+}
+
+void OneShotConnection::AsyncStream(const Request& request, const SplitTarget& split,
+                                    std::chrono::milliseconds idle, BytesCallback on_bytes,
+                                    ExchangeCallback done) {
+  if (exchanged_ || busy_ || !IsOpen()) {
+    return done(TransportError(absl::StatusCode::kInternal, "connection already used", false));
+  }
+  exchanged_ = true;  // nothing follows a stream on its connection
+  busy_ = true;
+  answered_ = false;
+  auto exchange = std::make_shared<StreamExchange>();
+  exchange->done = std::move(done);
+  exchange->on_bytes = std::move(on_bytes);
+  exchange->max_body_bytes = request.max_body_bytes;
+  exchange->idle = idle;
+  exchange->buffer.reserve(kReadChunkBytes);
+  PrepareMessage(request, split, exchange->request);
+  exchange->parser.header_limit(kHeaderLimit);
+  // A watch's body has no end; the caller bounds its lines, and
+  // TakeStreamBytes() the body of an error answer. (Not boost::none: Beast
+  // 1.74 compares a Content-Length with an unset limit as over it.)
+  exchange->parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  tcp().expires_after(idle);
+  if (plain_.has_value()) {
+    WriteStream(*plain_, std::move(exchange));
+  } else {
+    WriteStream(*secure_, std::move(exchange));
+  }
+}
+
+template <class Stream>
+void OneShotConnection::WriteStream(Stream& stream, std::shared_ptr<StreamExchange> exchange) {
+  bhttp::async_write(
+      stream, exchange->request,
+      [self = shared_from_this(), &stream, exchange](const error_code& ec, size_t) mutable {
+        if (ec) return self->FinishStream(std::move(exchange), ec);
+        self->tcp().expires_after(exchange->idle);
+        bhttp::async_read_header(
+            stream, exchange->buffer, exchange->parser,
+            [self, &stream, exchange](const error_code& ec, size_t) mutable {
+              self->answered_ = !ec;
+              if (ec) return self->FinishStream(std::move(exchange), ec);
+              const unsigned status = exchange->parser.get().result_int();
+              exchange->streaming = status >= 200 && status < 300;
+              const boost::optional<std::uint64_t> length = exchange->parser.content_length();
+              if (!exchange->streaming && length.has_value() &&
+                  *length > exchange->max_body_bytes) {
+                return self->FinishStream(std::move(exchange), bhttp::error::body_limit);
+              }
+              self->ReadStreamBody(stream, std::move(exchange));
+            });
+      });
+}
+
+template <class Stream>
+void OneShotConnection::ReadStreamBody(Stream& stream, std::shared_ptr<StreamExchange> exchange) {
+  if (exchange->parser.is_done()) return FinishStream(std::move(exchange), {});
+  auto& body = exchange->parser.get().body();
+  body.data = exchange->chunk.data();
+  body.size = exchange->chunk.size();
+  tcp().expires_after(exchange->idle);
+  bhttp::async_read_some(
+      stream, exchange->buffer, exchange->parser,
+      [self = shared_from_this(), &stream, exchange](error_code ec, size_t) mutable {
+        if (ec == bhttp::error::need_buffer) ec = {};  // the chunk is full: hand it on
+        const size_t count = exchange->chunk.size() - exchange->parser.get().body().size;
+        bool limit_hit = false;
+        if (!TakeStreamBytes(*exchange, count, limit_hit)) {
+          return self->FinishStream(std::move(exchange),
+                                    limit_hit ? bhttp::error::body_limit : error_code{});
+        }
+        if (ec) return self->FinishStream(std::move(exchange), ec);
+        self->ReadStreamBody(stream, std::move(exchange));
+      });
+}
+
+bool OneShotConnection::TakeStreamBytes(StreamExchange& exchange, size_t count, bool& limit_hit) {
+  if (count == 0) return true;
+  const std::string_view bytes(exchange.chunk.data(), count);
+  if (exchange.streaming) {
+    exchange.stopped = !exchange.on_bytes(bytes);
+    return !exchange.stopped;
+  }
+  limit_hit = exchange.error_body.size() + count > exchange.max_body_bytes;
+  if (!limit_hit) exchange.error_body.append(bytes);
+  return !limit_hit;
+}
+
+void OneShotConnection::FinishStream(std::shared_ptr<StreamExchange> exchange,
+                                     const error_code& ec) {
+  busy_ = false;
+  Close();
+  if (ec == bhttp::error::body_limit)
+    return exchange->done(BodyOverLimit(exchange->max_body_bytes));
+  if (ec) {
+    return exchange->done(Failure(ec, answered_ ? "reading the stream" : "sending the request",
+                                  /*request_sent=*/true));
+  }
+  Response response;
+  response.status = static_cast<int>(exchange->parser.get().result_int());
+  response.headers = LowerCaseHeaders(exchange->parser.get().base());
+  response.body = std::move(exchange->error_body);
   exchange->done(std::move(response));
 }
 

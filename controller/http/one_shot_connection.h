@@ -36,6 +36,14 @@
 //    http_transport.h (Request::max_body_bytes, whole-request deadline) and
 //    closes the connection. Any failure after the write began has
 //    request_sent=true.
+//  * AsyncStream() is AsyncExchange() for Transport::Stream(), on a
+//    connection that carries nothing else: a 2xx body goes to `on_bytes`
+//    piece by piece as it arrives (the Response passed to `done` then has an
+//    empty body), a body of any other status is read whole within
+//    Request::max_body_bytes. `idle` bounds every wait for bytes, the header
+//    included (kDeadlineExceeded). `on_bytes` returning false stops the
+//    reading; `done` then gets the Response. The connection is closed at the
+//    end; Close() from the io_context's thread ends a stream early.
 
 #ifndef SLURMOP_CONTROLLER_HTTP_ONE_SHOT_CONNECTION_H_
 #define SLURMOP_CONTROLLER_HTTP_ONE_SHOT_CONNECTION_H_
@@ -44,12 +52,15 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -81,6 +92,8 @@ class OneShotConnection : public std::enable_shared_from_this<OneShotConnection>
   using Clock = std::chrono::steady_clock;
   using OpenCallback = std::function<void(absl::Status)>;
   using ExchangeCallback = std::function<void(absl::StatusOr<Response>)>;
+  // Returns false to stop reading the stream.
+  using BytesCallback = std::function<bool(std::string_view bytes)>;
 
   // `tls_context` and `tls` are used for https endpoints and must outlive
   // the connection.
@@ -97,6 +110,8 @@ class OneShotConnection : public std::enable_shared_from_this<OneShotConnection>
   // `split` is the request's URL (its Host header and target).
   void AsyncExchange(const Request& request, const SplitTarget& split, Clock::time_point deadline,
                      ExchangeCallback done);
+  void AsyncStream(const Request& request, const SplitTarget& split, std::chrono::milliseconds idle,
+                   BytesCallback on_bytes, ExchangeCallback done);
   // Closes the socket (cancelling any operation). Idempotent.
   void Close();
   // The last AsyncExchange() read the header of an answer (a failure after
@@ -109,6 +124,11 @@ class OneShotConnection : public std::enable_shared_from_this<OneShotConnection>
 
  private:
   struct Exchange;
+  struct StreamExchange;
+  // The request message of `request` to `split`, with "Connection: close"
+  // unless the connection is kept alive.
+  void PrepareMessage(const Request& request, const SplitTarget& split,
+                      boost::beast::http::request<boost::beast::http::string_body>& message) const;
   boost::beast::tcp_stream& tcp();
   const boost::beast::tcp_stream& tcp() const;
   void Connect(const boost::asio::ip::tcp::resolver::results_type& addresses,
@@ -122,6 +142,14 @@ class OneShotConnection : public std::enable_shared_from_this<OneShotConnection>
   void ReadBody(Stream& stream, std::shared_ptr<Exchange> exchange);
   // Closes the connection and reports the outcome of the exchange.
   void Finish(std::shared_ptr<Exchange> exchange, const boost::system::error_code& ec);
+  template <class Stream>
+  void WriteStream(Stream& stream, std::shared_ptr<StreamExchange> exchange);
+  template <class Stream>
+  void ReadStreamBody(Stream& stream, std::shared_ptr<StreamExchange> exchange);
+  // Hands one read's body bytes on; false when the reading must stop (the
+  // caller asked to, or an error body passed its limit: `limit_hit`).
+  static bool TakeStreamBytes(StreamExchange& exchange, size_t count, bool& limit_hit);
+  void FinishStream(std::shared_ptr<StreamExchange> exchange, const boost::system::error_code& ec);
 
   boost::asio::io_context& io_;
   const TlsMaterial& tls_;

@@ -66,6 +66,9 @@ struct ClientConfig {
   // Writes that may be re-sent go on keep-alive connections driven on the
   // calling thread (http::KeepAliveWritesTransport); false: cpprestsdk's pool.
   bool keep_alive_writes = true;
+  // Watches are read on the informer's own thread (Boost.Beast, through
+  // KeepAliveWritesTransport; needs keep_alive_writes); false: cpprestsdk's.
+  bool watches_on_informer_thread = true;
 };
 
 absl::StatusOr<ClientConfig> LoadKubeconfig(const std::string& path, const std::string& context);

@@ -362,8 +362,8 @@ absl::StatusOr<std::unique_ptr<Client>> NewClientFromConfig(const ClientConfig& 
     absl::StatusOr<std::unique_ptr<http::KeepAliveConnectionPool>> pool =
         http::KeepAliveConnectionPool::Create(pool_options);
     if (!pool.ok()) return pool.status();
-    transport =
-        std::make_unique<http::KeepAliveWritesTransport>(std::move(transport), *std::move(pool));
+    transport = std::make_unique<http::KeepAliveWritesTransport>(
+        std::move(transport), *std::move(pool), config.watches_on_informer_thread);
   }
   http::Transport* raw = transport.get();
   return std::unique_ptr<Client>(

@@ -2,8 +2,8 @@
 //
 // CpprestTransport against an in-process HTTP server on 127.0.0.1: Send()
 // (binary and large bodies, bodies cut short or trickling past the deadline),
-// streaming across split chunks and coalesced lines, cancellation, error
-// responses, and transport failures (refused, timeout, dropped connection).
+// error responses, and transport failures (refused, timeout, dropped
+// connection). Its Stream() is tested in stream_test.cc.
 
 #include "controller/http/cpprest_transport.h"
 
@@ -186,34 +186,6 @@ TEST(CpprestTransportTest, SendRefusesABodyOverTheLimit) {
   EXPECT_EQ(response->body.size(), big.size());
 }
 
-// A streamed line over the limit ends the stream with an error naming it;
-// the lines before it were delivered.
-TEST(CpprestTransportTest, StreamRefusesALineOverTheLimit) {
-  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
-    c.StartChunked(200);
-    c.WriteChunk("{\"a\":1}\n");
-    for (int i = 0; i < 64; ++i) {
-      if (!c.WriteChunk(std::string(16 * 1024, 'y'))) return;
-    }
-    c.EndChunked();
-  });
-  auto transport = NewTransport();
-  Request request;
-  request.url = server.url() + "/watch";
-  request.max_body_bytes = 64 * 1024;
-  std::vector<std::string> lines;
-  absl::StatusOr<Response> response = transport->Stream(
-      request,
-      [&](const std::string& line) {
-        lines.push_back(line);
-        return true;
-      },
-      nullptr);
-  EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_THAT(response.status().message(), HasSubstr("line is over the 65536-byte limit"));
-  EXPECT_THAT(lines, ElementsAre("{\"a\":1}"));
-}
-
 // A body cut short is a transport failure, not a short answer.
 TEST(CpprestTransportTest, SendOfABodyCutShortIsUnavailable) {
   TestHttpServer server([](const ReceivedRequest& r, Connection& c) {
@@ -306,155 +278,6 @@ TEST(CpprestTransportTest, OnlyReplaySafeWritesReusePooledConnections) {
   EXPECT_LE(server.connections_accepted(), 10) << "replay-safe PATCHes share a connection";
 }
 
-TEST(CpprestTransportTest, StreamDeliversLinesAcrossSplitChunksAndCoalescedLines) {
-  absl::Notification first_line_seen;
-  TestHttpServer server([&](const ReceivedRequest&, Connection& c) {
-    c.StartChunked(200, {{"Content-Type", "application/json"}});
-    c.WriteChunk("{\"n\":1}\n{\"n\"");  // one line and the start of the next
-    // Only continue once the client has handed out line 1 while line 2 is
-    // still incomplete: the partial line must be held across chunks.
-    first_line_seen.WaitForNotificationWithTimeout(absl::Seconds(10));
-    c.WriteChunk(":2}\n");
-    c.WriteChunk("{\"n\":3}\n{\"n\":4}\n");  // two lines in one chunk
-    c.WriteChunk("{\"n\":");                 // a line split over three chunks
-    c.WriteChunk("5");
-    c.WriteChunk("}\n");
-    c.EndChunked();
-  });
-  auto transport = NewTransport();
-  Request request;
-  request.url = server.url() + "/watch";
-  std::vector<std::string> lines;
-  absl::StatusOr<Response> response = transport->Stream(
-      request,
-      [&](const std::string& line) {
-        lines.push_back(line);
-        if (lines.size() == 1) first_line_seen.Notify();
-        return true;
-      },
-      std::make_shared<StreamHandle>());
-  ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(response->status, 200);
-  EXPECT_EQ(response->headers["content-type"], "application/json");
-  EXPECT_TRUE(response->body.empty());
-  EXPECT_THAT(lines, ElementsAre("{\"n\":1}", "{\"n\":2}", "{\"n\":3}", "{\"n\":4}", "{\"n\":5}"));
-}
-
-TEST(CpprestTransportTest, StreamOfContentLengthBodyWorksToo) {
-  TestHttpServer server(
-      [](const ReceivedRequest&, Connection& c) { c.WriteResponse(200, {}, "a\nb\nc"); });
-  auto transport = NewTransport();
-  Request request;
-  request.url = server.url() + "/plain";
-  std::vector<std::string> lines;
-  absl::StatusOr<Response> response = transport->Stream(
-      request,
-      [&](const std::string& line) {
-        lines.push_back(line);
-        return true;
-      },
-      nullptr);
-  ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_THAT(lines, ElementsAre("a", "b", "c"));
-}
-
-TEST(CpprestTransportTest, StreamCancelInterruptsABlockedRead) {
-  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
-    c.StartChunked(200);
-    c.WriteChunk("{\"n\":1}\n");
-    c.WaitForPeerClose();  // hold the watch open, as an idle API server does
-    c.CloseAfterResponse();
-  });
-  auto transport = NewTransport();
-  Request request;
-  request.url = server.url() + "/watch";
-  request.timeout = std::chrono::minutes(5);
-  auto handle = std::make_shared<StreamHandle>();
-  absl::Notification got_line;
-  absl::StatusOr<Response> result;
-  std::thread watcher([&] {
-    result = transport->Stream(
-        request,
-        [&](const std::string&) {
-          got_line.Notify();
-          return true;
-        },
-        handle);
-  });
-  ASSERT_TRUE(got_line.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  const auto cancelled_at = std::chrono::steady_clock::now();
-  handle->Cancel();
-  watcher.join();
-  const auto elapsed = std::chrono::steady_clock::now() - cancelled_at;
-  EXPECT_LT(elapsed, std::chrono::seconds(3));  // not the 5-minute timeout
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
-}
-
-TEST(CpprestTransportTest, StreamCancelBeforeResponseHeaders) {
-  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
-    c.WaitForPeerClose();  // never answers
-    c.CloseAfterResponse();
-  });
-  auto transport = NewTransport();
-  Request request;
-  request.url = server.url() + "/watch";
-  auto handle = std::make_shared<StreamHandle>();
-  absl::StatusOr<Response> result;
-  std::thread watcher([&] {
-    result = transport->Stream(
-        request, [](const std::string&) { return true; }, handle);
-  });
-  while (server.requests().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  handle->Cancel();
-  watcher.join();
-  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
-}
-
-TEST(CpprestTransportTest, StreamStopsWhenCallbackReturnsFalse) {
-  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
-    c.StartChunked(200);
-    c.WriteChunk("a\nb\nc\n");
-    c.WaitForPeerClose();
-    c.CloseAfterResponse();
-  });
-  auto transport = NewTransport();
-  Request request;
-  request.url = server.url() + "/watch";
-  std::vector<std::string> lines;
-  absl::StatusOr<Response> response = transport->Stream(
-      request,
-      [&](const std::string& line) {
-        lines.push_back(line);
-        return false;
-      },
-      std::make_shared<StreamHandle>());
-  ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(response->status, 200);
-  EXPECT_THAT(lines, ElementsAre("a"));
-}
-
-TEST(CpprestTransportTest, StreamReturnsNon2xxResponseWhole) {
-  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
-    c.WriteResponse(410, {{"Content-Type", "application/json"}},
-                    R"({"kind":"Status","code":410,"reason":"Expired"})");
-  });
-  auto transport = NewTransport();
-  Request request;
-  request.url = server.url() + "/watch";
-  int calls = 0;
-  absl::StatusOr<Response> response = transport->Stream(
-      request,
-      [&](const std::string&) {
-        ++calls;
-        return true;
-      },
-      nullptr);
-  ASSERT_TRUE(response.ok()) << response.status();
-  EXPECT_EQ(response->status, 410);
-  EXPECT_THAT(response->body, HasSubstr("Expired"));
-  EXPECT_EQ(calls, 0);
-}
-
 TEST(CpprestTransportTest, ConnectionRefusedIsUnavailableAndNotDelivered) {
   auto transport = NewTransport();
   Request request;
@@ -462,11 +285,6 @@ TEST(CpprestTransportTest, ConnectionRefusedIsUnavailableAndNotDelivered) {
   absl::StatusOr<Response> response = transport->Send(request);
   EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable) << response.status();
   EXPECT_FALSE(MayHaveBeenDelivered(response.status()));
-
-  absl::StatusOr<Response> streamed = transport->Stream(
-      request, [](const std::string&) { return true; }, nullptr);
-  EXPECT_EQ(streamed.status().code(), absl::StatusCode::kUnavailable) << streamed.status();
-  EXPECT_FALSE(MayHaveBeenDelivered(streamed.status()));
 }
 
 // The server reads the request and never answers: the caller must learn that
@@ -495,44 +313,6 @@ TEST(CpprestTransportTest, SendTimesOutAndMayHaveBeenDelivered) {
   EXPECT_LT(elapsed, std::chrono::seconds(10));  // the deadline plus at most the wind-down
   EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
   EXPECT_TRUE(MayHaveBeenDelivered(response.status())) << response.status();
-}
-
-TEST(CpprestTransportTest, StreamDroppedMidBodyIsUnavailable) {
-  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
-    c.StartChunked(200);
-    c.WriteChunk("{\"n\":1}\n");
-    c.CloseAfterResponse();  // close without the terminating chunk
-  });
-  auto transport = NewTransport();
-  Request request;
-  request.url = server.url() + "/watch";
-  std::vector<std::string> lines;
-  absl::StatusOr<Response> response = transport->Stream(
-      request,
-      [&](const std::string& line) {
-        lines.push_back(line);
-        return true;
-      },
-      nullptr);
-  EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable) << response.status();
-  EXPECT_TRUE(MayHaveBeenDelivered(response.status()));
-  EXPECT_THAT(lines, ElementsAre("{\"n\":1}"));
-}
-
-TEST(CpprestTransportTest, StreamInactivityTimeoutIsDeadlineExceeded) {
-  TestHttpServer server([](const ReceivedRequest&, Connection& c) {
-    c.StartChunked(200);
-    c.WriteChunk("{\"n\":1}\n");
-    c.WaitForPeerClose();
-    c.CloseAfterResponse();
-  });
-  auto transport = NewTransport();
-  Request request;
-  request.url = server.url() + "/watch";
-  request.timeout = std::chrono::milliseconds(400);
-  absl::StatusOr<Response> response = transport->Stream(
-      request, [](const std::string&) { return true; }, nullptr);
-  EXPECT_EQ(response.status().code(), absl::StatusCode::kDeadlineExceeded) << response.status();
 }
 
 TEST(CpprestTransportTest, RejectsMalformedUrls) {

@@ -5,8 +5,9 @@
 // connection the server closed is not used; one that breaks under a request
 // is replaced and the request sent once more; an answer that closes, or is
 // framed by the connection's end, is not reused; chunked answers; the
-// deadline, connect failures, the body limit, concurrent callers, TLS. Also
-// the routing of KeepAliveWritesTransport.
+// deadline, connect failures, the body limit, concurrent callers, TLS; a
+// stream on a connection of its own (stream_test.cc has the Stream()
+// contract). Also the routing of KeepAliveWritesTransport.
 
 #include "controller/http/keep_alive_pool.h"
 
@@ -317,6 +318,73 @@ TEST(KeepAliveConnectionPoolTest, TlsVerifiesTheHostNameAndReusesTheSession) {
   EXPECT_EQ(named->stats().reused, 1);
 }
 
+// A stream opens a connection of its own and closes it at its end: it
+// neither takes an idle pooled connection nor leaves one behind.
+TEST(KeepAliveConnectionPoolTest, AStreamHasItsOwnConnectionNeverPooled) {
+  TestHttpServer server([](const ReceivedRequest& request, Connection& connection) {
+    if (request.method == "GET") {
+      connection.StartChunked(200);
+      connection.WriteChunk("{\"n\":1}\n");
+      connection.EndChunked();
+      return;
+    }
+    Echo(request, connection);
+  });
+  auto pool = NewPool();
+  ASSERT_TRUE(pool->Send(Put(server.url())).ok());  // one idle connection
+  Request watch = Put(server.url());
+  watch.method = "GET";
+  watch.body.clear();
+  std::vector<std::string> lines;
+  absl::StatusOr<Response> streamed = pool->Stream(
+      watch,
+      [&lines](const std::string& line) {
+        lines.push_back(line);
+        return true;
+      },
+      std::make_shared<StreamHandle>());
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_EQ(lines, std::vector<std::string>{"{\"n\":1}"});
+  EXPECT_EQ(server.connections_accepted(), 2);
+  ASSERT_TRUE(pool->Send(Put(server.url())).ok());
+  EXPECT_EQ(server.connections_accepted(), 2) << "the write reused the first connection";
+  EXPECT_EQ(pool->stats().reused, 1);
+  EXPECT_EQ(pool->stats().opened, 2);
+}
+
+// A stream over TLS verifies the peer's name as Send() does.
+TEST(KeepAliveConnectionPoolTest, StreamOverTlsVerifiesTheHostName) {
+  SSL_CTX* ctx =
+      NewServerTlsContext(GetTestPki().named_server_cert_pem, GetTestPki().named_server_key_pem);
+  TestHttpServer server(
+      [](const ReceivedRequest&, Connection& connection) {
+        connection.StartChunked(200);
+        connection.WriteChunk("one\ntw");
+        connection.WriteChunk("o\n");
+        connection.EndChunked();
+      },
+      ctx);
+  SSL_CTX_free(ctx);
+  KeepAlivePoolOptions options;
+  options.tls.ca_pem = GetTestPki().ca_cert_pem;
+  Request watch;
+  watch.url = server.url() + "/watch";
+  std::vector<std::string> lines;
+  const LineCallback keep = [&lines](const std::string& line) {
+    lines.push_back(line);
+    return true;
+  };
+  absl::StatusOr<Response> streamed = NewPool(options)->Stream(watch, keep, nullptr);
+  ASSERT_FALSE(streamed.ok()) << "127.0.0.1 is not in the certificate";
+  EXPECT_FALSE(MayHaveBeenDelivered(streamed.status()));
+  EXPECT_TRUE(server.requests().empty());
+
+  options.tls.server_name = "kubernetes.default.svc";
+  streamed = NewPool(options)->Stream(watch, keep, nullptr);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_EQ(lines, (std::vector<std::string>{"one", "two"}));
+}
+
 TEST(KeepAliveWritesTransportTest, RoutesOnlyWritesThatMayBeResent) {
   TestHttpServer server(Echo);
   auto others = std::make_unique<CountingTransport>();
@@ -351,6 +419,31 @@ TEST(KeepAliveWritesTransportTest, RoutesOnlyWritesThatMayBeResent) {
   EXPECT_EQ(counted->sends, 3);
   EXPECT_EQ(counted->streams, 1);
   EXPECT_EQ(server.requests().size(), 3u);
+}
+
+// With streams on the pool, a Stream() reaches the server on the pool's own
+// connection, not through `others`.
+TEST(KeepAliveWritesTransportTest, StreamsGoOnThePoolWhenAsked) {
+  TestHttpServer server([](const ReceivedRequest&, Connection& connection) {
+    connection.WriteResponse(200, {}, "a\nb\n");
+  });
+  auto others = std::make_unique<CountingTransport>();
+  CountingTransport* counted = others.get();
+  KeepAliveWritesTransport transport(std::move(others), NewPool(), /*streams_on_pool=*/true);
+  Request get = Put(server.url());
+  get.method = "GET";
+  std::vector<std::string> lines;
+  absl::StatusOr<Response> streamed = transport.Stream(
+      get,
+      [&lines](const std::string& line) {
+        lines.push_back(line);
+        return true;
+      },
+      nullptr);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  EXPECT_EQ(lines, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(counted->streams, 0);
+  EXPECT_EQ(server.requests().size(), 1u);
 }
 
 }  // namespace
