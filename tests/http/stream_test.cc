@@ -32,6 +32,14 @@ using ::testing::HasSubstr;
 
 enum class Kind { kCpprest, kKeepAlivePool };
 
+// A LineCallback that appends every line to `lines` and goes on.
+LineCallback Collect(std::vector<std::string>& lines) {
+  return [&lines](const std::string& line) {
+    lines.push_back(line);
+    return true;
+  };
+}
+
 class StreamTest : public ::testing::TestWithParam<Kind> {
  protected:
   std::unique_ptr<Transport> NewStreamingTransport() {
@@ -62,13 +70,7 @@ TEST_P(StreamTest, StreamRefusesALineOverTheLimit) {
   request.url = server.url() + "/watch";
   request.max_body_bytes = 64 * 1024;
   std::vector<std::string> lines;
-  absl::StatusOr<Response> response = transport->Stream(
-      request,
-      [&](const std::string& line) {
-        lines.push_back(line);
-        return true;
-      },
-      nullptr);
+  absl::StatusOr<Response> response = transport->Stream(request, Collect(lines), nullptr);
   EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(response.status().message(), HasSubstr("line is over the 65536-byte limit"));
   EXPECT_THAT(lines, ElementsAre("{\"a\":1}"));
@@ -115,13 +117,7 @@ TEST_P(StreamTest, StreamOfContentLengthBodyWorksToo) {
   Request request;
   request.url = server.url() + "/plain";
   std::vector<std::string> lines;
-  absl::StatusOr<Response> response = transport->Stream(
-      request,
-      [&](const std::string& line) {
-        lines.push_back(line);
-        return true;
-      },
-      nullptr);
+  absl::StatusOr<Response> response = transport->Stream(request, Collect(lines), nullptr);
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_THAT(lines, ElementsAre("a", "b", "c"));
 }
@@ -233,13 +229,7 @@ TEST_P(StreamTest, StreamDroppedMidBodyIsUnavailable) {
   Request request;
   request.url = server.url() + "/watch";
   std::vector<std::string> lines;
-  absl::StatusOr<Response> response = transport->Stream(
-      request,
-      [&](const std::string& line) {
-        lines.push_back(line);
-        return true;
-      },
-      nullptr);
+  absl::StatusOr<Response> response = transport->Stream(request, Collect(lines), nullptr);
   EXPECT_EQ(response.status().code(), absl::StatusCode::kUnavailable) << response.status();
   EXPECT_TRUE(MayHaveBeenDelivered(response.status()));
   EXPECT_THAT(lines, ElementsAre("{\"n\":1}"));
