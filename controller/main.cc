@@ -153,6 +153,11 @@ ABSL_FLAG(bool, prioritize_submits, true,
           "Reconcile SlurmJobs that have no Slurm job yet before the others (a tracking tick "
           "that reports many jobs changed queues their status writes; a new SlurmJob does not "
           "wait behind them). false: one first-in, first-out work queue for all.");
+ABSL_FLAG(int, workers_kept_for_submits, 1,
+          "With --prioritize-submits and more --workers than this, this many workers take only "
+          "SlurmJobs that have no Slurm job yet: a new SlurmJob starts at once instead of after "
+          "a worker finishes one of the status writes a tracking tick queued. 0: every worker "
+          "takes any work.");
 ABSL_FLAG(std::string, submit_note_key_file, "",
           "A file holding a secret key (at least 32 bytes, e.g. `openssl rand -hex 32`, from a "
           "Secret only the operator reads). With it, a new SlurmJob's first submit target is "
@@ -379,6 +384,7 @@ slurmop::reconcile::ManagerOptions ManagerOptionsFromFlags() {
   options.executor.decide.max_poll = Seconds(absl::GetFlag(FLAGS_max_poll_seconds));
   options.batched_tracking = absl::GetFlag(FLAGS_batched_tracking);
   options.prioritize_submits = absl::GetFlag(FLAGS_prioritize_submits);
+  options.workers_kept_for_submits = absl::GetFlag(FLAGS_workers_kept_for_submits);
   options.executor.decide.submit_settle = Seconds(absl::GetFlag(FLAGS_submit_settle_seconds));
   options.tracker.sweep = absl::GetFlag(FLAGS_orphan_sweep);
   options.tracker.sweep_interval = Seconds(absl::GetFlag(FLAGS_orphan_sweep_interval_seconds));

@@ -63,7 +63,13 @@ void WorkQueue::EnqueueLocked(const std::string& key, Priority priority) {
   ready_.notify_one();
 }
 
-std::string WorkQueue::PopLocked() {
+bool WorkQueue::ReadyLocked() const {
+  if (queued_[static_cast<int>(Priority::kUrgent)] > 0) return true;
+  return queued_[static_cast<int>(Priority::kNormal)] > 0 &&
+         (normal_limit_ == 0 || normal_processing_ < normal_limit_);
+}
+
+std::pair<std::string, WorkQueue::Priority> WorkQueue::PopLocked() {
   for (int p = static_cast<int>(Priority::kUrgent); p >= 0; --p) {
     std::deque<Entry>& q = queues_[p];
     while (queued_[p] > 0 && !q.empty()) {
@@ -73,12 +79,18 @@ std::string WorkQueue::PopLocked() {
       if (it == dirty_.end() || it->second.seq != entry.first) continue;  // stale
       dirty_.erase(it);
       --queued_[p];
-      return std::move(entry.second);
+      return {std::move(entry.second), static_cast<Priority>(p)};
     }
   }
   LOG(DFATAL) << "work queue: a key was counted as queued, none found";
   queued_[0] = queued_[1] = 0;
-  return "";
+  return {"", Priority::kNormal};
+}
+
+void WorkQueue::SetNormalLimit(size_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  normal_limit_ = limit;
+  ready_.notify_all();
 }
 
 void WorkQueue::Add(const std::string& key, Priority priority) {
@@ -156,8 +168,10 @@ std::optional<std::string> WorkQueue::Get() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     if (!shutting_down_) MoveDueLocked();
-    if (queued_[0] + queued_[1] > 0) break;
-    if (shutting_down_) return std::nullopt;
+    if (ReadyLocked()) break;
+    // After ShutDown() a normal key held back by the limit is still handed
+    // out once a processing one is Done() (client-go hands out what is queued).
+    if (shutting_down_ && queued_[0] + queued_[1] == 0) return std::nullopt;
     if (waiting_.empty()) {
       ready_.wait(lock);
       continue;
@@ -168,9 +182,10 @@ std::optional<std::string> WorkQueue::Get() {
     left = std::clamp<Duration>(left, std::chrono::milliseconds(1), kMaxSleep);
     ready_.wait_for(lock, left);
   }
-  std::string key = PopLocked();
+  auto [key, priority] = PopLocked();
   const Time now = clock_.Now();
-  processing_[key] = now;
+  processing_[key] = {now, priority};
+  if (priority == Priority::kNormal) ++normal_processing_;
   if (auto added = added_at_.find(key); added != added_at_.end()) {
     if (const auto& hook = GetMetricsHooks().queue_latency) {
       hook(name_, SecondsBetween(added->second, now));
@@ -185,8 +200,13 @@ void WorkQueue::Done(const std::string& key) {
   if (auto it = processing_.find(key); it != processing_.end()) {
     if (!name_.empty()) {
       if (const auto& hook = GetMetricsHooks().queue_work_duration) {
-        hook(name_, SecondsBetween(it->second, clock_.Now()));
+        hook(name_, SecondsBetween(it->second.since, clock_.Now()));
       }
+    }
+    if (it->second.priority == Priority::kNormal) {
+      --normal_processing_;
+      // A Get() held back by the normal limit may go on now.
+      if (normal_limit_ != 0) ready_.notify_all();
     }
     processing_.erase(it);
   }
@@ -228,8 +248,8 @@ WorkQueue::ProcessingTimes WorkQueue::Processing() const {
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_.Now();
   ProcessingTimes t;
-  for (const auto& [key, started] : processing_) {
-    const double s = SecondsBetween(started, now);
+  for (const auto& [key, p] : processing_) {
+    const double s = SecondsBetween(p.since, now);
     t.unfinished_seconds += s;
     t.longest_seconds = std::max(t.longest_seconds, s);
   }

@@ -15,6 +15,12 @@
 //    Urgent keys can hold normal ones back for as long as they keep coming:
 //    that is the point (the manager marks SlurmJobs not submitted yet urgent,
 //    so a new job does not wait behind the status updates of running ones).
+//  * SetNormalLimit(n): at most n keys handed out at kNormal are processed at
+//    once (0, the default: no limit). A Get() with only kNormal keys queued
+//    and n of them processing blocks until one is Done() or an urgent key
+//    comes. With n = workers - 1 one worker is always free for urgent keys:
+//    a new SlurmJob starts at once instead of waiting for a worker busy with
+//    the status writes a tracking tick queued.
 //  * Get() blocks until a key is ready and marks it processing; every Get()
 //    must be followed by Done(key). After ShutDown() it still hands out the
 //    keys already queued, then returns nullopt (client-go semantics); delayed
@@ -69,6 +75,9 @@ class WorkQueue {
   void Forget(const std::string& key);
   int NumRequeues(const std::string& key) const;
 
+  // See the contract above; takes effect for the next Get().
+  void SetNormalLimit(size_t limit);
+
   std::optional<std::string> Get();
   void Done(const std::string& key);
 
@@ -77,7 +86,8 @@ class WorkQueue {
   void ShutDownWithDrain();
   bool ShuttingDown() const;
 
-  // Keys ready for Get() (delayed keys not yet due are not counted).
+  // Keys queued for Get() (delayed keys not yet due are not counted; a kNormal
+  // key may still wait for the normal limit).
   size_t Len() const;
   // Keys waiting for an AddAfter() deadline.
   size_t NumWaiting() const;
@@ -100,8 +110,11 @@ class WorkQueue {
  private:
   void AddLocked(const std::string& key, Priority priority);      // requires mu_
   void EnqueueLocked(const std::string& key, Priority priority);  // requires mu_
-  // Requires mu_ and a queued key: the next key to hand out.
-  std::string PopLocked();
+  // Requires mu_: whether Get() may hand out a key now (an urgent one is
+  // queued, or a normal one and the normal limit allows it).
+  bool ReadyLocked() const;
+  // Requires ReadyLocked(): the next key to hand out, and its priority.
+  std::pair<std::string, Priority> PopLocked();
   size_t MoveDueLocked();  // requires mu_
   void DropStaleLocked();  // requires mu_: pops heap_ tops waiting_ disowns
 
@@ -121,15 +134,21 @@ class WorkQueue {
   RateLimiter limiter_;
   const std::string name_;  // "" = no metrics
   mutable std::mutex mu_;
-  std::condition_variable ready_;           // queues_ changed, waiting_ changed, or shutdown
-  std::condition_variable drained_;         // processing_ shrank
-  std::deque<Entry> queues_[2];             // guarded by mu_: by Priority, with stale entries
-  size_t queued_[2] = {0, 0};               // guarded by mu_: live entries in queues_, by Priority
-  uint64_t next_seq_ = 1;                   // guarded by mu_
-  std::map<std::string, Dirty> dirty_;      // guarded by mu_
-  std::map<std::string, Time> processing_;  // guarded by mu_: key -> when Get() handed it out
-  std::map<std::string, Time> added_at_;    // guarded by mu_: queued key -> when it was added
-  std::map<std::string, Time> waiting_;     // guarded by mu_: key -> its (earliest) deadline
+  std::condition_variable ready_;       // queues_ changed, waiting_ changed, or shutdown
+  std::condition_variable drained_;     // processing_ shrank
+  std::deque<Entry> queues_[2];         // guarded by mu_: by Priority, with stale entries
+  size_t queued_[2] = {0, 0};           // guarded by mu_: live entries in queues_, by Priority
+  uint64_t next_seq_ = 1;               // guarded by mu_
+  std::map<std::string, Dirty> dirty_;  // guarded by mu_
+  struct InFlight {
+    Time since;         // when Get() handed it out
+    Priority priority;  // the priority it was handed out at
+  };
+  std::map<std::string, InFlight> processing_;  // guarded by mu_
+  size_t normal_limit_ = 0;                     // guarded by mu_: 0 = none
+  size_t normal_processing_ = 0;                // guarded by mu_: kNormal keys in processing_
+  std::map<std::string, Time> added_at_;        // guarded by mu_: queued key -> when it was added
+  std::map<std::string, Time> waiting_;         // guarded by mu_: key -> its (earliest) deadline
   // The same deadlines as a min-heap, so that finding what is due and the next
   // wake-up are O(log n), not a walk over every waiting key (with 10,000
   // SlurmJobs each requeued after its poll interval, every Get() walked all of

@@ -90,6 +90,11 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
                   [this](const std::string& ns, const std::string& name) {
                     return !index_.Naming(ns, name, options_.executor.default_cluster).empty();
                   }}) {
+  if (options_.prioritize_submits && options_.workers_kept_for_submits > 0 &&
+      options_.workers > options_.workers_kept_for_submits) {
+    queue_.SetNormalLimit(
+        static_cast<size_t>(options_.workers - options_.workers_kept_for_submits));
+  }
   executor_.SetClusterScopedCaches(&cluster_clusters_view_, &namespaces_view_);
   cluster_reconciler_.SetClusterAccess(&cluster_clusters_view_, options_.executor.access);
   jobs_ = std::make_unique<kube::Informer>(

@@ -52,6 +52,10 @@ struct ManagerOptions {
   // SlurmJobs not submitted yet go ahead of the others in the work queue
   // (work_priority.h); false: one first-in, first-out queue for all.
   bool prioritize_submits = true;
+  // With prioritize_submits and more workers than this, this many workers
+  // never take kNormal work (WorkQueue::SetNormalLimit): a SlurmJob not
+  // submitted yet starts at once, not after a worker finishes a status write.
+  int workers_kept_for_submits = 1;
 };
 
 class Manager {

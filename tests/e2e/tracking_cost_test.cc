@@ -15,6 +15,7 @@
 // The bounds are generous (a loaded 2-core machine) yet far below what the
 // old code did. METRIC lines on stderr give the figures.
 
+#include <chrono>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -379,11 +380,14 @@ TEST_F(TrackingCost, TagSearchesAfterARestartShareTheClustersList) {
 }
 
 // A SlurmJob created while a tracking tick's status writes are queued goes ahead of them
-// (--prioritize-submits, work_priority.h). 24 jobs end together; each of their status writes
-// is held 1 s by the stand-in, so the operator's 4 workers need ~6 s for all of them. A
-// SlurmJob created once the first of them have landed gets its jobId when the next round of
-// those writes ends (about 8 of 24 landed); behind them, first in first out, it would wait for
-// every one already queued (20 or more landed).
+// (--prioritize-submits, work_priority.h) and does not wait for a worker either
+// (--workers-kept-for-submits, one of the 4 takes only SlurmJobs not submitted yet). 24 jobs
+// end together; each of their status writes is held 2 s by the stand-in, so the 3 workers
+// that take them need ~16 s for all. The first round of those writes lands together, and the
+// next round starts at once; a SlurmJob created right then gets its jobId from the kept
+// worker while that round is still held (3 of 24 landed). Behind them, first in first out, it
+// would wait for every write already queued (20 or more landed); with every worker taking
+// them, for the round in flight to end (~2 s).
 TEST_F(TrackingCost, ANewSlurmJobDoesNotWaitBehindATrackingTicksStatusWrites) {
   constexpr int kBusy = 24;
   std::string jobs;
@@ -394,15 +398,16 @@ TEST_F(TrackingCost, ANewSlurmJobDoesNotWaitBehindATrackingTicksStatusWrites) {
   ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
   ASSERT_TRUE(WaitUntil([] { return CountInState("busy-", "RUNNING") == kBusy; }, seconds(60)))
       << CountInState("busy-", "RUNNING") << " RUNNING";
-  // From here each status write of a busy- SlurmJob takes 1 s in the stand-in.
+  // From here each status write of a busy- SlurmJob takes 2 s in the stand-in.
   CommandResult slowed = RunCommand(
       {"curl", "-sk", "-X", "POST", "-d",
-       R"({"method": "PUT", "path": "/slurmjobs/busy-[0-9]+/status", "delay_ms": 1000})",
+       R"({"method": "PUT", "path": "/slurmjobs/busy-[0-9]+/status", "delay_ms": 2000})",
        absl::StrCat("https://127.0.0.1:", ReadPort(*dir_ + "/kube.port"), "/__admin/latency")},
       {}, seconds(10));
   ASSERT_EQ(slowed.exit_code, 0) << slowed.out << slowed.err;
   // The jobs end; the first of their writes lands (the others are queued behind it).
   ASSERT_TRUE(WaitUntil([] { return CountInState("busy-", "COMPLETED") >= 1; }, seconds(90)));
+  const auto created_at = std::chrono::steady_clock::now();
   CommandResult created =
       Kubectl({"apply", "-f", "-"}, JobManifest("newcomer", "quiet", "#!/bin/bash\nsleep 600\n"));
   ASSERT_EQ(created.exit_code, 0) << created.out << created.err;
@@ -427,9 +432,12 @@ TEST_F(TrackingCost, ANewSlurmJobDoesNotWaitBehindATrackingTicksStatusWrites) {
         return newcomer_has_id;
       },
       seconds(60)));
+  const double waited_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - created_at).count();
   std::cerr << "METRIC busy_writes_landed_before_newcomer_jobid=" << landed << " of " << kBusy
-            << "\n";
+            << " newcomer_create_to_jobid_s=" << waited_s << "\n";
   EXPECT_LE(landed, 12) << "the new SlurmJob waited behind the tracking tick's status writes";
+  EXPECT_LT(waited_s, 1.2) << "the new SlurmJob waited for a worker busy with a 2 s status write";
   EXPECT_TRUE(WaitUntil([] { return CountInState("busy-", "COMPLETED") == kBusy; }, seconds(60)))
       << CountInState("busy-", "COMPLETED") << " of " << kBusy << " COMPLETED";
 }

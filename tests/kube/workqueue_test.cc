@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <initializer_list>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -181,6 +182,116 @@ TEST(WorkQueueTest, AnUrgentAddWakesABlockedGet) {
   queue.Add("u", kUrgent);
   EXPECT_TRUE(WaitUntil([&] { return got.load(); }));
   worker.join();
+}
+
+// A Get() on its own thread; got() is what it returned, once it has.
+class AsyncGet {
+ public:
+  explicit AsyncGet(WorkQueue& queue)
+      : thread_([this, &queue] {
+          std::optional<std::string> key = queue.Get();
+          std::lock_guard<std::mutex> lock(mu_);
+          key_ = std::move(key);
+          done_ = true;
+        }) {}
+  ~AsyncGet() { thread_.join(); }
+  bool Returned() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return done_;
+  }
+  std::optional<std::string> Key() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return key_;
+  }
+
+ private:
+  std::mutex mu_;
+  bool done_ = false;
+  std::optional<std::string> key_;
+  std::thread thread_;
+};
+
+TEST(WorkQueueTest, TheNormalLimitHoldsNormalKeysBackButNotUrgentOnes) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.SetNormalLimit(1);
+  AddEach(queue, {{"n1", kNormal}, {"n2", kNormal}});
+  ASSERT_EQ(queue.Get(), "n1");
+  {
+    AsyncGet held(queue);  // n2 waits: one normal key is processing
+    std::this_thread::sleep_for(milliseconds(50));
+    EXPECT_FALSE(held.Returned());
+    queue.Add("u", kUrgent);  // an urgent key does not wait
+    ASSERT_TRUE(WaitUntil([&] { return held.Returned(); }));
+    EXPECT_EQ(held.Key(), "u");
+  }
+  queue.Done("u");  // an urgent key's Done() frees no normal slot
+  AsyncGet next(queue);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(next.Returned());
+  queue.Done("n1");
+  ASSERT_TRUE(WaitUntil([&] { return next.Returned(); }));
+  EXPECT_EQ(next.Key(), "n2");
+}
+
+TEST(WorkQueueTest, UrgentKeysBeingProcessedDoNotCountAgainstTheNormalLimit) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.SetNormalLimit(1);
+  AddEach(queue, {{"u1", kUrgent}, {"u2", kUrgent}, {"n1", kNormal}});
+  EXPECT_EQ(queue.Get(), "u1");
+  EXPECT_EQ(queue.Get(), "u2");
+  EXPECT_EQ(queue.Get(), "n1");  // two urgent keys processing, no normal one
+}
+
+TEST(WorkQueueTest, ANormalKeyRequeuedByDoneCountsAgainstTheLimitAgain) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.SetNormalLimit(1);
+  queue.Add("n1");
+  ASSERT_EQ(queue.Get(), "n1");
+  queue.Add("n1");  // dirty while processing
+  queue.Add("n2");
+  queue.Done("n1");  // n1 queued again behind n2
+  EXPECT_EQ(queue.Get(), "n2");
+  AsyncGet held(queue);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(held.Returned());
+  queue.Done("n2");
+  ASSERT_TRUE(WaitUntil([&] { return held.Returned(); }));
+  EXPECT_EQ(held.Key(), "n1");
+  queue.Done("n1");
+}
+
+TEST(WorkQueueTest, ShutDownStillHandsOutANormalKeyTheLimitHeldBack) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.SetNormalLimit(1);
+  AddEach(queue, {{"n1", kNormal}, {"n2", kNormal}});
+  ASSERT_EQ(queue.Get(), "n1");
+  queue.ShutDown();
+  AsyncGet held(queue);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(held.Returned());
+  queue.Done("n1");
+  ASSERT_TRUE(WaitUntil([&] { return held.Returned(); }));
+  EXPECT_EQ(held.Key(), "n2");
+  queue.Done("n2");
+  EXPECT_EQ(queue.Get(), std::nullopt);
+}
+
+TEST(WorkQueueTest, RaisingTheNormalLimitWakesAHeldBackGet) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  queue.SetNormalLimit(1);
+  AddEach(queue, {{"n1", kNormal}, {"n2", kNormal}});
+  ASSERT_EQ(queue.Get(), "n1");
+  AsyncGet held(queue);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(held.Returned());
+  queue.SetNormalLimit(0);  // no limit
+  ASSERT_TRUE(WaitUntil([&] { return held.Returned(); }));
+  EXPECT_EQ(held.Key(), "n2");
 }
 
 TEST(WorkQueueTest, GetBlocksUntilAddAndReturnsNulloptAfterShutDown) {
