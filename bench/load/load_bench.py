@@ -635,7 +635,14 @@ def end_run(samp, ops, env, res):
 
 def measure_standins(env, args, res):
     """Phases 2-3: the floor and the stand-ins alone; then the project's quota (from here on the
-    Agent Platform stand-in enforces it, a sliding minute) and budget, if asked."""
+    Agent Platform stand-in enforces it, a sliding minute) and budget, if asked. With
+    --kube-write-latency-ms every write to the stand-in API server (the harness's, the floor's and
+    the operator's) waits that long before it is handled, without holding the stand-in's CPU: a
+    real API server's wait for etcd, which the stand-in (one Python process, no storage) lacks."""
+    if args.kube_write_latency_ms > 0:
+        env.kadmin("POST", "latency", {"method": "^(POST|PUT|PATCH|DELETE)$", "path": "^/api",
+                                       "delay_ms": args.kube_write_latency_ms})
+        res["kube_write_latency_ms"] = args.kube_write_latency_ms
     res["floor"] = measure_floor(env, args.floor_samples)
     log("floor: %s" % {k: round(v * 1000, 2) for k, v in res["floor"].items()})
     res["capacity"] = measure_capacity(env, args.capacity_count, args.workers)
@@ -2047,6 +2054,9 @@ def main():
     p.add_argument("--cluster-budget", type=int, default=0,
                    help="a ClusterSlurmCluster of the project with spec.callBudget.requestsPerMinute")
     p.add_argument("--workers", type=int, default=4, help="operator --workers")
+    p.add_argument("--kube-write-latency-ms", type=float, default=0,
+                   help="every write to the stand-in API server waits this long first (a real "
+                        "API server's etcd round trip; default 0: none)")
     p.add_argument("--create-threads", type=int, default=8)
     p.add_argument("--run-seconds", type=float, default=0,
                    help="how long each Slurm job runs (default: 20 s + N/60 s, at most 300)")
