@@ -184,51 +184,49 @@ class CancelWatch {
   asio::steady_timer timer_{pooled_.io};
 };
 
-absl::StatusOr<Response> KeepAliveConnectionPool::Impl::Stream(
-    const Request& request, const LineCallback& on_line,
-    const std::shared_ptr<StreamHandle>& handle) {
-  absl::StatusOr<SplitTarget> split = SplitEndpointUrl(request.url);
-  if (!split.ok()) return split.status();
-  const auto idle = request.timeout.count() > 0 ? request.timeout : kDefaultTimeout;
-  auto pooled = std::make_unique<Pooled>(ssl_, tls_, split->endpoint);
-  CancelWatch watch(*pooled, handle.get());
-  watch.Arm();
+namespace {
+
+// Opens a stream's connection, its CancelWatch armed. Not OK: the connection
+// is abandoned and the watch disarmed (cancelled, failed, or the I/O stopped).
+absl::Status OpenForStream(Pooled& pooled, CancelWatch& watch, const StreamHandle* handle,
+                           const std::string& endpoint_key, Clock::time_point deadline) {
   std::optional<absl::Status> opened;
-  pooled->connection->AsyncOpen(Clock::now() + idle,
-                                [&opened](absl::Status s) { opened = std::move(s); });
-  const bool drove = Drive(pooled->io, [&opened] { return opened.has_value(); });
+  pooled.connection->AsyncOpen(deadline, [&opened](absl::Status s) { opened = std::move(s); });
+  const bool drove = Drive(pooled.io, [&opened] { return opened.has_value(); });
   const bool cancelled = handle != nullptr && handle->cancelled();
-  if (!drove || !opened->ok() || cancelled) {
-    watch.Disarm();
-    Abandon(*pooled);
-    if (cancelled) return TransportError(absl::StatusCode::kCancelled, "stream cancelled", false);
-    if (!drove) {
-      return TransportError(absl::StatusCode::kUnavailable,
-                            absl::StrCat("connect to ", split->endpoint.key, ": the I/O stopped"),
-                            false);
-    }
-    return *opened;
+  if (drove && opened->ok() && !cancelled) return absl::OkStatus();
+  watch.Disarm();
+  Abandon(pooled);
+  if (cancelled) return TransportError(absl::StatusCode::kCancelled, "stream cancelled", false);
+  if (!drove) {
+    return TransportError(absl::StatusCode::kUnavailable,
+                          absl::StrCat("connect to ", endpoint_key, ": the I/O stopped"), false);
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.opened;
-  }
+  return *opened;
+}
+
+// Sends the request on an open connection and hands its body's lines to
+// on_line until the body ends, the callback or the line limit stops it, the
+// handle is cancelled, or no byte comes for `idle`. Disarms the watch.
+absl::StatusOr<Response> ReadStream(Pooled& pooled, CancelWatch& watch, const Request& request,
+                                    const SplitTarget& split, std::chrono::milliseconds idle,
+                                    const LineCallback& on_line, const StreamHandle* handle) {
   LineSplitter splitter(on_line, request.max_body_bytes);
   bool stopped = false;  // the caller or the line limit stopped the splitter
   std::optional<absl::StatusOr<Response>> answer;
-  pooled->connection->AsyncStream(
-      request, *split, idle,
+  pooled.connection->AsyncStream(
+      request, split, idle,
       [&splitter, &stopped](std::string_view bytes) {
         stopped = !splitter.Feed(bytes);
         return !stopped;
       },
       [&answer](absl::StatusOr<Response> outcome) { answer = std::move(outcome); });
-  const bool finished = Drive(pooled->io, [&answer] { return answer.has_value(); });
+  const bool finished = Drive(pooled.io, [&answer] { return answer.has_value(); });
   watch.Disarm();
   if (!finished) {
-    Abandon(*pooled);
+    Abandon(pooled);
     return TransportError(absl::StatusCode::kUnavailable,
-                          absl::StrCat(split->endpoint.key, ": the I/O stopped"), true);
+                          absl::StrCat(split.endpoint.key, ": the I/O stopped"), true);
   }
   if (handle != nullptr && handle->cancelled()) {
     return TransportError(absl::StatusCode::kCancelled, "stream cancelled", true);
@@ -243,6 +241,29 @@ absl::StatusOr<Response> KeepAliveConnectionPool::Impl::Stream(
     splitter.Finish();  // the server ended the body: its last, unterminated line
   }
   return *std::move(answer);
+}
+
+}  // namespace
+
+absl::StatusOr<Response> KeepAliveConnectionPool::Impl::Stream(
+    const Request& request, const LineCallback& on_line,
+    const std::shared_ptr<StreamHandle>& handle) {
+  absl::StatusOr<SplitTarget> split = SplitEndpointUrl(request.url);
+  if (!split.ok()) return split.status();
+  const auto idle = request.timeout.count() > 0 ? request.timeout : kDefaultTimeout;
+  auto pooled = std::make_unique<Pooled>(ssl_, tls_, split->endpoint);
+  CancelWatch watch(*pooled, handle.get());
+  watch.Arm();
+  if (absl::Status opened =
+          OpenForStream(*pooled, watch, handle.get(), split->endpoint.key, Clock::now() + idle);
+      !opened.ok()) {
+    return opened;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.opened;
+  }
+  return ReadStream(*pooled, watch, request, *split, idle, on_line, handle.get());
 }
 
 std::unique_ptr<Pooled> KeepAliveConnectionPool::Impl::TakeIdle(const std::string& key) {
