@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <initializer_list>
 #include <mutex>
 #include <optional>
@@ -184,54 +185,65 @@ TEST(WorkQueueTest, AnUrgentAddWakesABlockedGet) {
   worker.join();
 }
 
-// A Get() on its own thread; got() is what it returned, once it has.
-class AsyncGet {
- public:
-  explicit AsyncGet(WorkQueue& queue)
-      : thread_([this, &queue] {
-          std::optional<std::string> key = queue.Get();
-          std::lock_guard<std::mutex> lock(mu_);
-          key_ = std::move(key);
-          done_ = true;
-        }) {}
-  ~AsyncGet() { thread_.join(); }
-  bool Returned() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return done_;
-  }
-  std::optional<std::string> Key() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return key_;
-  }
+// Expects a Get() on another thread to block (for 50 ms) until `release` runs,
+// then to return `key`.
+void ExpectGetWaitsFor(WorkQueue& queue, const std::string& key,
+                       const std::function<void()>& release) {
+  std::mutex mu;
+  bool returned = false;
+  std::optional<std::string> got;
+  std::thread getter([&] {
+    std::optional<std::string> k = queue.Get();
+    std::lock_guard<std::mutex> lock(mu);
+    got = std::move(k);
+    returned = true;
+  });
+  const auto has_returned = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return returned;
+  };
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(has_returned()) << "Get() did not wait";
+  release();
+  EXPECT_TRUE(WaitUntil(has_returned));
+  getter.join();
+  EXPECT_EQ(got, key);
+}
 
- private:
-  std::mutex mu_;
-  bool done_ = false;
-  std::optional<std::string> key_;
-  std::thread thread_;
+// A queue whose normal limit is 1, with n1 processing and n2 queued.
+class WorkQueueNormalLimitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    queue_.SetNormalLimit(1);
+    AddEach(queue_, {{"n1", kNormal}, {"n2", kNormal}});
+    ASSERT_EQ(queue_.Get(), "n1");
+  }
+  FakeClock clock_;
+  WorkQueue queue_{clock_};
 };
 
-TEST(WorkQueueTest, TheNormalLimitHoldsNormalKeysBackButNotUrgentOnes) {
-  FakeClock clock;
-  WorkQueue queue(clock);
-  queue.SetNormalLimit(1);
-  AddEach(queue, {{"n1", kNormal}, {"n2", kNormal}});
-  ASSERT_EQ(queue.Get(), "n1");
-  {
-    AsyncGet held(queue);  // n2 waits: one normal key is processing
-    std::this_thread::sleep_for(milliseconds(50));
-    EXPECT_FALSE(held.Returned());
-    queue.Add("u", kUrgent);  // an urgent key does not wait
-    ASSERT_TRUE(WaitUntil([&] { return held.Returned(); }));
-    EXPECT_EQ(held.Key(), "u");
-  }
-  queue.Done("u");  // an urgent key's Done() frees no normal slot
-  AsyncGet next(queue);
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(next.Returned());
-  queue.Done("n1");
-  ASSERT_TRUE(WaitUntil([&] { return next.Returned(); }));
-  EXPECT_EQ(next.Key(), "n2");
+TEST_F(WorkQueueNormalLimitTest, HoldsNormalKeysBackButNotUrgentOnes) {
+  ExpectGetWaitsFor(queue_, "u", [&] { queue_.Add("u", kUrgent); });
+  queue_.Done("u");  // an urgent key's Done() frees no normal slot
+  ExpectGetWaitsFor(queue_, "n2", [&] { queue_.Done("n1"); });
+}
+
+TEST_F(WorkQueueNormalLimitTest, ShutDownStillHandsOutAHeldBackKey) {
+  queue_.ShutDown();
+  ExpectGetWaitsFor(queue_, "n2", [&] { queue_.Done("n1"); });
+  queue_.Done("n2");
+  EXPECT_EQ(queue_.Get(), std::nullopt);
+}
+
+TEST_F(WorkQueueNormalLimitTest, RaisingTheLimitWakesAHeldBackGet) {
+  ExpectGetWaitsFor(queue_, "n2", [&] { queue_.SetNormalLimit(0); });  // 0: no limit
+}
+
+TEST_F(WorkQueueNormalLimitTest, AKeyRequeuedByDoneCountsAgainstTheLimitAgain) {
+  queue_.Add("n1");   // dirty while processing
+  queue_.Done("n1");  // n1 queued again behind n2
+  EXPECT_EQ(queue_.Get(), "n2");
+  ExpectGetWaitsFor(queue_, "n1", [&] { queue_.Done("n2"); });
 }
 
 TEST(WorkQueueTest, UrgentKeysBeingProcessedDoNotCountAgainstTheNormalLimit) {
@@ -242,56 +254,6 @@ TEST(WorkQueueTest, UrgentKeysBeingProcessedDoNotCountAgainstTheNormalLimit) {
   EXPECT_EQ(queue.Get(), "u1");
   EXPECT_EQ(queue.Get(), "u2");
   EXPECT_EQ(queue.Get(), "n1");  // two urgent keys processing, no normal one
-}
-
-TEST(WorkQueueTest, ANormalKeyRequeuedByDoneCountsAgainstTheLimitAgain) {
-  FakeClock clock;
-  WorkQueue queue(clock);
-  queue.SetNormalLimit(1);
-  queue.Add("n1");
-  ASSERT_EQ(queue.Get(), "n1");
-  queue.Add("n1");  // dirty while processing
-  queue.Add("n2");
-  queue.Done("n1");  // n1 queued again behind n2
-  EXPECT_EQ(queue.Get(), "n2");
-  AsyncGet held(queue);
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(held.Returned());
-  queue.Done("n2");
-  ASSERT_TRUE(WaitUntil([&] { return held.Returned(); }));
-  EXPECT_EQ(held.Key(), "n1");
-  queue.Done("n1");
-}
-
-TEST(WorkQueueTest, ShutDownStillHandsOutANormalKeyTheLimitHeldBack) {
-  FakeClock clock;
-  WorkQueue queue(clock);
-  queue.SetNormalLimit(1);
-  AddEach(queue, {{"n1", kNormal}, {"n2", kNormal}});
-  ASSERT_EQ(queue.Get(), "n1");
-  queue.ShutDown();
-  AsyncGet held(queue);
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(held.Returned());
-  queue.Done("n1");
-  ASSERT_TRUE(WaitUntil([&] { return held.Returned(); }));
-  EXPECT_EQ(held.Key(), "n2");
-  queue.Done("n2");
-  EXPECT_EQ(queue.Get(), std::nullopt);
-}
-
-TEST(WorkQueueTest, RaisingTheNormalLimitWakesAHeldBackGet) {
-  FakeClock clock;
-  WorkQueue queue(clock);
-  queue.SetNormalLimit(1);
-  AddEach(queue, {{"n1", kNormal}, {"n2", kNormal}});
-  ASSERT_EQ(queue.Get(), "n1");
-  AsyncGet held(queue);
-  std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(held.Returned());
-  queue.SetNormalLimit(0);  // no limit
-  ASSERT_TRUE(WaitUntil([&] { return held.Returned(); }));
-  EXPECT_EQ(held.Key(), "n2");
 }
 
 TEST(WorkQueueTest, GetBlocksUntilAddAndReturnsNulloptAfterShutDown) {
