@@ -1266,7 +1266,9 @@ class Handler(BaseHTTPRequestHandler):
                 400, text="Unexpected http body provided for non-POST method")
         if isinstance(cluster.backend, Forwarder):
             return cluster.backend.handle(method, slurm_path, query_text, body, principal)
-        query = dict(urllib.parse.parse_qsl(query_text, keep_blank_values=True))
+        query = slurm_sim.parse_rest_query(query_text, self._version_number(slurm_path))
+        if isinstance(query, slurm_sim.SlurmResponse):
+            return query
         return cluster.backend.handle(method, slurm_path, query, body, user=linux_user(principal),
                                       principal=principal)
 

@@ -1805,19 +1805,62 @@ class SlurmSimulator:
     def _acct_visible(self, job, now):
         return now - self.accounting_delay >= job.submit_time
 
+    def _db_id_records(self, job_id, now):
+        """The records a job_cond step_list entry <job_id> selects (GET /slurmdb/.../job/<id>
+        is a step_list of that one id): none before accounting has the job; an array's id
+        gives every task's record (sacct -j <array id>)."""
+        job = self.jobs.get(job_id)
+        if job is None or not self._acct_visible(job, now):
+            return []
+        if job.array_tasks and job.job_id == job.array_job_id:
+            return [k for k in sorted(job.array_tasks, key=lambda k: k.job_id)
+                    if not self._array_hidden(k, now)]
+        return [job]
+
     def _db_get_job(self, n, id_text, user):
         now = self.clock.now()
         job_id = self._parse_job_id(id_text)
-        job = self.jobs.get(job_id) if job_id is not None else None
-        if job is None or not self._acct_visible(job, now):
+        records = self._db_id_records(job_id, now) if job_id is not None else []
+        if not records:
             return self._db_nothing(n, user)
-        # An array's id: every task's record (sacct -j <array id>).
-        records = [job]
-        if job.array_tasks and job.job_id == job.array_job_id:
-            records = [k for k in sorted(job.array_tasks, key=lambda k: k.job_id)
-                       if not self._array_hidden(k, now)]
         return SlurmResponse(200, self._envelope(
             n, {"jobs": [self.render_db_job(n, k, now) for k in records]}, db=True, user=user))
+
+    def _db_step_ids(self, n, value, user):
+        """The job ids of a /slurmdb/.../jobs `step` filter: a CSV of ids (dbv0.0.38/39
+        slurm_addto_step_list(); v0.0.40+ JOB_CONDITION "step", SELECTED_STEP_LIST "CSV step
+        id list"); a list (repeated key) is each element's ids. Only plain job ids are taken
+        (no id.step / id_task). Returns a SlurmResponse when an id does not parse or none is
+        given: dbv0.0.38/39 "Unable to parse job/step format" (ESLURM_REST_INVALID_QUERY),
+        v0.0.40+ the data_parser's "Rejecting request" of _op_handler_jobs.
+        v0.0.40-v0.0.44 do not split a value on commas (data_parser _parse_list: "Assume List
+        is just a single entry"; unfmt_job_id_string("5,7") fails), so there only repeated keys
+        (step=5&step=7, a list: parse_rest_query) give several ids, and a CSV is rejected.
+        slurmrestd's url-encoded parser rejects a raw ',' in any query (parse_rest_query); a
+        CSV for dbv0.0.38/39 has to be sent as %2C."""
+        ids = []
+        bad = False
+        for text in (value if isinstance(value, list) else [value]):
+            if n >= 40 and "," in (text or ""):
+                bad = True  # one SELECTED_STEP per value: unfmt_job_id_string("5,7") fails
+                break
+            for tok in (text or "").split(","):
+                if not tok:
+                    continue
+                if not re.match(r"^\d+$", tok):
+                    bad = True
+                    break
+                if int(tok) not in ids:
+                    ids.append(int(tok))
+        if not bad and ids:
+            return ids
+        if n <= 39:
+            err = {"description": "Unable to parse job/step format", "error_number": 9000,
+                   "error": STRERROR[9000], "source": "step"}
+        else:
+            err = _err(n, "Rejecting request. Failure parsing query parameters",
+                       "_op_handler_jobs", 9000)
+        return SlurmResponse(500, self._envelope(n, {"jobs": []}, [err], db=True, user=user))
 
     def _db_nothing(self, n, user):
         if n <= 39:
@@ -1835,7 +1878,7 @@ class SlurmSimulator:
                 return self._db_nothing(n, user)
             for key, value in query.items():
                 if key not in ("job_name", "partition", "account", "state", "start_time",
-                               "end_time"):
+                               "end_time", "step"):
                     err = {"description": "Unknown Query field", "error_number": 9000,
                            "error": STRERROR[9000], "source": key}
                     return SlurmResponse(500, self._envelope(n, {"jobs": []}, [err], db=True,
@@ -1843,13 +1886,21 @@ class SlurmSimulator:
         window = self._db_window(n, query, now)
         if isinstance(window, SlurmResponse):
             return window
+        if "step" in query:
+            # step_list: exactly the records job/<id> finds for each id, once each.
+            ids = self._db_step_ids(n, query["step"], user)
+            if isinstance(ids, SlurmResponse):
+                return ids
+            by_id = {k.job_id: k for i in ids for k in self._db_id_records(i, now)}
+            candidates = [by_id[k] for k in sorted(by_id)]
+        else:
+            candidates = [j for j in sorted(self.jobs.values(), key=lambda j: j.job_id)
+                          if self._acct_visible(j, now) and not self._array_hidden(j, now)]
         names = _csv(query.get("job_name"))
         users = _csv(query.get("users"))
         parts = _csv(query.get("partition"))
         found = []
-        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if not self._acct_visible(job, now) or self._array_hidden(job, now):
-                continue
+        for job in candidates:
             if not self._in_db_window(job, now, window):
                 continue
             if names and job.name not in names:
@@ -1867,8 +1918,9 @@ class SlurmSimulator:
     def _db_window(self, n, query, now):
         """(usage_start, usage_end) of a /slurmdb/.../jobs query, as slurmdbd computes it: given
         times are parsed with parse_time() (dbv0.0.38/39: strings only; v0.0.40+ TIMESTAMP:
-        strings via parse_time(), since 24.11 also a bare epoch); without job ids or states
-        slurmdb_job_cond_def_start_end() starts at MIDNIGHT today (local time) and ends now.
+        strings via parse_time(), since 24.11 also a bare epoch); without a `step` (job id)
+        list or states slurmdb_job_cond_def_start_end() starts at MIDNIGHT today (local time);
+        with a step list it starts at epoch 0 (None here); either way it ends now.
         Returns a SlurmResponse for an unparsable time."""
         def bad(key, value):
             if n <= 39:
@@ -1889,7 +1941,7 @@ class SlurmSimulator:
                 return bad(key, value)
             window.append(t)
         start, end = window
-        if start is None and not query.get("state") and not query.get("job_id"):
+        if start is None and not query.get("state") and not query.get("step"):
             lt = time.localtime(now)
             start = time.mktime((lt.tm_year, lt.tm_mon, lt.tm_mday, 0, 0, 0, 0, 0, -1))
         return (start, now if end is None else end)
@@ -2065,7 +2117,37 @@ def _json_type(value):
 def _csv(value):
     if not value:
         return set()
+    if isinstance(value, list):
+        return set().union(*(_csv(v) for v in value))
     return {x for x in value.split(",") if x}
+
+
+_URL_UNRESERVED = re.compile(r"[0-9A-Za-z~._-]")
+
+
+def parse_rest_query(text, n):
+    """A request's query string as slurmrestd's serializer/url-encoded reads it
+    (SchedMD/slurm src/plugins/serializer/url-encoded/serializer_url_encoded.c): only RFC 3986
+    unreserved characters, %XX, '+', '&', ';' and '=' are allowed, anything else (a raw ',',
+    say) fails the whole request with 400 "Unable to parse query." (slurmrestd operations.c).
+    A repeated key: 22.05 and 23.02 (versions up to v0.0.39 here) keep the last value; 23.11+
+    (v0.0.40+) make the values a list (_on_key). Returns a dict, or a SlurmResponse."""
+    query = {}
+    for pair in (text or "").replace(";", "&").split("&"):
+        if not pair:
+            continue
+        for c in pair:
+            if not (_URL_UNRESERVED.match(c) or c in "%+="):
+                return SlurmResponse(400, text="Unable to parse query.")
+        key, _, value = pair.partition("=")
+        key = urllib.parse.unquote_plus(key)
+        value = urllib.parse.unquote_plus(value)
+        if n >= 40 and key in query:
+            prior = query[key]
+            query[key] = (prior if isinstance(prior, list) else [prior]) + [value]
+        else:
+            query[key] = value
+    return query
 
 
 def _uid(user):
@@ -2130,7 +2212,15 @@ def _serve(args):
                     except (SimError, ValueError, AttributeError) as e:
                         self._send(SlurmResponse(400, {"error": str(e)}))
                     return
-                query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
+                parts = [p for p in url.path.split("/") if p]
+                try:
+                    n = int(parts[1].rsplit(".", 1)[1])
+                except (IndexError, ValueError):
+                    n = 42
+                query = parse_rest_query(url.query, n)
+                if isinstance(query, SlurmResponse):
+                    self._send(query)
+                    return
                 body = None
                 if raw:
                     if method != "POST":

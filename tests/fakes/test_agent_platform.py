@@ -560,6 +560,140 @@ class SimulatorTest(unittest.TestCase):
         self.assertEqual(names("v0.0.42", {"job_name": "yday", "start_time": "1699990000"}),
                          (200, ["yday"]))
 
+    def db_jobs(self, version, query):
+        return self.sim.handle("GET", "/slurmdb/%s/jobs" % version, query=query, user="alice")
+
+    def db_job(self, version, job_id):
+        return self.sim.handle("GET", "/slurmdb/%s/job/%s" % (version, job_id), user="alice")
+
+    @staticmethod
+    def step_query(version, ids):
+        """How several ids reach the `step` filter (parse_rest_query): dbv0.0.38/39 a CSV
+        (sent as step=a%2Cb), v0.0.40+ a list (sent as step=a&step=b)."""
+        ids = [str(i) for i in ids]
+        return ",".join(ids) if int(version[-2:]) <= 39 else (ids if len(ids) > 1 else ids[0])
+
+    def test_accounting_step_filter_is_the_union_of_job_lookups(self):
+        """jobs?step=a,b fills job_cond->step_list as job/{id} does with one id, so it answers
+        exactly the records job/a and job/b answer, in the same accounting-delay view, and
+        other filters still narrow it."""
+        a = self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n", name="a")
+        b = self.submit("v0.0.42", "#!/bin/bash\nsleep 100\n", name="b")
+        self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n", name="c")
+        self.clock.advance(1.8)  # a ended at 1.5; accounting (t=1.3) still shows it RUNNING
+        for version in ("v0.0.38", "v0.0.40", "v0.0.42"):
+            resp = self.db_jobs(version, {"step": self.step_query(version, [a, b])})
+            self.assertEqual(resp.status, 200, resp.body)
+            self.assertEqual(sorted(j["job_id"] for j in resp.body["jobs"]), [a, b], version)
+            self.assertEqual(resp.body["errors"], [], version)
+            union = self.db_job(version, a).body["jobs"] + self.db_job(version, b).body["jobs"]
+            self.assertEqual(sorted(j["job_id"] for j in resp.body["jobs"]),
+                             sorted(j["job_id"] for j in union), version)
+            self.assertEqual(resp.body["jobs"], sorted(union, key=lambda j: j["job_id"]))
+            state = {j["job_id"]: j["state"]["current"] for j in resp.body["jobs"]}
+            self.assertIn("RUNNING", state[a], version)
+            resp = self.db_jobs(version, {"step": self.step_query(version, [a, b]),
+                                          "job_name": "b"})
+            self.assertEqual([j["job_id"] for j in resp.body["jobs"]], [b], version)
+
+    def test_accounting_step_filter_array_id_gives_every_task(self):
+        aid = self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n", array="0-2")
+        self.clock.advance(5)
+        for version in ("v0.0.38", "v0.0.40", "v0.0.42"):
+            n = int(version[-2:])
+            task = (lambda j: j["array"]["task_id"]) if n <= 39 else (
+                lambda j: j["array"]["task_id"]["number"])
+            jobs = self.db_jobs(version, {"step": str(aid)}).body["jobs"]
+            self.assertEqual(sorted((j["array"]["job_id"], task(j)) for j in jobs),
+                             [(aid, 0), (aid, 1), (aid, 2)], version)
+            self.assertEqual(sorted(j["job_id"] for j in jobs),
+                             sorted(j["job_id"] for j in self.db_job(version, aid).body["jobs"]))
+            # A task's own id next to the array's: each record once.
+            other = next(j["job_id"] for j in jobs if j["job_id"] != aid)
+            again = self.db_jobs(version,
+                                 {"step": self.step_query(version, [other, aid])}).body["jobs"]
+            self.assertEqual(sorted(j["job_id"] for j in again),
+                             sorted(j["job_id"] for j in jobs), version)
+
+    def test_accounting_step_filter_searches_from_epoch_without_start_time(self):
+        # slurmdb_job_cond_def_start_end(): with a step list and no state, usage_start is 0.
+        old_tz = os.environ.get("TZ")
+        os.environ["TZ"] = "UTC"
+        time.tzset()
+        self.addCleanup(lambda: (os.environ.pop("TZ") if old_tz is None else
+                                 os.environ.__setitem__("TZ", old_tz), time.tzset()))
+        jid = self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n", name="yday")
+        self.clock.advance(10 + 2 * 3600)  # ended before midnight (UTC), now past it
+        for v in ("v0.0.38", "v0.0.40", "v0.0.42"):
+            ids = [j["job_id"] for j in self.db_jobs(v, {"job_name": "yday"}).body["jobs"]]
+            self.assertEqual(ids, [], v)
+            ids = [j["job_id"] for j in self.db_jobs(v, {"step": str(jid)}).body["jobs"]]
+            self.assertEqual(ids, [jid], v)
+            # A given start_time still bounds it.
+            ids = [j["job_id"] for j in self.db_jobs(v, {"step": str(jid),
+                                                          "start_time": "now-1hours"}).body["jobs"]]
+            self.assertEqual(ids, [], v)
+
+    def test_accounting_step_filter_rejects_an_unparsable_id(self):
+        jid = self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n")
+        self.clock.advance(5)
+        for bad in ("abc", "%d,x" % jid, "", ",", "-1", "%d_1" % jid):
+            for version in ("v0.0.38", "v0.0.39", "v0.0.40", "v0.0.42"):
+                resp = self.db_jobs(version, {"step": bad})
+                self.assertEqual(resp.status, 500, (bad, version))
+                self.assertEqual(resp.body["jobs"], [])
+                err = resp.body["errors"][0]
+                self.assertEqual(err["error_number"], 9000, (bad, version))
+                if version in ("v0.0.38", "v0.0.39"):
+                    self.assertEqual((err["description"], err["source"]),
+                                     ("Unable to parse job/step format", "step"))
+                else:
+                    self.assertEqual((err["description"], err["source"]),
+                                     ("Rejecting request. Failure parsing query parameters",
+                                      "_op_handler_jobs"))
+
+    def test_accounting_step_filter_csv_only_up_to_v0039(self):
+        a = self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n")
+        b = self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n")
+        self.clock.advance(5)
+        csv = "%d,%d" % (a, b)
+        self.assertEqual(self.db_jobs("v0.0.39", {"step": csv}).status, 200)
+        for version in ("v0.0.40", "v0.0.42"):
+            resp = self.db_jobs(version, {"step": csv})
+            self.assertEqual(resp.status, 500, version)
+            self.assertEqual(resp.body["errors"][0]["source"], "_op_handler_jobs")
+
+    def test_rest_query_parsing_as_slurmrestd(self):
+        parse = slurm_sim.parse_rest_query
+        # A raw ',' (or any reserved character) fails the whole request.
+        for text in ("step=1,2", "job_name=a b", "x=(1)"):
+            resp = parse(text, 38)
+            self.assertIsInstance(resp, slurm_sim.SlurmResponse, text)
+            self.assertEqual((resp.status, resp.text), (400, "Unable to parse query."))
+        self.assertEqual(parse("step=1%2C2&start_time=uts5", 38),
+                         {"step": "1,2", "start_time": "uts5"})
+        self.assertEqual(parse("job_name=a+b%21", 42), {"job_name": "a b!"})
+        # A repeated key: 22.05/23.02 keep the last value, 23.11+ a list.
+        self.assertEqual(parse("step=1&step=2", 39), {"step": "2"})
+        self.assertEqual(parse("step=1&step=2&step=3", 40), {"step": ["1", "2", "3"]})
+        self.assertEqual(parse("", 42), {})
+
+    def test_accounting_step_filter_nothing_found(self):
+        jid = self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n")
+        # Not in accounting yet (accounting_delay), then an id nobody has.
+        for step in (str(jid), "%d" % (jid + 1000)):
+            for version in ("v0.0.38", "v0.0.40", "v0.0.42"):
+                resp = self.db_jobs(version, {"step": step})
+                self.assertEqual((resp.status, resp.body["jobs"]), (200, []), (step, version))
+                nothing = self.db_job(version, jid + 1000).body
+                for key in ("errors", "warnings"):
+                    self.assertEqual(resp.body.get(key), nothing.get(key), (key, version))
+                if version == "v0.0.38":
+                    self.assertEqual(resp.body["errors"][0]["error_number"], 9003)
+                else:
+                    self.assertIn("found nothing", resp.body["warnings"][0]["description"])
+            self.clock.advance(5)
+
     def test_update_body_shape_per_release(self):
         def comment(version, jid):
             return self.get(version, jid).body["jobs"][0]["comment"]
