@@ -184,6 +184,10 @@ ABSL_FLAG(bool, orphan_sweep, true,
 ABSL_FLAG(double, orphan_sweep_interval_seconds, 60.0,
           "How often a cluster's job list is swept for orphans (a job is cancelled when two "
           "sweeps in a row find it orphaned).");
+ABSL_FLAG(int, accounting_batch, 100,
+          "Jobs whose end a cluster's job list first shows are looked up in accounting "
+          "(slurmdbd) this many per call (GET /slurmdb/<v>/jobs?step=<ids>), for their usage, "
+          "instead of one GET per job; 0 = one GET per job.");
 ABSL_FLAG(std::string, installation_id, "",
           "This installation's id, carried in every Slurm job's tag so that installations "
           "sharing a Slurm cluster never touch each other's jobs (default: the UID of Namespace "
@@ -388,6 +392,7 @@ slurmop::reconcile::ManagerOptions ManagerOptionsFromFlags() {
   options.executor.decide.submit_settle = Seconds(absl::GetFlag(FLAGS_submit_settle_seconds));
   options.tracker.sweep = absl::GetFlag(FLAGS_orphan_sweep);
   options.tracker.sweep_interval = Seconds(absl::GetFlag(FLAGS_orphan_sweep_interval_seconds));
+  options.tracker.accounting_batch = std::max(0, absl::GetFlag(FLAGS_accounting_batch));
   options.executor.access.allow_operator_identity_for_namespaced_clusters =
       absl::GetFlag(FLAGS_allow_operator_identity_for_namespaced_clusters);
   options.executor.access.operator_namespace = OperatorNamespace();

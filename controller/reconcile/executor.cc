@@ -601,29 +601,33 @@ class Executor::Attempt {
   }
 
   // The live queue's answer: the cluster's shared list when batched (a
-  // nullopt job: not in the live queue), else a GET of the job.
-  absl::StatusOr<std::optional<slurm::JobInfo>> LookLive(const Slurm& s, const Decision& d,
-                                                         Time now) {
+  // nullopt job: not in the live queue; with the tracker's batched
+  // accounting of a job that ended), else a GET of the job.
+  absl::StatusOr<JobTracker::Answer> LookLive(const Slurm& s, const Decision& d, Time now) {
     if (ex_.tracker_ && s.creds.ok()) {
       ClusterEndpoint endpoint{cluster_.key, d.api_version, s.where, *s.creds};
       ex_.tracker_->Track(endpoint, d.job_id, key_, QueryPoll(d, ex_.options_.decide));
-      absl::StatusOr<JobTracker::Answer> a =
-          ex_.tracker_->Get(endpoint, d.job_id, now - d.max_age, key_);
-      if (!a.ok()) return a.status();
-      return a->job;
+      return ex_.tracker_->Get(endpoint, d.job_id, now - d.max_age, key_);
     }
     absl::StatusOr<agentplatform::SlurmResponse> r =
         Call(s, agentplatform::HttpMethod::kGet, (*s.dialect)->JobPath(d.job_id), nullptr);
     if (!r.ok()) return r.status();
     absl::StatusOr<slurm::JobLookup> live = (*s.dialect)->ParseJob(r->status, r->body, d.job_id);
     if (!live.ok()) return live.status();
-    return live->job;
+    return JobTracker::Answer{std::move(live->job), std::nullopt};
   }
 
   // The allocation of a job the live queue shows final, from its accounting record when that
-  // already shows the job final too (slurmdbd learns it asynchronously); else nothing: the
-  // status then records the run's end without usage.
-  void AddAccountedAllocation(const Slurm& s, int64_t job_id, slurm::JobInfo* job) {
+  // already shows the job final too (slurmdbd learns it asynchronously): the tracker's batched
+  // look when it made one, else a GET of the record; else nothing: the status then records the
+  // run's end without usage (and looks again later: stage kAwaitingUsage).
+  void AddAccountedAllocation(const Slurm& s, int64_t job_id,
+                              const std::optional<AccountingLook>& batched, slurm::JobInfo* job) {
+    if (batched) {
+      job->allocation = batched->allocation;
+      job->account = batched->account;
+      return;
+    }
     absl::StatusOr<agentplatform::SlurmResponse> r =
         Call(s, agentplatform::HttpMethod::kGet, (*s.dialect)->DbJobPath(job_id), nullptr);
     if (!r.ok()) return;
@@ -640,14 +644,14 @@ class Executor::Attempt {
     out_.query = [&]() -> absl::StatusOr<SlurmView> {
       if (!s.dialect.ok()) return s.dialect.status();
       if (d.accounting_only) return LookInAccounting(s, d.job_id);
-      absl::StatusOr<std::optional<slurm::JobInfo>> live = LookLive(s, d, now);
+      absl::StatusOr<JobTracker::Answer> live = LookLive(s, d, now);
       if (!live.ok()) return live.status();
-      if (*live) {
+      if (live->job) {
         // A run that just ended: its usage comes from accounting (job_usage.h).
-        if ((*live)->IsFinal() && !UsageRecorded(facts_.status, CurrentRun(facts_.status))) {
-          AddAccountedAllocation(s, d.job_id, &**live);
+        if (live->job->IsFinal() && !UsageRecorded(facts_.status, CurrentRun(facts_.status))) {
+          AddAccountedAllocation(s, d.job_id, live->accounting, &*live->job);
         }
-        return SlurmView{*live, false};
+        return SlurmView{std::move(live->job), false};
       }
       return LookInAccounting(s, d.job_id);
     }();

@@ -44,6 +44,7 @@ void JobTracker::SetEndpoint(Cluster& c, const ClusterEndpoint& e) {
     c.last_update_confirmed = false;
     c.unchanged_lists = 0;
     c.orphan_candidates.clear();
+    c.accounted.clear();
     c.endpoint_changes += 1;
   }
   if (!SameCluster(c.endpoint, e) || c.endpoint.credentials != e.credentials) {
@@ -67,7 +68,10 @@ std::optional<Duration> JobTracker::IntervalLocked(const Cluster& c, Time now) c
 }
 
 void JobTracker::SetTracked(Cluster& c, int64_t job_id, TrackedJob entry) {
+  // Re-tracking (every reconcile's query does) keeps the accounting look.
+  std::optional<AccountingLook> look = AccountedLocked(c, job_id);
   EraseTracked(c, job_id);
+  if (look) c.accounted.emplace(job_id, *std::move(look));
   c.tracked_polls.insert(entry.poll);
   c.tracked_since.insert(entry.since);
   c.tracked.emplace(job_id, std::move(entry));
@@ -79,6 +83,13 @@ void JobTracker::EraseTracked(Cluster& c, int64_t job_id) {
   c.tracked_polls.erase(c.tracked_polls.find(it->second.poll));
   c.tracked_since.erase(c.tracked_since.find(it->second.since));
   c.tracked.erase(it);
+  c.accounted.erase(job_id);
+}
+
+std::optional<AccountingLook> JobTracker::AccountedLocked(const Cluster& c, int64_t job_id) {
+  auto it = c.accounted.find(job_id);
+  if (it == c.accounted.end()) return std::nullopt;
+  return it->second;
 }
 
 JobTracker::JobTracker(Caller caller, const Clock& clock, Notify notify, KnownUid known_uid,
@@ -261,7 +272,9 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
       // worker's job). One that does not show it may predate the job: its
       // absence counts only in a list sent after the tracking began.
       if (c.fetched_at && *c.fetched_at >= not_before) {
-        if (std::optional<slurm::JobInfo> job = c.jobs.Find(job_id)) return Answer{std::move(job)};
+        if (std::optional<slurm::JobInfo> job = c.jobs.Find(job_id)) {
+          return Answer{std::move(job), AccountedLocked(c, job_id)};
+        }
       }
       not_before = std::max(not_before, k->second.since);
     }
@@ -270,6 +283,7 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
   const Cluster& c = clusters_[cluster.key];
   Answer a;
   a.job = c.jobs.Find(job_id);
+  if (a.job) a.accounting = AccountedLocked(c, job_id);
   return a;
 }
 
@@ -396,6 +410,38 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, 
   return std::vector<std::string>(changed.begin(), changed.end());
 }
 
+std::vector<std::string> JobTracker::RecordListLocked(Cluster& c,
+                                                      absl::StatusOr<slurm::JobList>& list,
+                                                      Time started, bool full) {
+  std::vector<std::string> changed;
+  if (!list.ok()) {
+    c.last_error = list.status();
+    std::optional<Duration> server_delay;
+    if (auto d = agentplatform::RetryDelay(list.status())) server_delay = *d;
+    if (agentplatform::HeldBackByBudget(list.status())) {
+      // Not sent (the project's budget had no room): no failure of the
+      // cluster, so no growing backoff; the list is due when the budget says.
+      c.retry_at = started + server_delay.value_or(options_.pace.failure_base);
+    } else {
+      c.failures += 1;
+      c.retry_at = started + ListFailureBackoff(list.status().code(), c.failures, server_delay,
+                                                options_.pace);
+    }
+    return changed;
+  }
+  c.last_error.reset();
+  c.retry_at.reset();
+  c.failures = 0;
+  c.fetched_at = started;
+  if (!list->unchanged) {
+    if (full) c.last_full = started;
+    NoteLastUpdate(c, *list, full, started);
+    changed = ApplyList(c, std::move(*list), started);
+  }
+  c.unchanged_lists = changed.empty() ? c.unchanged_lists + 1 : 0;
+  return changed;
+}
+
 absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key) {
   Cluster& c = clusters_[key];
   const ClusterEndpoint endpoint = c.endpoint;
@@ -414,8 +460,14 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   if (list.ok() && list->jobs.size() >= 256) malloc_trim(0);
 
   lock.lock();
+  // Jobs the list shows ended are looked up in accounting before the list
+  // is applied: a Get() either sees the job not ended yet, or ended with
+  // that look (see the header).
+  if (list.ok() && !list->unchanged && clusters_[key].endpoint_changes == endpoint_changes) {
+    std::vector<int64_t> ended = NewlyEndedLocked(clusters_[key], *list);
+    if (!ended.empty()) AccountEndsLocked(lock, key, std::move(ended), endpoint_changes);
+  }
   Cluster& after = clusters_[key];
-  std::vector<std::string> changed;
   if (after.endpoint_changes != endpoint_changes) {
     // Listed the cluster the key pointed at before: it says nothing of the
     // one it points at now, which is listed next (a Get() waiting sees this
@@ -425,35 +477,12 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
     fetched_.notify_all();
     return list.status();
   }
-  if (!list.ok()) {
-    after.last_error = list.status();
-    std::optional<Duration> server_delay;
-    if (auto d = agentplatform::RetryDelay(list.status())) server_delay = *d;
-    if (agentplatform::HeldBackByBudget(list.status())) {
-      // Not sent (the project's budget had no room): no failure of the
-      // cluster, so no growing backoff; the list is due when the budget says.
-      after.retry_at = started + server_delay.value_or(options_.pace.failure_base);
-    } else {
-      after.failures += 1;
-      after.retry_at = started + ListFailureBackoff(list.status().code(), after.failures,
-                                                    server_delay, options_.pace);
-    }
-  } else {
-    after.last_error.reset();
-    after.retry_at.reset();
-    after.failures = 0;
-    after.fetched_at = started;
-    if (!list->unchanged) {
-      if (full) after.last_full = started;
-      NoteLastUpdate(after, *list, full, started);
-      changed = ApplyList(after, std::move(*list), started);
-    }
-    after.unchanged_lists = changed.empty() ? after.unchanged_lists + 1 : 0;
-    if (options_.sweep && known_uid_ &&
-        (!after.last_sweep || started - *after.last_sweep >= options_.sweep_interval)) {
-      after.last_sweep = started;
-      SweepLocked(lock, clusters_[key], started);
-    }
+  std::vector<std::string> changed = RecordListLocked(after, list, started, full);
+  // (`after` stays valid: a cluster being fetched is never dropped.)
+  if (list.ok() && options_.sweep && known_uid_ &&
+      (!after.last_sweep || started - *after.last_sweep >= options_.sweep_interval)) {
+    after.last_sweep = started;
+    SweepLocked(lock, after, started);
   }
   // The fetch ends only now, after its sweep (which drops mu_ while it
   // cancels): a Get() waiting for it answers once nothing of it runs any
@@ -476,6 +505,62 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
     lock.lock();
   }
   return list.status();
+}
+
+std::vector<int64_t> JobTracker::NewlyEndedLocked(const Cluster& c, const slurm::JobList& list) {
+  std::vector<int64_t> ended;
+  for (const slurm::JobInfo& j : list.jobs) {
+    if (!j.IsFinal() || !c.tracked.contains(j.job_id) || c.accounted.contains(j.job_id)) continue;
+    std::optional<slurm::JobInfo> before = c.jobs.Find(j.job_id);
+    if (!before || !before->IsFinal()) ended.push_back(j.job_id);
+  }
+  return ended;
+}
+
+void JobTracker::AccountEndsLocked(std::unique_lock<std::mutex>& lock, const std::string& key,
+                                   std::vector<int64_t> ended, uint64_t endpoint_changes) {
+  if (options_.accounting_batch <= 0) return;
+  const ClusterEndpoint endpoint = clusters_[key].endpoint;
+  std::map<int64_t, AccountingLook> found;
+  lock.unlock();
+  std::sort(ended.begin(), ended.end());
+  const size_t batch = static_cast<size_t>(options_.accounting_batch);
+  for (size_t i = 0; i < ended.size(); i += batch) {
+    const std::vector<int64_t> ids(ended.begin() + i,
+                                   ended.begin() + std::min(ended.size(), i + batch));
+    absl::StatusOr<std::map<int64_t, AccountingLook>> looks = LookUpEnds(endpoint, ids);
+    // A failed batch leaves its jobs to the executor's own lookup.
+    if (looks.ok()) found.merge(*looks);
+  }
+  lock.lock();
+  Cluster& c = clusters_[key];
+  if (c.endpoint_changes != endpoint_changes) return;  // another cluster's job ids
+  for (auto& [id, look] : found) {
+    if (c.tracked.contains(id)) c.accounted.insert_or_assign(id, std::move(look));
+  }
+}
+
+absl::StatusOr<std::map<int64_t, AccountingLook>> JobTracker::LookUpEnds(
+    const ClusterEndpoint& endpoint, const std::vector<int64_t>& ids) {
+  absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(endpoint.api_version);
+  if (!dialect.ok()) return dialect.status();
+  accounting_calls_.fetch_add(1);
+  absl::StatusOr<agentplatform::SlurmResponse> r =
+      caller_(endpoint, agentplatform::HttpMethod::kGet, (*dialect)->DbJobsByIdPath(ids), {});
+  if (!r.ok()) return r.status();
+  absl::StatusOr<slurm::DbRecordsById> records =
+      (*dialect)->ParseDbJobsById(r->status, r->body, ids);
+  if (!records.ok()) return records.status();
+  std::map<int64_t, AccountingLook> looks;
+  for (int64_t id : ids) {
+    AccountingLook& look = looks[id];
+    auto it = records->jobs.find(id);
+    // As the executor's own lookup: only a record that shows the end counts.
+    if (it == records->jobs.end() || !it->second.IsFinal() || !it->second.allocation) continue;
+    look.allocation = std::move(it->second.allocation);
+    look.account = std::move(it->second.account);
+  }
+  return looks;
 }
 
 void JobTracker::ReleaseSnapshot(Cluster& c) {

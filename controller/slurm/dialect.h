@@ -63,6 +63,16 @@ class Dialect {
   virtual std::string DbJobsPath(std::string_view job_name, int64_t start_time) const = 0;
   virtual std::string CancelPath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42 (DELETE)
   virtual std::string DbJobPath(int64_t job_id) const = 0;   // /slurmdb/v0.0.42/job/42
+  // The accounting records of several jobs in one call, ids in the given
+  // order: /slurmdb/v0.0.38/jobs?step=42%2C43 (dbv0.0.38/39), else
+  // /slurmdb/v0.0.42/jobs?step=42&step=43 (wire_format.h SlurmdbIdList).
+  // `step` is the job id list that GET .../job/{id} fills with its one id
+  // (job_cond's step_list; with it slurmdbd looks from epoch 0, not
+  // midnight: slurmdb_job_cond_def_start_end), so the answer is the union of
+  // those GETs' (SchedMD/slurm src/plugins/openapi/dbv0.0.38/jobs.c @
+  // slurm-22-05-8-1; data_parser/v0.0.42/parsers.c JOB_CONDITION "step" @
+  // slurm-24-11-6-1).
+  virtual std::string DbJobsByIdPath(const std::vector<int64_t>& job_ids) const = 0;
   virtual std::string PingPath() const = 0;                  // /slurm/v0.0.42/ping/
   virtual std::string UpdatePath(int64_t job_id) const = 0;  // /slurm/v0.0.42/job/42 (POST)
 
@@ -126,6 +136,10 @@ class Dialect {
   // empty / 404 -> job == nullopt.
   virtual absl::StatusOr<JobLookup> ParseDbJob(int http_status, const nlohmann::json& body,
                                                int64_t job_id) const = 0;
+  // A DbJobsByIdPath answer -> each job's record, picked as ParseDbJob picks
+  // it; a job of `job_ids` without a record of its own is absent.
+  virtual absl::StatusOr<DbRecordsById> ParseDbJobsById(
+      int http_status, const nlohmann::json& body, const std::vector<int64_t>& job_ids) const = 0;
   // 2017 (404, 500 or inside a 200 status[]) -> unknown_job; 2021 or a
   // message containing "already" -> already_finished.
   // 2017 (any status) -> unknown_job; 2084 "Job has already finished" ->

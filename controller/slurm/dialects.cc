@@ -20,11 +20,12 @@ namespace {
 const std::vector<RestDialect>& Dialects() {
   static const auto* const kDialects = new std::vector<RestDialect>{{
       // Slurm 22.05: sbatch-option submit, dbv0.0.38 exit-code bug.
-      RestDialect({"v0.0.38", SubmitFormat::kSbatchOptions, SlurmdbExitCodes::kUnreliable}),
+      RestDialect({"v0.0.38", SubmitFormat::kSbatchOptions, SlurmdbExitCodes::kUnreliable,
+                   UpdateFormat::kBare, SlurmdbIdList::kCommaSeparated}),
       // Slurm 23.02: first data_parser version; slurmdb exit codes still buggy.
       // Updates sent bare and as {"job": {...}} (wire_format.h UpdateFormat).
       RestDialect({"v0.0.39", SubmitFormat::kJobDescMsg, SlurmdbExitCodes::kUnreliable,
-                   UpdateFormat::kBareAndWrapped}),
+                   UpdateFormat::kBareAndWrapped, SlurmdbIdList::kCommaSeparated}),
       // Slurm 23.11 onwards: the v0.0.40+ family.
       RestDialect({"v0.0.40", SubmitFormat::kJobDescMsg, SlurmdbExitCodes::kReliable}),
       RestDialect({"v0.0.41", SubmitFormat::kJobDescMsg, SlurmdbExitCodes::kReliable}),

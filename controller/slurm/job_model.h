@@ -191,6 +191,12 @@ struct JobList {
   std::optional<int64_t> last_update;
 };
 
+// Accounting records by job id, from one query of several jobs.
+struct DbRecordsById {
+  std::map<int64_t, JobInfo> jobs;
+  std::vector<SlurmMessage> warnings;
+};
+
 // A change to a queued job (POST /slurm/vX/job/{id}); unset fields are not sent.
 struct JobUpdate {
   std::optional<std::string> comment;

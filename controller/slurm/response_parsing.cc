@@ -167,6 +167,38 @@ absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body,
   return list;
 }
 
+namespace {
+
+// Of the records that `keep`, the latest submission; on a tie, the later record.
+template <typename Keep>
+std::optional<JobInfo> LatestSubmission(const std::vector<JobInfo>& records, Keep keep) {
+  const JobInfo* latest = nullptr;
+  for (const JobInfo& info : records) {
+    if (!keep(info)) continue;
+    if (latest == nullptr ||
+        info.submit_time.value_or(Time()) >= latest->submit_time.value_or(Time())) {
+      latest = &info;
+    }
+  }
+  if (latest == nullptr) return std::nullopt;
+  return *latest;
+}
+
+// What accounting says of job `job_id` among `records` (decoded, not
+// folded): an array's tasks folded into its one record (array_folding.h);
+// else, of the records of this job id (requeues give several), the latest
+// submission; nullopt when no record is this job's.
+std::optional<JobInfo> PickDbRecord(const std::vector<JobInfo>& records, int64_t job_id) {
+  std::vector<JobInfo> tasks;
+  for (const JobInfo& info : records) {
+    if (info.array_job_id == job_id) tasks.push_back(info);
+  }
+  if (!tasks.empty()) return FoldArrayRecords(std::move(tasks)).front();
+  return LatestSubmission(records, [job_id](const JobInfo& info) { return info.job_id == job_id; });
+}
+
+}  // namespace
+
 absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const json& body, int64_t job_id,
                                                   SlurmdbExitCodes exit_codes) {
   Messages m = ReadMessages(body);
@@ -193,46 +225,31 @@ absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const json& b
   if (jobs == nullptr) return MalformedResponse("slurmdb job query answered without a jobs array");
   if (!has_jobs) return JobLookup{std::nullopt, Surfaced(std::move(m))};
 
-  // An array job's tasks are records of their own: fold them into the
-  // array's one record (array_folding.h).
-  {
-    std::vector<JobInfo> tasks;
-    for (const json& record : *jobs) {
-      absl::StatusOr<JobInfo> info = DecodeSlurmdbJob(record, exit_codes);
-      if (!info.ok()) return info.status();
-      if (info->array_job_id == job_id) tasks.push_back(*std::move(info));
-    }
-    if (!tasks.empty()) {
-      std::vector<JobInfo> folded = FoldArrayRecords(std::move(tasks));
-      return JobLookup{std::move(folded.front()), Surfaced(std::move(m))};
-    }
-  }
-  // Requeues and het components give several records: keep those of this
-  // job id (all of them if none matches) and take the latest submission;
-  // on a tie, the later record.
-  bool any_matches = false;
-  for (const json& record : *jobs) any_matches |= IntegerMember(record, "job_id") == job_id;
-  std::optional<JobInfo> latest;
+  std::vector<JobInfo> records;
+  records.reserve(jobs->size());
   for (const json& record : *jobs) {
-    if (any_matches && IntegerMember(record, "job_id") != job_id) continue;
     absl::StatusOr<JobInfo> info = DecodeSlurmdbJob(record, exit_codes);
     if (!info.ok()) return info.status();
-    if (!latest.has_value() ||
-        info->submit_time.value_or(Time()) >= latest->submit_time.value_or(Time())) {
-      latest = *std::move(info);
-    }
+    records.push_back(*std::move(info));
   }
-  return JobLookup{std::move(latest), Surfaced(std::move(m))};
+  std::optional<JobInfo> picked = PickDbRecord(records, job_id);
+  if (!picked) picked = LatestSubmission(records, [](const JobInfo&) { return true; });
+  return JobLookup{std::move(picked), Surfaced(std::move(m))};
 }
 
-absl::StatusOr<JobList> ParseSlurmdbJobsResponse(int http_status, const json& body,
-                                                 SlurmdbExitCodes exit_codes) {
-  Messages m = ReadMessages(body);
+namespace {
+
+// Every record of a /slurmdb/.../jobs answer, decoded and not folded
+// ("nothing found" -> none); `m` keeps the messages to surface.
+absl::StatusOr<std::vector<JobInfo>> DecodeDbRecords(int http_status, const json& body,
+                                                     SlurmdbExitCodes exit_codes, Messages& m) {
+  m = ReadMessages(body);
   if (IsUnknownPath(http_status, body)) return RejectionStatus(http_status, body, m.errors);
-  JobList out;
+  std::vector<JobInfo> records;
   if (http_status == 404 || ContainsErrorNumber(m.errors, kErrorNothingFound) ||
       ContainsText(m.warnings, "found nothing") || ContainsText(m.warnings, "nothing found")) {
-    return out;
+    m = Messages{};  // they are the answer itself
+    return records;
   }
   const json* jobs = JobsArray(body);
   const bool has_jobs = jobs != nullptr && !jobs->empty();
@@ -240,12 +257,40 @@ absl::StatusOr<JobList> ParseSlurmdbJobsResponse(int http_status, const json& bo
     return RejectionStatus(http_status, body, m.errors);
   }
   if (jobs == nullptr) return MalformedResponse("slurmdb jobs query answered without a jobs array");
+  records.reserve(jobs->size());
   for (const json& record : *jobs) {
     absl::StatusOr<JobInfo> info = DecodeSlurmdbJob(record, exit_codes);
     if (!info.ok()) return info.status();
-    out.jobs.push_back(*std::move(info));
+    records.push_back(*std::move(info));
   }
-  out.jobs = FoldArrayRecords(std::move(out.jobs));
+  return records;
+}
+
+}  // namespace
+
+absl::StatusOr<JobList> ParseSlurmdbJobsResponse(int http_status, const json& body,
+                                                 SlurmdbExitCodes exit_codes) {
+  Messages m;
+  absl::StatusOr<std::vector<JobInfo>> records = DecodeDbRecords(http_status, body, exit_codes, m);
+  if (!records.ok()) return records.status();
+  JobList out;
+  out.jobs = FoldArrayRecords(*std::move(records));
+  out.warnings = Surfaced(std::move(m));
+  return out;
+}
+
+absl::StatusOr<DbRecordsById> ParseSlurmdbJobsByIdResponse(int http_status, const json& body,
+                                                           const std::vector<int64_t>& job_ids,
+                                                           SlurmdbExitCodes exit_codes) {
+  Messages m;
+  absl::StatusOr<std::vector<JobInfo>> records = DecodeDbRecords(http_status, body, exit_codes, m);
+  if (!records.ok()) return records.status();
+  DbRecordsById out;
+  for (int64_t id : job_ids) {
+    if (std::optional<JobInfo> picked = PickDbRecord(*records, id)) {
+      out.jobs.emplace(id, *std::move(picked));
+    }
+  }
   out.warnings = Surfaced(std::move(m));
   return out;
 }

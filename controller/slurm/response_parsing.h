@@ -38,6 +38,15 @@ absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const nlohman
 absl::StatusOr<JobList> ParseSlurmdbJobsResponse(int http_status, const nlohmann::json& body,
                                                  SlurmdbExitCodes exit_codes);
 
+// The accounting records of the jobs `job_ids` from one /slurmdb/.../jobs?step=
+// answer, each picked as ParseSlurmdbJobResponse picks that job's (an array's
+// tasks folded; else the latest submission of the records of its job id); a
+// job without a record of its own id is absent ("nothing found" -> none).
+absl::StatusOr<DbRecordsById> ParseSlurmdbJobsByIdResponse(int http_status,
+                                                           const nlohmann::json& body,
+                                                           const std::vector<int64_t>& job_ids,
+                                                           SlurmdbExitCodes exit_codes);
+
 absl::StatusOr<UpdateResponse> ParseUpdateResponse(int http_status, const nlohmann::json& body);
 absl::StatusOr<CancelResponse> ParseCancelResponse(int http_status, const nlohmann::json& body,
                                                    int64_t job_id);

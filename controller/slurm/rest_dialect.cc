@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/slurm/job_record_decoding.h"
 #include "controller/slurm/response_parsing.h"
 #include "controller/slurm/submit_rendering.h"
@@ -67,6 +68,13 @@ std::string RestDialect::CancelPath(int64_t job_id) const { return JobPath(job_i
 
 std::string RestDialect::DbJobPath(int64_t job_id) const {
   return absl::StrCat("/slurmdb/", ToAbsl(format_.version), "/job/", job_id);
+}
+
+std::string RestDialect::DbJobsByIdPath(const std::vector<int64_t>& job_ids) const {
+  const char* const separator =
+      format_.slurmdb_id_list == SlurmdbIdList::kCommaSeparated ? "%2C" : "&step=";
+  return absl::StrCat("/slurmdb/", ToAbsl(format_.version),
+                      "/jobs?step=", absl::StrJoin(job_ids, separator));
 }
 
 std::string RestDialect::PingPath() const {
@@ -138,6 +146,13 @@ absl::StatusOr<JobLookup> RestDialect::ParseDbJob(int http_status, const nlohman
                                                   int64_t job_id) const {
   return Fenced("reading the slurmdb job response", [&] {
     return ParseSlurmdbJobResponse(http_status, body, job_id, format_.slurmdb_exit_codes);
+  });
+}
+
+absl::StatusOr<DbRecordsById> RestDialect::ParseDbJobsById(
+    int http_status, const nlohmann::json& body, const std::vector<int64_t>& job_ids) const {
+  return Fenced("reading the slurmdb jobs response", [&] {
+    return ParseSlurmdbJobsByIdResponse(http_status, body, job_ids, format_.slurmdb_exit_codes);
   });
 }
 

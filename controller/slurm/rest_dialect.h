@@ -27,6 +27,7 @@ class RestDialect final : public Dialect {
   std::string DbJobsPath(std::string_view job_name, int64_t start_time) const override;
   std::string CancelPath(int64_t job_id) const override;
   std::string DbJobPath(int64_t job_id) const override;
+  std::string DbJobsByIdPath(const std::vector<int64_t>& job_ids) const override;
   std::string PingPath() const override;
   std::string UpdatePath(int64_t job_id) const override;
   absl::StatusOr<nlohmann::json> RenderUpdate(const JobUpdate& update) const override;
@@ -45,6 +46,8 @@ class RestDialect final : public Dialect {
   absl::StatusOr<JobList> ParseDbJobs(int http_status, const nlohmann::json& body) const override;
   absl::StatusOr<JobLookup> ParseDbJob(int http_status, const nlohmann::json& body,
                                        int64_t job_id) const override;
+  absl::StatusOr<DbRecordsById> ParseDbJobsById(int http_status, const nlohmann::json& body,
+                                                const std::vector<int64_t>& job_ids) const override;
   absl::StatusOr<CancelResponse> ParseCancel(int http_status, const nlohmann::json& body,
                                              int64_t job_id) const override;
 

@@ -53,11 +53,26 @@ enum class UpdateFormat {
   kBareAndWrapped,
 };
 
+// How several job ids are given to the `step` filter of /slurmdb/.../jobs.
+// slurmrestd's url-encoded query parser refuses a raw ',' ("Unable to parse
+// query.", serializer_url_encoded.c), so a comma is sent as %2C.
+enum class SlurmdbIdList {
+  // dbv0.0.38/39 (hand-written openapi/dbv0.0.3x jobs.c): one value, which
+  // slurm_addto_step_list() splits on commas (a repeated key would keep only
+  // the last value on 22.05 and 23.02).
+  kCommaSeparated,
+  // v0.0.40+ (data_parser SELECTED_STEP_LIST): one id per value ("5,7" fails
+  // unfmt_job_id_string), several as a repeated key, which 23.11+'s parser
+  // makes a list (_on_key).
+  kRepeatedKey,
+};
+
 struct WireFormat {
   std::string_view version;  // "v0.0.42"
   SubmitFormat submit;
   SlurmdbExitCodes slurmdb_exit_codes;
   UpdateFormat update = UpdateFormat::kBare;
+  SlurmdbIdList slurmdb_id_list = SlurmdbIdList::kRepeatedKey;
 };
 
 }  // namespace slurmop::slurm

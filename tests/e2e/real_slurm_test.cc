@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -37,6 +38,7 @@
 #include <thread>
 
 #include "controller/http/cpprest_transport.h"
+#include "controller/slurm/dialects.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -451,6 +453,34 @@ class RealSlurm : public ::testing::Test {
     return out;
   }
 
+  // Calls the operator made through callSlurmRestApi to a Slurm path starting with `prefix`.
+  static std::vector<nlohmann::json> CallsStartingWith(const std::string& prefix) {
+    std::vector<nlohmann::json> out;
+    nlohmann::json calls = Admin("/__admin/calls");
+    if (!calls.is_object() || !calls.contains("recent")) return out;
+    for (const auto& c : calls["recent"]) {
+      if (c.value("path", "").rfind(prefix, 0) == 0) out.push_back(c);
+    }
+    return out;
+  }
+
+  // A GET straight to slurmrestd (no Agent Platform), as the stand-in forwards one.
+  static http::Response SlurmRestGet(const std::string& path_and_query) {
+    static auto transport = http::CpprestTransport::Create({});
+    std::string token = ReadFile(SlurmEnv("SLURM_JWT_FILE"));
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
+      token.pop_back();
+    if (token.rfind("SLURM_JWT=", 0) == 0) token = token.substr(10);
+    http::Request req;
+    req.url = SlurmEnv("SLURMRESTD_URL") + path_and_query;
+    req.headers = {{"Accept", "application/json"},
+                   {"X-SLURM-USER-NAME", SlurmEnv("SLURM_USER")},
+                   {"X-SLURM-USER-TOKEN", token}};
+    absl::StatusOr<http::Response> r = (*transport)->Send(req);
+    if (!r.ok()) return http::Response{0, {}, std::string(r.status().message())};
+    return *r;
+  }
+
   static CommandResult ApplyJob(const std::string& name, const std::string& script_body,
                                 const std::string& extra_spec = "") {
     std::string yaml =
@@ -633,6 +663,49 @@ TEST_F(RealSlurm, UsageIsWhatSacctSaysTheRunWasAllocated) {
   EXPECT_EQ(usage.value("partition", ""), "debug");
   std::cerr << "[real-slurm] usage of job " << id << ": " << usage.dump()
             << "; sacct: " << acct.out;
+}
+
+// #16 item 3 on Slurm 22.05: the accounting of several ended jobs in one call (the tracker's
+// batched lookup, GET /slurmdb/v0.0.38/jobs?step=A%2CB): dbv0.0.38 reads `step` as one
+// comma-separated value, and slurmrestd refuses a raw ',' in a query. The operator's own
+// path and parser against the real slurmrestd, and the operator's own calls.
+TEST_F(RealSlurm, SeveralJobsAccountingComesInOneCall) {
+  ASSERT_EQ(ApplyJob("acct-a", "#!/bin/bash\nexit 0\n").exit_code, 0);
+  ASSERT_EQ(ApplyJob("acct-b", "#!/bin/bash\nexit 3\n").exit_code, 0);
+  ASSERT_EQ(WaitFor("acct-a", "jsonpath={.status.jobState}=COMPLETED", 60).exit_code, 0);
+  ASSERT_EQ(WaitFor("acct-b", "jsonpath={.status.jobState}=FAILED", 60).exit_code, 0);
+  const std::string a = Get("acct-a", "{.status.jobId}"), b = Get("acct-b", "{.status.jobId}");
+  SacctJobOnceIn(a, "COMPLETED");
+  SacctJobOnceIn(b, "FAILED");
+
+  const slurm::Dialect& d = **slurm::DialectFor("v0.0.38");
+  const std::vector<int64_t> ids = {std::stoll(a), std::stoll(b)};
+  const std::string path = d.DbJobsByIdPath(ids);
+  ASSERT_EQ(path, "/slurmdb/v0.0.38/jobs?step=" + a + "%2C" + b);
+  http::Response r = SlurmRestGet(path);
+  ASSERT_EQ(r.status, 200) << r.body;
+  absl::StatusOr<slurm::DbRecordsById> got =
+      d.ParseDbJobsById(r.status, nlohmann::json::parse(r.body, nullptr, false), ids);
+  ASSERT_TRUE(got.ok()) << got.status() << r.body;
+  ASSERT_EQ(got->jobs.size(), 2u) << r.body;
+  EXPECT_EQ(got->jobs.at(ids[0]).state, slurm::BaseState::kCompleted);
+  EXPECT_EQ(got->jobs.at(ids[1]).state, slurm::BaseState::kFailed);
+  for (int64_t id : ids) {
+    EXPECT_TRUE(got->jobs.at(id).IsFinal()) << id;
+    EXPECT_TRUE(got->jobs.at(id).allocation.has_value()) << id;
+  }
+  // The same ids with a raw ',': the whole query is refused.
+  http::Response raw = SlurmRestGet("/slurmdb/v0.0.38/jobs?step=" + a + "," + b);
+  EXPECT_NE(raw.status, 200) << raw.body;
+
+  // The operator looked the ended jobs up this way, and Slurm answered.
+  bool asked = false;
+  for (const nlohmann::json& c : CallsStartingWith("/slurmdb/v0.0.38/jobs?step=")) {
+    asked |=
+        c.value("result", "") == "slurm_200" && (c.value("path", "").find(a) != std::string::npos ||
+                                                 c.value("path", "").find(b) != std::string::npos);
+  }
+  EXPECT_TRUE(asked) << "no batched accounting call for job " << a << " or " << b;
 }
 
 // #14 item 5 on Slurm 22.05: the files named in status.standardOutput / standardError are the

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/agentplatform/client.h"
 #include "controller/agentplatform/google_error.h"
 #include "controller/slurm/dialects.h"
@@ -58,6 +59,10 @@ class FakeSlurm {
   std::vector<std::vector<std::string>> options;  // CallOptions::job_fields of each call
   bool fail = false;
   bool held_back = false;  // the client's budget refuses every call, unsent
+  // Accounting: job id -> its /slurmdb record; the /slurmdb calls made.
+  std::map<int64_t, json> db;
+  std::vector<std::string> db_paths;
+  bool db_fail = false;
 
   absl::StatusOr<agentplatform::SlurmResponse> Call(agentplatform::HttpMethod m,
                                                     const std::string& path) {
@@ -71,6 +76,7 @@ class FakeSlurm {
       deletes.push_back(path);
       return agentplatform::SlurmResponse{200, json{{"errors", json::array()}}};
     }
+    if (path.rfind("/slurmdb/", 0) == 0) return Accounting(path);
     paths.push_back(path);
     if (auto q = path.find("update_time="); q != std::string::npos) {
       if (std::stoll(path.substr(q + 12)) - 1 >= last_update) {
@@ -95,7 +101,32 @@ class FakeSlurm {
       body["last_update"] = {{"set", true}, {"infinite", false}, {"number", last_update}};
     return agentplatform::SlurmResponse{200, body};
   }
+
+  // GET /slurmdb/v0.0.42/jobs?step=1&step=2: the records of those ids.
+  absl::StatusOr<agentplatform::SlurmResponse> Accounting(const std::string& path) {
+    db_paths.push_back(path);
+    if (db_fail) return absl::UnavailableError("slurmdbd down");
+    json records = json::array();
+    for (size_t at = path.find("step="); at != std::string::npos; at = path.find("step=", at + 5)) {
+      auto it = db.find(std::stoll(path.substr(at + 5)));
+      if (it != db.end()) records.push_back(it->second);
+    }
+    return agentplatform::SlurmResponse{
+        200, json{{"jobs", records}, {"errors", json::array()}, {"warnings", json::array()}}};
+  }
 };
+
+// A v0.0.42 accounting record of job `id` in `state`, with its allocation.
+json DbRecord(int64_t id, const std::string& state, int64_t cpus) {
+  return {
+      {"job_id", id},
+      {"name", "x"},
+      {"comment", {{"job", ""}}},
+      {"state", {{"current", json::array({state})}, {"reason", "None"}}},
+      {"time",
+       {{"submission", 1700000000}, {"start", 1700000001}, {"end", 1700000061}, {"elapsed", 60}}},
+      {"tres", {{"allocated", {{{"type", "cpu"}, {"name", ""}, {"id", 1}, {"count", cpus}}}}}}};
+}
 
 class JobTrackerTest : public ::testing::Test {
  protected:
@@ -115,13 +146,14 @@ class JobTrackerTest : public ::testing::Test {
               if (e.key == kHole) HoldWhileHoled();
               if (m == agentplatform::HttpMethod::kDelete && hold_cancels_) HoldWhileHoled();
               std::lock_guard<std::mutex> lock(slurm_mu_);
-              slurm_.options.push_back(options.job_fields);
+              if (path.rfind("/slurmdb/", 0) != 0) slurm_.options.push_back(options.job_fields);
               return slurm_.Call(m, path);
             },
             clock_,
             [this](const std::string& key) {
               std::lock_guard<std::mutex> lock(slurm_mu_);
               notified_.push_back(key);
+              db_calls_at_notify_.push_back(slurm_.db_paths.size());
             },
             [this](const std::string& ns,
                    const std::string& uid) -> std::optional<JobTracker::Owner> {
@@ -176,6 +208,7 @@ class JobTrackerTest : public ::testing::Test {
   FakeClock clock_;
   FakeSlurm slurm_;
   std::vector<std::string> notified_;
+  std::vector<size_t> db_calls_at_notify_;  // accounting calls made when each key was told
   std::set<std::string> known_;
   std::map<std::string, JobTracker::Owner> owners_;
   JobTracker tracker_;
@@ -338,6 +371,84 @@ TEST_F(JobTrackerTest, LegacyVersionsListInFull) {
 // lists delayed by a busy call budget) changes nothing in the snapshot, yet
 // its key must hear of it: without a notice it waited for its 2-minute
 // safety-net timer (#16 item 3 found it: 18 of 20 short jobs did).
+TEST_F(JobTrackerTest, JobsAListShowsEndedAreLookedUpInAccountingInOneCallBeforeTheyAreTold) {
+  slurm_.jobs = {{1, {"RUNNING", ""}}, {2, {"RUNNING", ""}}, {3, {"RUNNING", ""}}};
+  for (int i = 1; i <= 3; ++i)
+    tracker_.Track(Endpoint(), i, absl::StrCat("team-a/j", i), seconds(1));
+  clock_.Advance(seconds(1));
+  Tick();
+  EXPECT_THAT(slurm_.db_paths, IsEmpty());  // nothing ended
+  notified_.clear();
+  db_calls_at_notify_.clear();
+
+  slurm_.jobs = {{1, {"COMPLETED", ""}}, {2, {"COMPLETED", ""}}, {3, {"FAILED", ""}}};
+  slurm_.last_update = 1001;
+  slurm_.db = {{1, DbRecord(1, "COMPLETED", 4)},
+               {2, DbRecord(2, "RUNNING", 8)}};  // accounting has not learned 2's end yet
+  clock_.Advance(seconds(2));
+  Tick();
+  EXPECT_THAT(slurm_.db_paths, ElementsAre("/slurmdb/v0.0.42/jobs?step=1&step=2&step=3"));
+  EXPECT_THAT(notified_, UnorderedElementsAre("team-a/j1", "team-a/j2", "team-a/j3"));
+  EXPECT_THAT(db_calls_at_notify_, ElementsAre(1u, 1u, 1u));
+
+  // A reconcile's query tracks its job again, then reads it.
+  tracker_.Track(Endpoint(), 1, "team-a/j1", seconds(1));
+  absl::StatusOr<JobTracker::Answer> one = tracker_.Get(Endpoint(), 1, clock_.Now() - seconds(5));
+  ASSERT_TRUE(one.ok() && one->job.has_value());
+  ASSERT_TRUE(one->accounting.has_value() && one->accounting->allocation.has_value());
+  EXPECT_EQ(one->accounting->allocation->tres.at("cpu"), 4);
+  EXPECT_EQ(one->accounting->allocation->elapsed_seconds, 60);
+  // Not final in accounting, or no record: looked at, without an allocation (the executor
+  // records the end without usage and looks again later).
+  for (int64_t id : {2, 3}) {
+    absl::StatusOr<JobTracker::Answer> a = tracker_.Get(Endpoint(), id, clock_.Now() - seconds(5));
+    ASSERT_TRUE(a.ok() && a->job.has_value()) << id;
+    ASSERT_TRUE(a->accounting.has_value()) << id;
+    EXPECT_FALSE(a->accounting->allocation.has_value()) << id;
+  }
+
+  // A list that changes nothing looks nothing up again.
+  clock_.Advance(seconds(2));
+  Tick();
+  EXPECT_EQ(slurm_.db_paths.size(), 1u);
+
+  // What was found goes with the tracking.
+  tracker_.Untrack("team-a/j1");
+  tracker_.Track(Endpoint(), 1, "team-a/j1", seconds(1));
+  absl::StatusOr<JobTracker::Answer> again = tracker_.Get(Endpoint(), 1, clock_.Now() - seconds(5));
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->accounting.has_value());
+}
+
+TEST_F(JobTrackerTest, EndedJobsAreLookedUpAHundredPerCallAndAFailedCallLeavesThemUnset) {
+  for (int i = 1; i <= 150; ++i) {
+    slurm_.jobs[i] = {"RUNNING", ""};
+    tracker_.Track(Endpoint("v0.0.38"), i, absl::StrCat("team-a/j", i), seconds(1));
+  }
+  clock_.Advance(seconds(1));
+  Tick();
+  for (int i = 1; i <= 150; ++i) {
+    slurm_.jobs[i] = {"COMPLETED", ""};
+    slurm_.db[i] = DbRecord(i, "COMPLETED", 2);
+  }
+  slurm_.db_fail = true;
+  clock_.Advance(seconds(2));
+  Tick();
+  ASSERT_EQ(slurm_.db_paths.size(), 2u);
+  std::vector<int> last;
+  for (int i = 101; i <= 150; ++i) last.push_back(i);
+  // dbv0.0.38 reads one comma-separated value, the comma encoded.
+  EXPECT_EQ(slurm_.db_paths[0].rfind("/slurmdb/v0.0.38/jobs?step=1%2C2%2C3%2C", 0), 0u);
+  EXPECT_EQ(slurm_.db_paths[1], "/slurmdb/v0.0.38/jobs?step=" + absl::StrJoin(last, "%2C"));
+  for (int64_t id : {1, 150}) {
+    absl::StatusOr<JobTracker::Answer> a =
+        tracker_.Get(Endpoint("v0.0.38"), id, clock_.Now() - seconds(5));
+    ASSERT_TRUE(a.ok() && a->job.has_value());
+    EXPECT_FALSE(a->accounting.has_value()) << "a failed lookup: the executor looks itself";
+  }
+  EXPECT_EQ(tracker_.AccountingCalls(), 2);
+}
+
 TEST_F(JobTrackerTest, ATrackedJobThatLeftTheQueueUnseenIsReportedOnce) {
   tracker_.Track(Endpoint(), 7, "team-a/seven", seconds(1));
   clock_.Advance(seconds(1));

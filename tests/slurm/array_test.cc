@@ -331,6 +331,23 @@ TEST_P(ArrayRecordsTest, AccountingFoldsTheArraysTasks) {
   EXPECT_EQ(list->jobs[0].job_id, 100);
 }
 
+TEST_P(ArrayRecordsTest, AccountingByIdFoldsTheArraysTasksUnderItsId) {
+  json plain = DbRecord(wrapped(), 7, 0, "COMPLETED", 0);
+  plain.erase("array");
+  json body =
+      Body({DbRecord(wrapped(), 101, 0, "COMPLETED", 0), DbRecord(wrapped(), 102, 1, "FAILED", 1),
+            DbRecord(wrapped(), 100, 2, "COMPLETED", 0), plain});
+  absl::StatusOr<DbRecordsById> got = dialect().ParseDbJobsById(200, body, {100, 7, 8});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->jobs.size(), 2u);  // 8: no record of its own
+  const JobInfo& array = got->jobs.at(100);
+  ASSERT_TRUE(array.array.has_value());
+  EXPECT_EQ(array.array->tasks.size(), 3u);
+  EXPECT_EQ(array.state, BaseState::kFailed);
+  EXPECT_EQ(got->jobs.at(7).job_id, 7);
+  EXPECT_FALSE(got->jobs.at(7).array.has_value());
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryVersion, ArrayRecordsTest, ::testing::ValuesIn(SupportedVersions()),
                          [](const auto& info) {
                            std::string n = info.param;

@@ -1,7 +1,8 @@
 // File: tests/slurm/db_jobs_test.cc
 //
 // The accounting search used to find a job by its tag after it left the live
-// queue: GET /slurmdb/<v>/jobs?job_name=NAME and its answers.
+// queue: GET /slurmdb/<v>/jobs?job_name=NAME and its answers; and the
+// accounting of several ended jobs at once: GET /slurmdb/<v>/jobs?step=IDS.
 
 #include "controller/slurm/dialects.h"
 #include "gmock/gmock.h"
@@ -71,6 +72,58 @@ TEST(DbJobs, V42ArrayStatesAndErrors) {
   json err = json::parse(R"({"jobs": [], "errors": [{"description": "db down",
     "error_number": 7000, "error": "Unable to contact slurmdbd", "source": "x"}], "warnings": []})");
   EXPECT_FALSE(D("v0.0.42").ParseDbJobs(500, err).ok());
+}
+
+TEST(DbJobsById, PathGivesTheIdsAsEachVersionParsesThem) {
+  // dbv0.0.38/39: one comma-separated value, the comma encoded (slurmrestd
+  // refuses a raw ','); v0.0.40+: one value per id.
+  EXPECT_EQ(D("v0.0.38").DbJobsByIdPath({42, 43, 7}), "/slurmdb/v0.0.38/jobs?step=42%2C43%2C7");
+  EXPECT_EQ(D("v0.0.39").DbJobsByIdPath({42, 43}), "/slurmdb/v0.0.39/jobs?step=42%2C43");
+  EXPECT_EQ(D("v0.0.40").DbJobsByIdPath({42, 43}), "/slurmdb/v0.0.40/jobs?step=42&step=43");
+  EXPECT_EQ(D("v0.0.44").DbJobsByIdPath({42}), "/slurmdb/v0.0.44/jobs?step=42");
+  for (const std::string& v : SupportedVersions()) {
+    EXPECT_EQ(D(v.c_str()).DbJobsByIdPath({5, 6}).find(','), std::string::npos) << v;
+  }
+}
+
+json V42Record(int64_t job_id, int64_t submitted, const char* state) {
+  return {{"job_id", job_id},
+          {"name", "x"},
+          {"comment", {{"job", "t"}}},
+          {"state", {{"current", json::array({state})}, {"reason", "None"}}},
+          {"time", {{"submission", submitted}, {"start", submitted + 1}, {"end", submitted + 9}}}};
+}
+
+TEST(DbJobsById, EachJobGetsItsLatestSubmissionAndOthersAreIgnored) {
+  // 42 was requeued (two records); 43 has one; 99 was not asked for.
+  json body = {{"jobs",
+                {V42Record(42, 1700000000, "REQUEUED"), V42Record(43, 1700000005, "FAILED"),
+                 V42Record(42, 1700000100, "COMPLETED"), V42Record(99, 1700000200, "COMPLETED")}},
+               {"errors", json::array()},
+               {"warnings", json::array()}};
+  absl::StatusOr<DbRecordsById> got = D("v0.0.42").ParseDbJobsById(200, body, {42, 43, 44});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->jobs.size(), 2u);
+  EXPECT_EQ(got->jobs.at(42).state, BaseState::kCompleted);
+  EXPECT_EQ(got->jobs.at(43).state, BaseState::kFailed);
+  EXPECT_FALSE(got->jobs.contains(44));
+  EXPECT_FALSE(got->jobs.contains(99));
+  // The same record ParseDbJob picks for one id.
+  absl::StatusOr<JobLookup> one = D("v0.0.42").ParseDbJob(200, body, 42);
+  ASSERT_TRUE(one.ok() && one->job.has_value());
+  EXPECT_EQ(*one->job, got->jobs.at(42));
+}
+
+TEST(DbJobsById, NothingFoundIsNoneAndAnErrorFails) {
+  json v38 = json::parse(R"({"meta": {}, "jobs": [], "errors": [{"description": "Nothing found",
+    "error_number": 9003, "error": "Nothing found with query", "source": "slurmdb_jobs_get"}]})");
+  absl::StatusOr<DbRecordsById> a = D("v0.0.38").ParseDbJobsById(200, v38, {1, 2});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->jobs.empty());
+  EXPECT_TRUE(a->warnings.empty());
+  json err = json::parse(R"({"jobs": [], "errors": [{"description": "Rejecting request",
+    "error_number": 9000, "error": "x", "source": "_op_handler_jobs"}], "warnings": []})");
+  EXPECT_FALSE(D("v0.0.42").ParseDbJobsById(500, err, {1, 2}).ok());
 }
 
 }  // namespace

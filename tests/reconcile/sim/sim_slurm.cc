@@ -267,10 +267,19 @@ SlurmAnswer SimSlurm::DbJob(int64_t id, Time now) const {
 SlurmAnswer SimSlurm::DbSearch(const std::string& query, Time now) const {
   std::string name;
   int64_t start = -1;
+  std::vector<int64_t> ids;  // step=<id>, repeated (data_parser v0.0.42)
   for (absl::string_view kv : absl::StrSplit(query, '&')) {
     if (absl::ConsumePrefix(&kv, "job_name=")) name = std::string(kv);
     if (absl::ConsumePrefix(&kv, "start_time=uts") && !absl::SimpleAtoi(kv, &start)) start = -1;
+    if (absl::ConsumePrefix(&kv, "step=")) {
+      int64_t id = 0;
+      if (!absl::SimpleAtoi(kv, &id)) {
+        return {500, {{"errors", {Error(9000, "Rejecting request", "_op_handler_jobs")}}}};
+      }
+      ids.push_back(id);
+    }
   }
+  if (!ids.empty()) return DbRecordsOf(ids, now);
   if (name.empty() || start < 0) {
     return {400, {{"errors", {Error(9001, "Failed to parse", "job_name and start_time=uts<N>")}}}};
   }
@@ -280,6 +289,21 @@ SlurmAnswer SimSlurm::DbSearch(const std::string& query, Time now) const {
     std::optional<Time> ended = j.EndedAt(now);
     if (ended && Seconds(*ended) < start) continue;
     list.push_back(DbRecord(j, now));
+  }
+  if (list.empty()) {
+    return {200,
+            {{"jobs", list},
+             {"errors", json::array()},
+             {"warnings", {{{"description", "slurmdb_jobs_get(0x1) found nothing"}}}}}};
+  }
+  return {200, {{"jobs", list}, {"errors", json::array()}, {"warnings", json::array()}}};
+}
+
+SlurmAnswer SimSlurm::DbRecordsOf(const std::vector<int64_t>& ids, Time now) const {
+  json list = json::array();
+  for (int64_t id : ids) {
+    const SimJob* j = Find(id);
+    if (j != nullptr && j->Visible(now)) list.push_back(DbRecord(*j, now));
   }
   if (list.empty()) {
     return {200,

@@ -110,6 +110,8 @@ class SimSlurm {
   SlurmAnswer ListJobs(std::optional<int64_t> update_time, Time now) const;
   SlurmAnswer DbJob(int64_t id, Time now) const;
   SlurmAnswer DbSearch(const std::string& query, Time now) const;
+  // jobs?step=<id>&step=<id>...: the accounting records of those ids.
+  SlurmAnswer DbRecordsOf(const std::vector<int64_t>& ids, Time now) const;
   SlurmAnswer Cancel(int64_t id, Time now);
   SlurmAnswer Update(int64_t id, const nlohmann::json& body, Time now);
   bool InLiveQueue(const SimJob& j, Time now) const;
