@@ -528,14 +528,18 @@ class SimulatorTest(unittest.TestCase):
         self.assertEqual(db.body["jobs"][0]["state"]["current"], ["COMPLETED"])
         self.assertEqual(db.body["jobs"][0]["time"]["elapsed"], 1)
 
-    def test_accounting_search_starts_at_midnight_without_start_time(self):
-        # slurmdb_job_cond_def_start_end(): no job ids, no states, no start_time -> midnight
-        # (slurmdbd's local time; UTC here).
+    def use_utc(self):
+        """slurmdbd's local time is UTC for this test (restored after it)."""
         old_tz = os.environ.get("TZ")
         os.environ["TZ"] = "UTC"
         time.tzset()
         self.addCleanup(lambda: (os.environ.pop("TZ") if old_tz is None else
                                  os.environ.__setitem__("TZ", old_tz), time.tzset()))
+
+    def test_accounting_search_starts_at_midnight_without_start_time(self):
+        # slurmdb_job_cond_def_start_end(): no job ids, no states, no start_time -> midnight
+        # (slurmdbd's local time; UTC here).
+        self.use_utc()
         self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n", name="yday")
         self.clock.advance(10)  # ended at t0+1.5 (t0 = 2023-11-14 22:13:20 UTC)
 
@@ -617,11 +621,7 @@ class SimulatorTest(unittest.TestCase):
 
     def test_accounting_step_filter_searches_from_epoch_without_start_time(self):
         # slurmdb_job_cond_def_start_end(): with a step list and no state, usage_start is 0.
-        old_tz = os.environ.get("TZ")
-        os.environ["TZ"] = "UTC"
-        time.tzset()
-        self.addCleanup(lambda: (os.environ.pop("TZ") if old_tz is None else
-                                 os.environ.__setitem__("TZ", old_tz), time.tzset()))
+        self.use_utc()
         jid = self.submit("v0.0.42", "#!/bin/bash\nsleep 1\n", name="yday")
         self.clock.advance(10 + 2 * 3600)  # ended before midnight (UTC), now past it
         for v in ("v0.0.38", "v0.0.40", "v0.0.42"):

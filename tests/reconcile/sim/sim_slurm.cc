@@ -264,6 +264,21 @@ SlurmAnswer SimSlurm::DbJob(int64_t id, Time now) const {
           {{"jobs", {DbRecord(*j, now)}}, {"errors", json::array()}, {"warnings", json::array()}}};
 }
 
+namespace {
+
+// A /slurmdb/.../jobs answer: the records, or data_parser's "found nothing".
+SlurmAnswer DbJobsAnswer(json list) {
+  if (list.empty()) {
+    return {200,
+            {{"jobs", list},
+             {"errors", json::array()},
+             {"warnings", {{{"description", "slurmdb_jobs_get(0x1) found nothing"}}}}}};
+  }
+  return {200, {{"jobs", list}, {"errors", json::array()}, {"warnings", json::array()}}};
+}
+
+}  // namespace
+
 SlurmAnswer SimSlurm::DbSearch(const std::string& query, Time now) const {
   std::string name;
   int64_t start = -1;
@@ -290,13 +305,7 @@ SlurmAnswer SimSlurm::DbSearch(const std::string& query, Time now) const {
     if (ended && Seconds(*ended) < start) continue;
     list.push_back(DbRecord(j, now));
   }
-  if (list.empty()) {
-    return {200,
-            {{"jobs", list},
-             {"errors", json::array()},
-             {"warnings", {{{"description", "slurmdb_jobs_get(0x1) found nothing"}}}}}};
-  }
-  return {200, {{"jobs", list}, {"errors", json::array()}, {"warnings", json::array()}}};
+  return DbJobsAnswer(std::move(list));
 }
 
 SlurmAnswer SimSlurm::DbRecordsOf(const std::vector<int64_t>& ids, Time now) const {
@@ -305,13 +314,7 @@ SlurmAnswer SimSlurm::DbRecordsOf(const std::vector<int64_t>& ids, Time now) con
     const SimJob* j = Find(id);
     if (j != nullptr && j->Visible(now)) list.push_back(DbRecord(*j, now));
   }
-  if (list.empty()) {
-    return {200,
-            {{"jobs", list},
-             {"errors", json::array()},
-             {"warnings", {{{"description", "slurmdb_jobs_get(0x1) found nothing"}}}}}};
-  }
-  return {200, {{"jobs", list}, {"errors", json::array()}, {"warnings", json::array()}}};
+  return DbJobsAnswer(std::move(list));
 }
 
 SlurmAnswer SimSlurm::Cancel(int64_t id, Time now) {
