@@ -167,6 +167,13 @@ bool SlurmSaysEnded(const Outcomes& out) {
          out.query->value().job->IsFinal();
 }
 
+bool ArrayIndexesUnseen(const Known& k) {
+  if (!k.job.spec.has_array() || !SlurmSaysEnded(k.out)) return false;
+  const slurm::JobInfo& live = *k.out.query->value().job;
+  if (!live.array) return false;
+  return !ObserveArray(k.job.spec.array(), k.job.status.array(), live).record.IsFinal();
+}
+
 bool HoldOutOfDate(const Known& k) {
   return QueryDone(k.out) && k.out.query->ok() && k.out.query->value().job &&
          k.out.query->value().job->state == slurm::BaseState::kPending &&
@@ -409,7 +416,7 @@ Stage TrackingStage(const Known& k) {
   if (RecordNotOurs(k)) return Stage::kNotOurs;
   if (!SlurmSaysEnded(k.out) && DeadlinePassed(k)) return Stage::kDeadlineExceeded;
   if (!SlurmSaysEnded(k.out) && TooManyFailedIndexes(k)) return Stage::kTooManyFailedIndexes;
-  if (SlurmSaysEnded(k.out)) return Stage::kJobEnded;
+  if (SlurmSaysEnded(k.out) && !ArrayIndexesUnseen(k)) return Stage::kJobEnded;
   if (RunIdChanged(k.job) && (CancelDue(k) || CancelFailed(k.out))) return Stage::kSuperseded;
   if (HoldOutOfDate(k) && !HoldUpdated(k.out)) return Stage::kHolding;
   return Stage::kActive;

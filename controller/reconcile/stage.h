@@ -134,10 +134,10 @@
 //                     good (array_status.h) are    CancelFailed: backoff; else  (Failed, reason
 //                     more than spec.array.max-    requeue cancel_wait_poll     MaxFailedIndexes-
 //                     FailedIndexes                                             Exceeded)
-// kJobEnded           SlurmSaysEnded               WriteStatus(final; or the    kEnded, or
-//                                                  next run: RunIdChanged, or   kReadyToSubmit
-//                                                  the failure policy retries,  (next run)
-//                                                  not past the deadline; one
+// kJobEnded           SlurmSaysEnded and not       WriteStatus(final; or the    kEnded, or
+//                     ArrayIndexesUnseen (an       next run: RunIdChanged, or   kReadyToSubmit
+//                     array: every index of the    the failure policy retries,  (next run)
+//                     run seen ended)              not past the deadline; one
 //                                                  it ended: Failed, reason
 //                                                  DeadlineExceeded)
 // kSuperseded         RunIdChanged and (CancelDue  Cancel (CancelFailed:        kFollowing
@@ -145,11 +145,13 @@
 // kHolding            HoldOutOfDate and            UpdateJob(hold) (failed:     kActive
 //                     !HoldUpdated                 WriteStatus(HoldFailed),
 //                                                  backoff)
-// kActive             otherwise                    WriteStatus if changed       kFollowing
-//                                                  (young queue details and
-//                                                  COMPLETING wait a little),
-//                                                  requeue PollInterval (at
-//                                                  most until the deadline)
+// kActive             otherwise (also an array     WriteStatus if changed       kFollowing
+//                     whose record is final but    (young queue details and
+//                     ArrayIndexesUnseen: still    COMPLETING wait a little),
+//                     running as far as we know,   requeue PollInterval (at
+//                     until the queue drops it     most until the deadline)
+//                     and accounting lists every
+//                     task)
 // clang-format on
 //
 // The guards are the small functions in namespace `guards` below; each reads
@@ -345,6 +347,10 @@ bool QueryFailed(const Outcomes& out);
 bool PolledRecently(const Known& k, Duration poll);
 bool SlurmKnowsNoJob(const Outcomes& out);
 bool SlurmSaysEnded(const Outcomes& out);
+// Slurm's record of an array job is final, but indexes of the current run were
+// never seen ended (their records left the queue before a look): their outcome
+// is unknown until accounting lists every task (array_status.h).
+bool ArrayIndexesUnseen(const Known& k);
 bool HoldOutOfDate(const Known& k);
 bool HoldUpdated(const Outcomes& out);
 // spec.activeDeadlineSeconds passed and the status is not final (job_lifetime.h).

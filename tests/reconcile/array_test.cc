@@ -212,6 +212,22 @@ TEST(ArrayDecideTest, AnIndexNeverSeenEndedKeepsTheArrayOpen) {
   EXPECT_EQ(d.status.array().completed_indexes(), "2,3");
 }
 
+TEST(ArrayDecideTest, AFailedIndexIsNotRetriedWhileOthersWentUnseen) {
+  // As above, with index 2 failed: whether 0 and 1 failed too is unknown, so nothing is retried
+  // yet (a retry of 2 alone would end the SlurmJob with 0 and 1 never accounted for).
+  JobFacts job = SubmittedArray(ArrayJob("0-3", /*per_index=*/1));
+  slurm::JobInfo a = Array(100, {Task(2, BaseState::kFailed, 1), Task(3, BaseState::kCompleted)});
+  ASSERT_TRUE(a.IsFinal());
+  Decision d = Decide(job, Cluster(), {}, Queried(a), Fresh(), kT0 + seconds(400));
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_EQ(d.status.run(), 1) << "not retried";
+  EXPECT_EQ(d.status.job_id(), 100);
+  EXPECT_NE(d.status.phase(), "Failed");
+  EXPECT_EQ(d.status.array().failed_indexes(), "2");
+  EXPECT_EQ(d.status.array().pending(), 2);
+  EXPECT_TRUE(d.events.empty() || d.events[0].reason != "Retrying");
+}
+
 // --- retries of failed indexes --------------------------------------------------------------
 
 TEST(ArrayDecideTest, AFailedIndexIsRetriedAloneAsANewRunThenSucceeds) {

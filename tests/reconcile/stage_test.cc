@@ -1019,6 +1019,37 @@ void TooManyFailedIndexes() {
   EXPECT_EQ(CurrentRun(d.status), 1);
 }
 
+// Slurm drops a task's record MinJobAge after it ends, so a slow look can miss
+// tasks: tasks 0 and 1 gone unseen, 2 FAILED and 3 COMPLETED make a final
+// record, but whether 0 and 1 failed is unknown. Nothing is judged or retried
+// until accounting lists every task (it failed before: index 2 was retried at
+// once and the SlurmJob ended with 0 and 1 never accounted for).
+TEST(StageTable, AnArrayIsNotJudgedEndedWhileIndexesWentUnseen) {
+  World w;
+  w.Submitted();
+  w.job.spec.mutable_array()->set_indexes("0-3");
+  w.job.spec.mutable_array()->set_backoff_limit_per_index(1);
+  ArraySays(w, {2}, {3}, slurm::BaseState::kCompleted);
+  ASSERT_TRUE(w.out.query->value().job->IsFinal()) << "the record Slurm shows is final";
+  EXPECT_TRUE(guards::ArrayIndexesUnseen(w.known()));
+  ExpectRow(w, Stage::kActive, Action::kWriteStatus);
+  Decision d = w.decide();
+  EXPECT_EQ(CurrentRun(d.status), 1) << "nothing retried yet";
+  EXPECT_FALSE(IsFinalJobState(d.status.job_state())) << d.status.job_state();
+  EXPECT_EQ(d.status.array().completed_indexes(), "3");
+  EXPECT_EQ(d.status.array().failed_indexes(), "2");
+  EXPECT_EQ(d.status.array().pending(), 2) << "0 and 1 are not known ended";
+  w.Wrote(d);
+  w.NextReconcile();
+  ArraySays(w, {1, 2}, {0, 3}, slurm::BaseState::kCompleted);  // accounting: every task
+  EXPECT_FALSE(guards::ArrayIndexesUnseen(w.known()));
+  ExpectRow(w, Stage::kJobEnded, Action::kWriteStatus);
+  d = w.decide();
+  EXPECT_EQ(CurrentRun(d.status), 2);
+  EXPECT_EQ(d.status.array().run_indexes(), "1,2") << "both failed indexes, and only those";
+  EXPECT_EQ(d.status.array().completed_indexes(), "0,3");
+}
+
 // The deadline passed: a look first (however recent the last), then a
 // verified cancel, then Failed with reason DeadlineExceeded, not retried.
 void DeadlineExceeded() {
