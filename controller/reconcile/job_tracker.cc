@@ -68,10 +68,7 @@ std::optional<Duration> JobTracker::IntervalLocked(const Cluster& c, Time now) c
 }
 
 void JobTracker::SetTracked(Cluster& c, int64_t job_id, TrackedJob entry) {
-  // Re-tracking (every reconcile's query does) keeps the accounting look.
-  std::optional<AccountingLook> look = AccountedLocked(c, job_id);
   EraseTracked(c, job_id);
-  if (look) c.accounted.emplace(job_id, *std::move(look));
   c.tracked_polls.insert(entry.poll);
   c.tracked_since.insert(entry.since);
   c.tracked.emplace(job_id, std::move(entry));
@@ -83,6 +80,10 @@ void JobTracker::EraseTracked(Cluster& c, int64_t job_id) {
   c.tracked_polls.erase(c.tracked_polls.find(it->second.poll));
   c.tracked_since.erase(c.tracked_since.find(it->second.since));
   c.tracked.erase(it);
+}
+
+void JobTracker::ForgetTracked(Cluster& c, int64_t job_id) {
+  EraseTracked(c, job_id);
   c.accounted.erase(job_id);
 }
 
@@ -150,7 +151,7 @@ void JobTracker::Track(const ClusterEndpoint& cluster, int64_t job_id, const std
   Tracked& t = it->second;
   if (!inserted && (t.cluster_key != cluster.key || t.job_id != job_id)) {
     auto old = clusters_.find(t.cluster_key);
-    if (old != clusters_.end()) EraseTracked(old->second, t.job_id);
+    if (old != clusters_.end()) ForgetTracked(old->second, t.job_id);
     inserted = true;
   }
   if (inserted) t.since = clock_.Now();
@@ -166,7 +167,7 @@ void JobTracker::Untrack(const std::string& job_key) {
   auto it = by_key_.find(job_key);
   if (it == by_key_.end()) return;
   auto c = clusters_.find(it->second.cluster_key);
-  if (c != clusters_.end()) EraseTracked(c->second, it->second.job_id);
+  if (c != clusters_.end()) ForgetTracked(c->second, it->second.job_id);
   const std::string cluster_key = it->second.cluster_key;
   by_key_.erase(it);
   DropIfUnusedLocked(cluster_key);

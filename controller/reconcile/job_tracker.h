@@ -285,8 +285,13 @@ class JobTracker {
   // cluster or other credentials clear its failures.
   static void SetEndpoint(Cluster& c, const ClusterEndpoint& e);
   // Maps `job_id` of `c` to `entry` (replacing what it mapped to) / unmaps it.
+  // Both keep the job's accounting look: re-tracking (every reconcile's query
+  // does) must not lose it.
   static void SetTracked(Cluster& c, int64_t job_id, TrackedJob entry);
   static void EraseTracked(Cluster& c, int64_t job_id);
+  // Unmaps `job_id` of `c` and drops its accounting look: the job is no
+  // longer tracked there (Untrack, or Track moving it elsewhere).
+  static void ForgetTracked(Cluster& c, int64_t job_id);
   // What the batched accounting lookup found for `job_id` of `c`.
   static std::optional<AccountingLook> AccountedLocked(const Cluster& c, int64_t job_id);
   // The time between two lists of `c` now (ListInterval); nullopt: not listed.

@@ -696,7 +696,8 @@ TEST_F(RealSlurm, SeveralJobsAccountingComesInOneCall) {
   }
   // The same ids with a raw ',': the whole query is refused.
   http::Response raw = SlurmRestGet("/slurmdb/v0.0.38/jobs?step=" + a + "," + b);
-  EXPECT_NE(raw.status, 200) << raw.body;
+  EXPECT_EQ(raw.status, 400) << raw.body;
+  EXPECT_THAT(raw.body, HasSubstr("Unable to parse query")) << "not a transport failure";
 
   // The operator looked the ended jobs up this way, and Slurm answered.
   bool asked = false;
