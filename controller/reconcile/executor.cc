@@ -653,6 +653,8 @@ class Executor::Attempt {
         }
         return SlurmView{std::move(live->job), false};
       }
+      // Left the queue: the tracker's batched look when it found the end.
+      if (live->left_record) return SlurmView{std::move(live->left_record), true};
       return LookInAccounting(s, d.job_id);
     }();
     return kDecideAgain;

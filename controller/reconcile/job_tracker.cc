@@ -45,6 +45,7 @@ void JobTracker::SetEndpoint(Cluster& c, const ClusterEndpoint& e) {
     c.unchanged_lists = 0;
     c.orphan_candidates.clear();
     c.accounted.clear();
+    c.left_records.clear();
     c.endpoint_changes += 1;
   }
   if (!SameCluster(c.endpoint, e) || c.endpoint.credentials != e.credentials) {
@@ -85,6 +86,7 @@ void JobTracker::EraseTracked(Cluster& c, int64_t job_id) {
 void JobTracker::ForgetTracked(Cluster& c, int64_t job_id) {
   EraseTracked(c, job_id);
   c.accounted.erase(job_id);
+  c.left_records.erase(job_id);
 }
 
 std::optional<AccountingLook> JobTracker::AccountedLocked(const Cluster& c, int64_t job_id) {
@@ -284,7 +286,11 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
   const Cluster& c = clusters_[cluster.key];
   Answer a;
   a.job = c.jobs.Find(job_id);
-  if (a.job) a.accounting = AccountedLocked(c, job_id);
+  if (a.job) {
+    a.accounting = AccountedLocked(c, job_id);
+  } else if (auto it = c.left_records.find(job_id); it != c.left_records.end()) {
+    a.left_record = it->second;
+  }
   return a;
 }
 
@@ -377,6 +383,7 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, 
     listed.push_back(j.job_id);
     switch (c.jobs.Put(j, &previous)) {
       case slurm::PackedJobs::PutOutcome::kAdded:
+        c.left_records.erase(j.job_id);  // listed again: requeued
         note(j.job_id);
         break;
       case slurm::PackedJobs::PutOutcome::kChanged:
@@ -466,7 +473,10 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   // that look (see the header).
   if (list.ok() && !list->unchanged && clusters_[key].endpoint_changes == endpoint_changes) {
     std::vector<int64_t> ended = NewlyEndedLocked(clusters_[key], *list);
-    if (!ended.empty()) AccountEndsLocked(lock, key, std::move(ended), endpoint_changes);
+    std::vector<int64_t> left = LeftQueueLocked(clusters_[key], *list, started);
+    if (!ended.empty() || !left.empty()) {
+      AccountEndsLocked(lock, key, std::move(ended), std::move(left), endpoint_changes);
+    }
   }
   Cluster& after = clusters_[key];
   if (after.endpoint_changes != endpoint_changes) {
@@ -518,30 +528,75 @@ std::vector<int64_t> JobTracker::NewlyEndedLocked(const Cluster& c, const slurm:
   return ended;
 }
 
+std::vector<int64_t> JobTracker::LeftQueueLocked(const Cluster& c, const slurm::JobList& list,
+                                                 Time started) const {
+  std::vector<int64_t> left;
+  if (options_.accounting_batch <= 0 || c.tracked.empty()) return left;
+  std::vector<int64_t> listed;
+  listed.reserve(list.jobs.size());
+  for (const slurm::JobInfo& j : list.jobs) listed.push_back(j.job_id);
+  std::sort(listed.begin(), listed.end());
+  for (const auto& [id, entry] : c.tracked) {
+    if (std::binary_search(listed.begin(), listed.end(), id) || c.left_records.contains(id)) {
+      continue;
+    }
+    // As ApplyList: a job the snapshot shows leaves now; one never seen has
+    // left only if this list was sent after its tracking began.
+    auto t = by_key_.find(entry.key);
+    if (c.jobs.contains(id) || (t != by_key_.end() && started > t->second.since)) {
+      left.push_back(id);
+    }
+  }
+  return left;
+}
+
 void JobTracker::AccountEndsLocked(std::unique_lock<std::mutex>& lock, const std::string& key,
-                                   std::vector<int64_t> ended, uint64_t endpoint_changes) {
+                                   std::vector<int64_t> ended, std::vector<int64_t> left,
+                                   uint64_t endpoint_changes) {
   if (options_.accounting_batch <= 0) return;
   const ClusterEndpoint endpoint = clusters_[key].endpoint;
-  std::map<int64_t, AccountingLook> found;
+  std::vector<int64_t> ids = ended;
+  ids.insert(ids.end(), left.begin(), left.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::map<int64_t, slurm::JobInfo> found;
+  std::set<int64_t> answered;  // ids of the batches that answered
   lock.unlock();
-  std::sort(ended.begin(), ended.end());
   const size_t batch = static_cast<size_t>(options_.accounting_batch);
-  for (size_t i = 0; i < ended.size(); i += batch) {
-    const std::vector<int64_t> ids(ended.begin() + i,
-                                   ended.begin() + std::min(ended.size(), i + batch));
-    absl::StatusOr<std::map<int64_t, AccountingLook>> looks = LookUpEnds(endpoint, ids);
+  for (size_t i = 0; i < ids.size(); i += batch) {
+    const std::vector<int64_t> some(ids.begin() + i, ids.begin() + std::min(ids.size(), i + batch));
+    absl::StatusOr<std::map<int64_t, slurm::JobInfo>> records = LookUpRecords(endpoint, some);
     // A failed batch leaves its jobs to the executor's own lookup.
-    if (looks.ok()) found.merge(*looks);
+    if (!records.ok()) continue;
+    answered.insert(some.begin(), some.end());
+    found.merge(*records);
   }
   lock.lock();
   Cluster& c = clusters_[key];
   if (c.endpoint_changes != endpoint_changes) return;  // another cluster's job ids
-  for (auto& [id, look] : found) {
-    if (c.tracked.contains(id)) c.accounted.insert_or_assign(id, std::move(look));
+  auto final_record = [&found](int64_t id) -> std::optional<slurm::JobInfo> {
+    // As the executor's own lookup: only a record that shows the end counts.
+    auto it = found.find(id);
+    if (it == found.end() || !it->second.IsFinal()) return std::nullopt;
+    return it->second;
+  };
+  for (int64_t id : ended) {
+    if (!answered.contains(id) || !c.tracked.contains(id)) continue;
+    AccountingLook look;
+    if (std::optional<slurm::JobInfo> r = final_record(id); r && r->allocation) {
+      look.allocation = std::move(r->allocation);
+      look.account = std::move(r->account);
+    }
+    c.accounted.insert_or_assign(id, std::move(look));
+  }
+  for (int64_t id : left) {
+    if (answered.contains(id) && c.tracked.contains(id)) {
+      c.left_records.insert_or_assign(id, final_record(id));
+    }
   }
 }
 
-absl::StatusOr<std::map<int64_t, AccountingLook>> JobTracker::LookUpEnds(
+absl::StatusOr<std::map<int64_t, slurm::JobInfo>> JobTracker::LookUpRecords(
     const ClusterEndpoint& endpoint, const std::vector<int64_t>& ids) {
   absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(endpoint.api_version);
   if (!dialect.ok()) return dialect.status();
@@ -552,16 +607,7 @@ absl::StatusOr<std::map<int64_t, AccountingLook>> JobTracker::LookUpEnds(
   absl::StatusOr<slurm::DbRecordsById> records =
       (*dialect)->ParseDbJobsById(r->status, r->body, ids);
   if (!records.ok()) return records.status();
-  std::map<int64_t, AccountingLook> looks;
-  for (int64_t id : ids) {
-    AccountingLook& look = looks[id];
-    auto it = records->jobs.find(id);
-    // As the executor's own lookup: only a record that shows the end counts.
-    if (it == records->jobs.end() || !it->second.IsFinal() || !it->second.allocation) continue;
-    look.allocation = std::move(it->second.allocation);
-    look.account = std::move(it->second.account);
-  }
-  return looks;
+  return std::move(records->jobs);
 }
 
 void JobTracker::ReleaseSnapshot(Cluster& c) {

@@ -60,6 +60,14 @@
 //    then records the end without usage and looks again later, stage
 //    kAwaitingUsage, as after its own look). A failed lookup leaves
 //    Answer::accounting unset, and the executor looks itself, as before.
+//    The same call looks up the tracked jobs the list no longer shows (or
+//    never showed, though sent after their tracking began): they left the
+//    queue, often unseen when lists are far apart under a busy call budget,
+//    and each reconcile would read /slurmdb for its own. Accounting's final
+//    record of such a job is its Answer::left_record until the job is
+//    listed again (a requeue) or untracked; a record not final yet (slurmdbd
+//    lags), none, or a failed lookup leaves it unset, and the executor reads
+//    /slurmdb itself, as before. Each job is looked up once per departure.
 //  * Isolation: clusters are listed on `fetch_threads` threads, one fetch at
 //    a time per cluster, so that a slow or black-holed cluster (each call up
 //    to max_attempts x the request timeout) holds one fetch thread and
@@ -178,6 +186,10 @@ class JobTracker {
     // Set when the job is final and accounting was looked up after the list
     // that first showed it so (see the header).
     std::optional<AccountingLook> accounting;
+    // Set when the job is not in the live queue and the list that first
+    // missed it found its final accounting record (see the header): what the
+    // executor would read from /slurmdb itself.
+    std::optional<slurm::JobInfo> left_record;
   };
   // `job_key`: notified when a list Get() stopped waiting for arrives.
   absl::StatusOr<Answer> Get(const ClusterEndpoint& cluster, int64_t job_id, Time not_before,
@@ -263,6 +275,11 @@ class JobTracker {
     // Tracked jobs that ended, by job id: their accounting (see the header);
     // an entry goes with the job's tracking.
     std::map<int64_t, AccountingLook> accounted;
+    // Tracked jobs that left the live queue, by job id: their final
+    // accounting record, or nullopt when the batched look found none (the
+    // executor then looks itself); dropped when the job is listed again (a
+    // requeue) and with the job's tracking.
+    std::map<int64_t, std::optional<slurm::JobInfo>> left_records;
     std::set<std::string> waiters;  // keys whose Get() gave up on the list in flight
     uint64_t endpoint_changes = 0;  // SetEndpoint's resets: a list in flight is stale
     int readers = 0;                // callers in AwaitListLocked
@@ -318,15 +335,22 @@ class JobTracker {
   // The tracked jobs `list` shows final that the snapshot does not (nor any
   // earlier accounting look).
   static std::vector<int64_t> NewlyEndedLocked(const Cluster& c, const slurm::JobList& list);
-  // Looks up `ended` of cluster `key` in accounting (mu_ held on entry and
-  // exit, released during the calls) and keeps what it found of the jobs
-  // still tracked, unless the cluster's endpoint changed since
+  // The tracked jobs `list` (sent at `started`) no longer shows, or never
+  // showed though it was sent after their tracking began, and not looked up
+  // since they left: their reconciles would read /slurmdb one by one.
+  std::vector<int64_t> LeftQueueLocked(const Cluster& c, const slurm::JobList& list,
+                                       Time started) const;
+  // Looks up `ended` and `left` of cluster `key` in accounting (mu_ held on
+  // entry and exit, released during the calls) and keeps what it found of
+  // the jobs still tracked, unless the cluster's endpoint changed since
   // `endpoint_changes`.
   void AccountEndsLocked(std::unique_lock<std::mutex>& lock, const std::string& key,
-                         std::vector<int64_t> ended, uint64_t endpoint_changes);
-  // One batch of that (mu_ not held): a look for each of `ids`.
-  absl::StatusOr<std::map<int64_t, AccountingLook>> LookUpEnds(const ClusterEndpoint& endpoint,
-                                                               const std::vector<int64_t>& ids);
+                         std::vector<int64_t> ended, std::vector<int64_t> left,
+                         uint64_t endpoint_changes);
+  // One batch of that (mu_ not held): accounting's record of each of `ids`
+  // that has one.
+  absl::StatusOr<std::map<int64_t, slurm::JobInfo>> LookUpRecords(const ClusterEndpoint& endpoint,
+                                                                  const std::vector<int64_t>& ids);
   void SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Time now);
   // `c`'s fetch has ended, its sweep included: another may start, and the
   // Get() calls waiting for it look at the snapshot.
