@@ -45,6 +45,7 @@ void JobTracker::SetEndpoint(Cluster& c, const ClusterEndpoint& e) {
     c.unchanged_lists = 0;
     c.orphan_candidates.clear();
     c.accounted.clear();
+    c.left_looked.clear();
     c.left_records.clear();
     c.endpoint_changes += 1;
   }
@@ -86,6 +87,7 @@ void JobTracker::EraseTracked(Cluster& c, int64_t job_id) {
 void JobTracker::ForgetTracked(Cluster& c, int64_t job_id) {
   EraseTracked(c, job_id);
   c.accounted.erase(job_id);
+  c.left_looked.erase(job_id);
   c.left_records.erase(job_id);
 }
 
@@ -288,8 +290,8 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
   a.job = c.jobs.Find(job_id);
   if (a.job) {
     a.accounting = AccountedLocked(c, job_id);
-  } else if (auto it = c.left_records.find(job_id); it != c.left_records.end()) {
-    a.left_record = it->second;
+  } else if (c.left_records.contains(job_id)) {
+    a.left_record = c.left_records.Find(job_id);
   }
   return a;
 }
@@ -383,7 +385,7 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, 
     listed.push_back(j.job_id);
     switch (c.jobs.Put(j, &previous)) {
       case slurm::PackedJobs::PutOutcome::kAdded:
-        c.left_records.erase(j.job_id);  // listed again: requeued
+        if (c.left_looked.erase(j.job_id) > 0) c.left_records.erase(j.job_id);  // requeued
         note(j.job_id);
         break;
       case slurm::PackedJobs::PutOutcome::kChanged:
@@ -537,15 +539,17 @@ std::vector<int64_t> JobTracker::LeftQueueLocked(const Cluster& c, const slurm::
   for (const slurm::JobInfo& j : list.jobs) listed.push_back(j.job_id);
   std::sort(listed.begin(), listed.end());
   for (const auto& [id, entry] : c.tracked) {
-    if (std::binary_search(listed.begin(), listed.end(), id) || c.left_records.contains(id)) {
+    if (std::binary_search(listed.begin(), listed.end(), id) || c.left_looked.contains(id)) {
       continue;
     }
     // As ApplyList: a job the snapshot shows leaves now; one never seen has
     // left only if this list was sent after its tracking began.
-    auto t = by_key_.find(entry.key);
-    if (c.jobs.contains(id) || (t != by_key_.end() && started > t->second.since)) {
+    if (c.jobs.contains(id)) {
       left.push_back(id);
+      continue;
     }
+    auto t = by_key_.find(entry.key);
+    if (t != by_key_.end() && started > t->second.since) left.push_back(id);
   }
   return left;
 }
@@ -590,9 +594,9 @@ void JobTracker::AccountEndsLocked(std::unique_lock<std::mutex>& lock, const std
     c.accounted.insert_or_assign(id, std::move(look));
   }
   for (int64_t id : left) {
-    if (answered.contains(id) && c.tracked.contains(id)) {
-      c.left_records.insert_or_assign(id, final_record(id));
-    }
+    if (!answered.contains(id) || !c.tracked.contains(id)) continue;
+    c.left_looked.insert(id);
+    if (std::optional<slurm::JobInfo> r = final_record(id)) c.left_records.Put(*r);
   }
 }
 

@@ -47,6 +47,7 @@ class PackedJobs {
   size_t size() const { return jobs_.size(); }
   bool empty() const { return jobs_.empty(); }
   void clear() { jobs_.clear(); }
+  void erase(int64_t job_id) { jobs_.erase(job_id); }
   // Calls `visit` with every job, decoded one at a time (in no set order).
   void ForEach(const std::function<void(const JobInfo&)>& visit) const;
   // Removes the jobs whose id `drop` answers true for.
