@@ -125,9 +125,10 @@ class Client {  // thread-safe
                                                 std::string_view name,
                                                 const DeleteOptions& opts = {}) = 0;
   // Streams watch events until the server ends the watch (OK), the callback
-  // returns false, or handle->Cancel().
+  // returns false, or handle->Cancel(). The callback owns each event while it
+  // runs: it may move the object out (an informer caches it without a copy).
   virtual absl::Status Watch(const ResourceType& rt, std::string_view ns, const WatchOptions& opts,
-                             const std::function<bool(const WatchEvent&)>& on_event,
+                             const std::function<bool(WatchEvent&)>& on_event,
                              std::shared_ptr<http::StreamHandle> handle) = 0;
 };
 

@@ -255,7 +255,7 @@ absl::Status Informer::WatchOnce(int* events_applied) {
 
   absl::Status status = client_.Watch(
       rt_, ns_, options,
-      [this, events_applied](const WatchEvent& event) {
+      [this, events_applied](WatchEvent& event) {
         if (stopping()) return false;
         if (event.type == kError) return false;  // Watch() returns its Status
         ApplyWatchEvent(event);
@@ -268,20 +268,27 @@ absl::Status Informer::WatchOnce(int* events_applied) {
   return status;
 }
 
-void Informer::ApplyWatchEvent(const WatchEvent& event) {
+void Informer::ApplyWatchEvent(WatchEvent& event) {
   const std::string rv = ResourceVersionOf(event.object);
   if (event.type == kBookmark) {
     if (!rv.empty()) SetResourceVersion(rv);
     return;
   }
-  auto object = std::make_shared<nlohmann::json>(event.object);
+  auto object = std::make_shared<nlohmann::json>(std::move(event.object));
   if (!object->contains("kind")) (*object)["kind"] = rt_.kind;
   if (!object->contains("apiVersion")) (*object)["apiVersion"] = rt_.ApiVersion();
   if (opts_.strip_managed_fields) StripManagedFields(*object);
   const std::string key = KeyOf(*object);
   std::string type = event.type;
+  const bool cached = !key.empty() && type != kDeleted;
+  const bool keep_parsed = cached && opts_.compact_cache && opts_.recent_parsed > 0;
   Entry entry;
-  if (!key.empty() && type != kDeleted) entry = MakeEntry(object);
+  if (keep_parsed) {
+    entry.resource_version = ResourceVersionOf(*object);
+    entry.object = object;
+  } else if (cached) {
+    entry = MakeEntry(object);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!key.empty()) {
@@ -295,6 +302,29 @@ void Informer::ApplyWatchEvent(const WatchEvent& event) {
     if (!rv.empty()) last_sync_rv_ = rv;
   }
   Deliver(type, object);
+  if (keep_parsed) {
+    recent_.emplace_back(key, object);
+    PackOlderThanRecent();
+  }
+}
+
+void Informer::PackOlderThanRecent() {
+  while (recent_.size() > opts_.recent_parsed) {
+    auto [key, object] = std::move(recent_.front());
+    recent_.pop_front();
+    {
+      // Replaced, deleted or relisted since: nothing of this event's to pack.
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = cache_.find(key);
+      if (it == cache_.end() || it->second.object != object) continue;
+    }
+    std::vector<std::uint8_t> packed = packer_->Pack(*object);  // outside the lock
+    // Only this thread changes cache_, so the entry is still this object's.
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    it->second.packed = std::move(packed);
+    it->second.object.reset();
+  }
 }
 
 bool Informer::WaitBeforeRetry(const absl::Status& failure) {

@@ -275,7 +275,7 @@ absl::StatusOr<nlohmann::json> RestClient::Delete(const ResourceType& rt, std::s
 
 absl::Status RestClient::Watch(const ResourceType& rt, std::string_view ns,
                                const WatchOptions& opts,
-                               const std::function<bool(const WatchEvent&)>& on_event,
+                               const std::function<bool(WatchEvent&)>& on_event,
                                std::shared_ptr<http::StreamHandle> handle) {
   if (handle == nullptr) handle = std::make_shared<http::StreamHandle>();
   QueryString query;

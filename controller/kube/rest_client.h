@@ -64,7 +64,7 @@ class RestClient final : public Client {
                                         std::string_view name,
                                         const DeleteOptions& opts = {}) override;
   absl::Status Watch(const ResourceType& rt, std::string_view ns, const WatchOptions& opts,
-                     const std::function<bool(const WatchEvent&)>& on_event,
+                     const std::function<bool(WatchEvent&)>& on_event,
                      std::shared_ptr<http::StreamHandle> handle) override;
 
  private:

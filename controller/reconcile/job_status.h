@@ -84,7 +84,8 @@ v1alpha1::SlurmJobStatus StatusRetrying(const v1alpha1::SlurmJobStatus& current,
 // cluster." (both paths named when they differ); "" while neither is known.
 std::string OutputHint(const v1alpha1::SlurmJobStatus& status);
 
-// Status messages compared semantically (protobuf equality).
+// Status messages compared field by field: map entries in any order, and
+// whether an optional field is set counts (a set 0 is not an unset field).
 bool SameStatus(const v1alpha1::SlurmJobStatus& a, const v1alpha1::SlurmJobStatus& b);
 
 }  // namespace slurmop::reconcile

@@ -121,7 +121,7 @@ class FakeClient : public Client {
     return absl::UnimplementedError("Delete");
   }
   absl::Status Watch(const ResourceType&, std::string_view, const WatchOptions& opts,
-                     const std::function<bool(const WatchEvent&)>& on_event,
+                     const std::function<bool(WatchEvent&)>& on_event,
                      std::shared_ptr<http::StreamHandle> handle) override {
     WatchScript script;
     bool scripted = false;
@@ -142,8 +142,9 @@ class FakeClient : public Client {
       --idle_watches_;
       return absl::CancelledError("watch cancelled");
     }
-    for (const WatchEvent& event : script.events) {
+    for (const WatchEvent& scripted_event : script.events) {
       if (handle->cancelled()) return absl::CancelledError("watch cancelled");
+      WatchEvent event = scripted_event;  // the callback may take its object
       const bool keep_going = on_event(event);
       if (event.type == kError) return StatusFromErrorEvent(event);
       if (!keep_going) return absl::OkStatus();

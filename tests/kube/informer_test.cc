@@ -161,6 +161,41 @@ TEST_P(InformerTest, WatchEventsUpdateCacheAndReachHandler) {
   EXPECT_EQ(informer->LastSyncResourceVersion(), "13");
 }
 
+// The reconcile an event queues reads the object the handler got, not a
+// decoded copy; with compact_cache an object is packed once recent_parsed
+// later events were delivered (and only then does Get() decode a copy).
+TEST_P(InformerTest, TheLatestEventsObjectsStayParsedAndOlderOnesArePacked) {
+  client_.AddList(JobList({}, "10"));
+  client_.AddWatch(WatchScript{{Event(kAdded, Job("a", "11")), Event(kAdded, Job("b", "12")),
+                                Event(kAdded, Job("c", "13")), Event(kModified, Job("b", "14"))}});
+  InformerOptions opts = Options();
+  opts.recent_parsed = 2;
+  std::map<std::string, std::shared_ptr<const nlohmann::json>> delivered;
+  auto informer = std::make_unique<Informer>(
+      client_, kJobs, "ns",
+      [&](const std::string&, const std::shared_ptr<const nlohmann::json>& obj) {
+        std::lock_guard<std::mutex> lock(mu_);
+        delivered[(*obj)["metadata"]["name"].get<std::string>()] = obj;
+      },
+      clock_, std::move(opts));
+  informer->Start();
+  WaitForIdleWatch();
+
+  std::lock_guard<std::mutex> lock(mu_);
+  // The last two events: c, then b again.
+  EXPECT_EQ(informer->Get("ns", "b"), delivered["b"]);
+  EXPECT_EQ(informer->Get("ns", "c"), delivered["c"]);
+  EXPECT_EQ((*informer->Get("ns", "b"))["metadata"]["resourceVersion"], "14");
+  std::shared_ptr<const nlohmann::json> a = informer->Get("ns", "a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(*a, *delivered["a"]);
+  if (GetParam()) {
+    EXPECT_NE(a, delivered["a"]) << "a is three events old: packed, decoded anew";
+  } else {
+    EXPECT_EQ(a, delivered["a"]) << "a parsed cache shares its objects";
+  }
+}
+
 TEST_P(InformerTest, NormalWatchEndReWatchesFromLastVersionWithoutRelist) {
   client_.AddList(JobList({}, "10"));
   client_.AddWatch(WatchScript{{Event(kAdded, Job("a", "11"))}});

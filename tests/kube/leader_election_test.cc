@@ -103,7 +103,7 @@ class LeaseStore : public Client {
     return absl::UnimplementedError("");
   }
   absl::Status Watch(const ResourceType&, std::string_view, const WatchOptions&,
-                     const std::function<bool(const WatchEvent&)>&,
+                     const std::function<bool(WatchEvent&)>&,
                      std::shared_ptr<http::StreamHandle>) override {
     return absl::UnimplementedError("");
   }

@@ -1258,5 +1258,50 @@ TEST(StageTable, UsageIsNotAwaitedForARunThatNeverStartedPastTheWindowOrPastItsT
   EXPECT_EQ(w.stage(), Stage::kAwaitingUsage) << "before the TTL is waited for";
 }
 
+// SameStatus compares bytes (job_status.cc): the cases where bytes could
+// differ for equal statuses, or agree for different ones.
+TEST(SameStatusTest, MapOrderDoesNotCountButEveryFieldAndPresenceDoes) {
+  v1alpha1::SlurmJobStatus a;
+  a.set_job_id(42);
+  a.set_job_state("RUNNING");
+  v1alpha1::JobUsage* ua = a.mutable_usage();
+  ua->set_run(1);
+  (*ua->mutable_allocated_tres())["cpu"] = 4;
+  (*ua->mutable_allocated_tres())["gres/gpu"] = 8;
+  (*ua->mutable_allocated_tres())["mem"] = 1024;
+  v1alpha1::SlurmJobStatus b;
+  b.set_job_id(42);
+  b.set_job_state("RUNNING");
+  v1alpha1::JobUsage* ub = b.mutable_usage();
+  ub->set_run(1);
+  (*ub->mutable_allocated_tres())["mem"] = 1024;
+  (*ub->mutable_allocated_tres())["gres/gpu"] = 8;
+  (*ub->mutable_allocated_tres())["cpu"] = 4;
+  EXPECT_TRUE(SameStatus(a, b)) << "map entries inserted in another order";
+
+  v1alpha1::SlurmJobStatus c = b;
+  (*c.mutable_usage()->mutable_allocated_tres())["cpu"] = 5;
+  EXPECT_FALSE(SameStatus(a, c)) << "one map value differs";
+
+  v1alpha1::SlurmJobStatus d = a;
+  d.set_message("x");
+  EXPECT_FALSE(SameStatus(a, d));
+  EXPECT_FALSE(SameStatus(d, a));
+
+  v1alpha1::SlurmJobStatus e = a;
+  v1alpha1::SlurmJobStatus f = a;
+  f.mutable_runs()->Add()->set_exit_code(0);
+  e.mutable_runs()->Add();
+  EXPECT_FALSE(SameStatus(e, f)) << "an optional field set to 0 is not an unset one";
+
+  v1alpha1::SlurmJobStatus g = a;
+  g.add_conditions()->set_type("Ready");
+  v1alpha1::SlurmJobStatus h = a;
+  h.add_conditions()->set_type("Ready");
+  EXPECT_TRUE(SameStatus(g, h));
+  h.mutable_conditions(0)->set_status("True");
+  EXPECT_FALSE(SameStatus(g, h));
+}
+
 }  // namespace
 }  // namespace slurmop::reconcile

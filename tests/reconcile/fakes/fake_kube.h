@@ -298,7 +298,7 @@ class InMemoryKube : public kube::Client {
   }
 
   absl::Status Watch(const kube::ResourceType& rt, std::string_view ns, const kube::WatchOptions&,
-                     const std::function<bool(const kube::WatchEvent&)>&,
+                     const std::function<bool(kube::WatchEvent&)>&,
                      std::shared_ptr<http::StreamHandle>) override {
     KubeCall call = MakeCall("watch", rt.plural, std::string(ns), "");
     return Handle(call, [&]() -> absl::StatusOr<nlohmann::json> { return nlohmann::json(); })

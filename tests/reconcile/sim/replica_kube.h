@@ -58,7 +58,7 @@ class ReplicaKube : public kube::Client {
     return Write([&] { return kube_.Delete(rt, ns, name, opts); });
   }
   absl::Status Watch(const kube::ResourceType&, std::string_view, const kube::WatchOptions&,
-                     const std::function<bool(const kube::WatchEvent&)>&,
+                     const std::function<bool(kube::WatchEvent&)>&,
                      std::shared_ptr<http::StreamHandle>) override {
     return absl::UnimplementedError("the simulation's caches are refreshed by the schedule");
   }
