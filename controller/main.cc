@@ -850,6 +850,10 @@ int main(int argc, char** argv) {
   // with one, at the same throughput; bench/README.md). MALLOC_ARENA_MAX, when
   // set, is glibc's to apply and is left alone.
   if (getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 1);
+  // glog stamps every line with the local time; with TZ unset glibc stats
+  // /etc/localtime again for each one (a syscall per log line, 4.1 against
+  // 2.2 us a line here). The same zone, read once. A TZ that is set is kept.
+  if (getenv("TZ") == nullptr) setenv("TZ", ":/etc/localtime", /*overwrite=*/0);
   std::vector<std::string> normalized;
   NormalizeFlagNames(argc, argv, &normalized);
   // --help lists the flags defined in this file (Abseil's default looks for
