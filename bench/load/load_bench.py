@@ -380,69 +380,89 @@ def parallel(items, fn, threads):
 
 # ----------------------------------------------------------------------------------- floor
 
-def measure_floor(env, samples):
-    """The stand-ins' own round trips along the create -> status.jobId path, done serially by an
-    ideal client with no work of its own: create, watch delivery of ADDED, the finalizer patch,
-    one submit through callSlurmRestApi, one status write, watch delivery of that write."""
-    ns = "bench-floor"
-    seen = {}
-    cond = threading.Condition()
+FLOOR_KEY = "floor (issue: delivery + submit + status write)"
 
-    def on_event(etype, obj, t):
+
+class FloorProbe:
+    """The ideal client of the floor, one sample at a time: create, watch delivery of ADDED, the
+    finalizer patch, one submit through callSlurmRestApi, one status write, watch delivery of that
+    write, on SlurmJobs of its own namespace (which the operator must not watch while it runs:
+    --paired-floor starts it with --namespace=bench). stop() deletes what it created."""
+
+    def __init__(self, env, ns="bench-floor"):
+        self.env, self.ns = env, ns
+        self.seen = {}
+        self.cond = threading.Condition()
+        self.names = []
+        st, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, ns), expect=(200,))
+        self.w = WatchStream(env.kube_port, env.kube_token, "%s/namespaces/%s/slurmjobs" % (GROUP, ns),
+                             lst["metadata"]["resourceVersion"], self.on_event)
+        self.w.start()
+        self.w.connected.wait(10)
+        time.sleep(0.2)
+
+    def on_event(self, etype, obj, t):
         md = obj.get("metadata") or {}
-        with cond:
-            seen.setdefault((md.get("name"), etype, bool((obj.get("status") or {}).get(
+        with self.cond:
+            self.seen.setdefault((md.get("name"), etype, bool((obj.get("status") or {}).get(
                 "jobId"))), t)
-            cond.notify_all()
+            self.cond.notify_all()
 
-    st, lst = env.k.json("GET", "%s/namespaces/%s/slurmjobs" % (GROUP, ns), expect=(200,))
-    w = WatchStream(env.kube_port, env.kube_token, "%s/namespaces/%s/slurmjobs" % (GROUP, ns),
-                    lst["metadata"]["resourceVersion"], on_event)
-    w.start()
-    w.connected.wait(10)
-    time.sleep(0.2)
-
-    def wait_for(key):
-        with cond:
-            while key not in seen:
-                if not cond.wait(10):
+    def wait_for(self, key):
+        with self.cond:
+            while key not in self.seen:
+                if not self.cond.wait(10):
                     raise RuntimeError("floor: no watch event %s" % (key,))
-            return seen[key]
+            return self.seen[key]
 
-    rows = collections.defaultdict(list)
-    for i in range(samples):
-        name = "floor-%d" % i
+    def sample(self, name):
+        """One pass of the ideal client's path; the seconds of each step and the floor's sum."""
+        env, ns = self.env, self.ns
+        self.names.append(name)
         t0 = time.time()
         env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, ns),
                    job_manifest(ns, name, 0), expect=(201,))
-        t1 = wait_for((name, "ADDED", False))
+        t1 = self.wait_for((name, "ADDED", False))
         _, obj = env.k.json("PATCH", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, ns, name),
                             {"metadata": {"finalizers": ["hpc.slurmoperator.dev/slurm-job"]}},
                             ctype="application/merge-patch+json", expect=(200,))
         t2 = time.time()
-        r = env.slurm("POST", "/slurm/v0.0.42/job/submit", submit_body(name, "floor:%d" % i))
+        r = env.slurm("POST", "/slurm/v0.0.42/job/submit", submit_body(name, "floor:%s" % name))
         job_id = r["structuredBody"]["job_id"]
         t3 = time.time()
         obj["status"] = {"jobId": job_id, "jobState": "PENDING", "phase": "Pending"}
         env.k.json("PUT", "%s/namespaces/%s/slurmjobs/%s/status" % (GROUP, ns, name), obj,
                    expect=(200,))
         t4 = time.time()
-        t5 = wait_for((name, "MODIFIED", True))
-        rows["create+watch delivery"].append(t1 - t0)
-        rows["finalizer patch"].append(t2 - t1)
-        rows["submit (callSlurmRestApi)"].append(t3 - t2)
-        rows["status write"].append(t4 - t3)
-        rows["watch delivery of the write"].append(t5 - t4)
-        rows["whole path, serial"].append(t5 - t0)
-    w.stop = True
-    # clean up: remove the finalizers, delete, so the operator never sees these
+        t5 = self.wait_for((name, "MODIFIED", True))
+        row = {"create+watch delivery": t1 - t0, "finalizer patch": t2 - t1,
+               "submit (callSlurmRestApi)": t3 - t2, "status write": t4 - t3,
+               "watch delivery of the write": t5 - t4, "whole path, serial": t5 - t0}
+        row[FLOOR_KEY] = row["create+watch delivery"] + row["submit (callSlurmRestApi)"] + row[
+            "status write"]
+        return row
+
+    def stop(self):
+        """Removes the finalizers and deletes, so that no operator ever acts on these."""
+        self.w.stop = True
+        for name in self.names:
+            self.env.k.json("PATCH", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, self.ns, name),
+                            {"metadata": {"finalizers": None}}, ctype="application/merge-patch+json")
+            self.env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, self.ns, name))
+
+
+def measure_floor(env, samples):
+    """The stand-ins' own round trips along the create -> status.jobId path, done serially by an
+    ideal client with no work of its own (FloorProbe), `samples` times; the median of each step,
+    and the floor the issue counts (delivery + submit + status write, each step's median)."""
+    probe = FloorProbe(env)
+    rows = collections.defaultdict(list)
     for i in range(samples):
-        name = "floor-%d" % i
-        env.k.json("PATCH", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, ns, name),
-                   {"metadata": {"finalizers": None}}, ctype="application/merge-patch+json")
-        env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, ns, name))
-    med = {k: statistics.median(v) for k, v in rows.items()}
-    med["floor (issue: delivery + submit + status write)"] = (
+        for k, v in probe.sample("floor-%d" % i).items():
+            rows[k].append(v)
+    probe.stop()
+    med = {k: statistics.median(v) for k, v in rows.items() if k != FLOOR_KEY}
+    med[FLOOR_KEY] = (
         med["create+watch delivery"] + med["submit (callSlurmRestApi)"] + med["status write"])
     return med
 
@@ -669,12 +689,22 @@ def allocator_env(allocator):
     return {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": JEMALLOC_CONF}
 
 
-def isolated_phase(env, tracker, count, res):
+def isolated_phase(env, tracker, count, res, paired_floor=False):
     """Phase 4b: `count` SlurmJobs one at a time; their create -> jobId into res, and
     the operator's requests on SlurmJobs per isolated job (its writes, and the re-reads
-    a conflict costs) from the stand-in's counters."""
+    a conflict costs) from the stand-in's counters. With paired_floor, one floor sample
+    (FloorProbe) right before each isolated job: the floor in the same seconds, with the
+    operator running, rather than minutes earlier without it."""
     before = env.kadmin("GET", "counters").get("byVerbResource")
-    iso = measure_isolated(env, tracker, count, 5.0)
+    probe = FloorProbe(env) if paired_floor else None
+    floors = []
+    iso = measure_isolated(env, tracker, count, 5.0, probe, floors)
+    if probe:
+        sums = [row[FLOOR_KEY] for row in floors]
+        res["isolated_paired_floor"] = {"p50": pct(sums, 50), "n": len(sums)}
+        res["isolated_paired_floor_steps_ms"] = {
+            k: round(statistics.median(row[k] for row in floors) * 1000, 3) for k in floors[0]}
+        res["isolated_paired_floor_each_ms"] = [round(v * 1000, 2) for v in sums]
     res["isolated_to_jobid"] = {"p50": pct(iso, 50), "p99": pct(iso, 99),
                                 "max": max(iso) if iso else None, "n": len(iso)}
     res["isolated_each_ms"] = [round(v * 1000, 2) for v in iso]  # in creation order
@@ -682,8 +712,14 @@ def isolated_phase(env, tracker, count, res):
                                           for k, v in res["isolated_to_jobid"].items()
                                           if v is not None})
     time.sleep(1.0)  # also: the stand-in counts a request after its reply and watch event
-    res["isolated_kube_per_job"] = isolated_requests_per_job(
-        diff(before, env.kadmin("GET", "counters").get("byVerbResource")), count)
+    counted = diff(before, env.kadmin("GET", "counters").get("byVerbResource"))
+    if probe:
+        probe.stop()  # after the count; the probe's own patch and status write are taken off
+        for verb_resource in ("patch slurmjobs.hpc.slurmoperator.dev",
+                              "update slurmjobs.hpc.slurmoperator.dev/status"):
+            if verb_resource in counted:
+                counted[verb_resource] -= len(floors)
+    res["isolated_kube_per_job"] = isolated_requests_per_job(counted, count)
 
 
 def isolated_requests_per_job(by_verb_resource, count):
@@ -701,14 +737,23 @@ def isolated_requests_per_job(by_verb_resource, count):
 # writes, and a change of a few ms in the path moves which ones do.
 ISOLATED_GAP_JITTER_S = 0.0
 
+# --isolated-quiet: each isolated SlurmJob is deleted, and gone, a second before the next is
+# created; otherwise the earlier ones (each runs 5 s) are still tracked, and their status
+# writes meet the new one's in the stand-in.
+ISOLATED_QUIET = False
 
-def measure_isolated(env, tracker, count, run_seconds):
+
+def measure_isolated(env, tracker, count, run_seconds, probe=None, floors=None):
     """create -> status.jobId for SlurmJobs created one at a time (each waits for the
     previous one's jobId): the operator's own path with nothing queued before it, the
-    figure to hold against the floor. The jobs are deleted again afterwards."""
+    figure to hold against the floor. The jobs are deleted again afterwards. With a
+    FloorProbe, a floor sample precedes each job (its floor sum appended to `floors`)."""
     lat, names = [], []
     gaps = random.Random(1)  # the same gaps in every run
     for i in range(count):
+        if probe is not None:
+            floors.append(probe.sample("pf-%03d" % i))
+            time.sleep(0.02)  # the probe's own watch event settles
         name = "iso-%03d" % i
         t0 = time.time()
         env.k.json("POST", "%s/namespaces/%s/slurmjobs" % (GROUP, NS),
@@ -718,11 +763,20 @@ def measure_isolated(env, tracker, count, run_seconds):
             break
         with tracker.lock:
             lat.append(tracker.jobs[name]["t_jobid"] - t0)
+        if ISOLATED_QUIET:
+            # Nothing of this job's left when the next one is created: deleted, its Slurm
+            # job cancelled, its finalizer off, and a second for the follow-ups to settle.
+            env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, NS, name),
+                       expect=(200, 202))
+            tracker.wait("t_deleted", [name], 30, "isolated delete")
+            time.sleep(1.0)
+            continue
         # the operator's follow-up of its own writes settles
         time.sleep(0.1 + gaps.uniform(0, ISOLATED_GAP_JITTER_S))
     for name in names:
-        env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, NS, name),
-                   expect=(200, 202))
+        if not ISOLATED_QUIET:
+            env.k.json("DELETE", "%s/namespaces/%s/slurmjobs/%s" % (GROUP, NS, name),
+                       expect=(200, 202))
     tracker.wait("t_deleted", names, 60, "isolated deletes")
     return lat
 
@@ -858,6 +912,8 @@ def start_operator(args, env, work, tag):
             "--workers=%d" % args.workers,
             # the stand-in SlurmCluster has no credentialsSecretRef: lend the operator's ADC
             "--allow-operator-identity-for-namespaced-clusters"] + args.operator_arg
+    if getattr(args, "paired_floor", False):
+        argv.append("--namespace=" + NS)  # the paired floor's SlurmJobs are not the operator's
     penv = {"GCE_METADATA_HOST": "127.0.0.1:%d" % env.ap_port,
             "GOOGLE_APPLICATION_CREDENTIALS": "", "HOME": work}
     penv.update(allocator_env(args.allocator))
@@ -912,7 +968,7 @@ def run_once(args, n):
         rss_idle, _ = proc_mem(op.pid)
         res["rss_idle"] = rss_idle
         if args.isolated > 0:
-            isolated_phase(env, tracker, args.isolated, res)
+            isolated_phase(env, tracker, args.isolated, res, args.paired_floor)
             # The N-job figures below count from here.
             env.kadmin("POST", "counters/reset")
             env.aadmin("POST", "calls")
@@ -1843,6 +1899,12 @@ def report_isolated(r, out=sys.stdout):
     per_job = r.get("isolated_kube_per_job") or {}
     out.write("  operator's SlurmJob requests per isolated job: %s\n" % ", ".join(
         "%s %.2f" % kv for kv in sorted(per_job.items())))
+    paired = (r.get("isolated_paired_floor") or {}).get("p50")
+    if paired:
+        out.write("  paired floor (a sample before each isolated job, operator running): %s ms; "
+                  "%.2fx ; steps (median ms): %s\n" % (
+                      ms(paired), (p50 or 0) / paired,
+                      r.get("isolated_paired_floor_steps_ms")))
     each = r.get("isolated_each_ms") or []
     if each:  # which jobs set the tail, in creation order
         out.write("  each isolated job, in order (ms): %s\n" % " ".join("%.1f" % v for v in each))
@@ -2076,6 +2138,11 @@ def main():
                    help="add a wait uniform in [0, this) ms (the same sequence every run) to the "
                         "0.1 s gap between isolated SlurmJobs, so they do not arrive in step with "
                         "the tracker's tick")
+    p.add_argument("--isolated-quiet", action="store_true",
+                   help="each isolated SlurmJob deleted (and gone) a second before the next")
+    p.add_argument("--paired-floor", action="store_true",
+                   help="with --isolated: a floor sample right before each isolated SlurmJob, "
+                        "with the operator running (it then watches only the bench namespace)")
     p.add_argument("--isolated-only", action="store_true",
                    help="stop after the floor and the isolated SlurmJobs (no N-job run); "
                         "prints one line per run")
@@ -2120,8 +2187,9 @@ def main():
     p.add_argument("--json-out", help="write every run's raw figures here")
     p.add_argument("--keep", action="store_true", help="keep the work directories (logs)")
     args = p.parse_args()
-    global ISOLATED_GAP_JITTER_S
+    global ISOLATED_GAP_JITTER_S, ISOLATED_QUIET
     ISOLATED_GAP_JITTER_S = max(0.0, args.isolated_gap_jitter_ms) / 1000.0
+    ISOLATED_QUIET = args.isolated_quiet
     sizes = [int(s.replace("_", "").replace(",", "")) for s in args.sizes.split(",") if s]
     all_results = []
     t_start = time.time()
