@@ -1261,22 +1261,18 @@ TEST(StageTable, UsageIsNotAwaitedForARunThatNeverStartedPastTheWindowOrPastItsT
 // SameStatus compares bytes (job_status.cc): the cases where bytes could
 // differ for equal statuses, or agree for different ones.
 TEST(SameStatusTest, MapOrderDoesNotCountButEveryFieldAndPresenceDoes) {
-  v1alpha1::SlurmJobStatus a;
-  a.set_job_id(42);
-  a.set_job_state("RUNNING");
-  v1alpha1::JobUsage* ua = a.mutable_usage();
-  ua->set_run(1);
-  (*ua->mutable_allocated_tres())["cpu"] = 4;
-  (*ua->mutable_allocated_tres())["gres/gpu"] = 8;
-  (*ua->mutable_allocated_tres())["mem"] = 1024;
-  v1alpha1::SlurmJobStatus b;
-  b.set_job_id(42);
-  b.set_job_state("RUNNING");
-  v1alpha1::JobUsage* ub = b.mutable_usage();
-  ub->set_run(1);
-  (*ub->mutable_allocated_tres())["mem"] = 1024;
-  (*ub->mutable_allocated_tres())["gres/gpu"] = 8;
-  (*ub->mutable_allocated_tres())["cpu"] = 4;
+  // A status whose usage map gets its entries in the order given.
+  auto status_with_tres = [](const std::vector<std::pair<std::string, int64_t>>& tres) {
+    v1alpha1::SlurmJobStatus s;
+    s.set_job_id(42);
+    s.set_job_state("RUNNING");
+    s.mutable_usage()->set_run(1);
+    for (const auto& [name, value] : tres)
+      (*s.mutable_usage()->mutable_allocated_tres())[name] = value;
+    return s;
+  };
+  const v1alpha1::SlurmJobStatus a = status_with_tres({{"cpu", 4}, {"gres/gpu", 8}, {"mem", 1024}});
+  const v1alpha1::SlurmJobStatus b = status_with_tres({{"mem", 1024}, {"gres/gpu", 8}, {"cpu", 4}});
   EXPECT_TRUE(SameStatus(a, b)) << "map entries inserted in another order";
 
   v1alpha1::SlurmJobStatus c = b;
