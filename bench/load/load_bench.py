@@ -2187,6 +2187,9 @@ def main():
     p.add_argument("--json-out", help="write every run's raw figures here")
     p.add_argument("--keep", action="store_true", help="keep the work directories (logs)")
     args = p.parse_args()
+    if args.paired_floor and (args.probes_while_ending or args.restart_probes):
+        # The operator then watches only the bench namespace, not the probes'.
+        p.error("--paired-floor cannot be combined with --probes-while-ending or --restart-probes")
     global ISOLATED_GAP_JITTER_S, ISOLATED_QUIET
     ISOLATED_GAP_JITTER_S = max(0.0, args.isolated_gap_jitter_ms) / 1000.0
     ISOLATED_QUIET = args.isolated_quiet
