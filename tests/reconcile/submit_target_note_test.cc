@@ -5,8 +5,14 @@
 
 #include "controller/reconcile/submit_target_note.h"
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "controller/reconcile/ownership.h"
 #include "gtest/gtest.h"
@@ -32,6 +38,40 @@ TEST(SubmitTargetNoteTest, ANoteVerifiesUnderItsKey) {
   const auto where = VerifiedSubmitTarget(kKey, job);
   ASSERT_TRUE(where.has_value());
   EXPECT_TRUE(SameLocation(*where, LocationOf(fixtures::Cluster().spec)));
+}
+
+// The MAC is HMAC-SHA256 (OpenSSL's one-shot HMAC() as the reference) of the
+// signed text in this exact form: a note written by an earlier version of
+// the operator, before an upgrade, must still verify after it.
+TEST(SubmitTargetNoteTest, TheMacIsHmacSha256OfTheSignedTextInItsWireForm) {
+  const v1alpha1::SlurmJobLocation where = LocationOf(fixtures::Cluster().spec);
+  const std::string uid = "6f1c2a4e-0b7d-4c55-9d1e-2a3b4c5d6e7f";
+  for (int pass = 0; pass < 2; ++pass) {  // the second with the thread's context reused
+    const nlohmann::json note = nlohmann::json::parse(EncodeSubmitTargetNote(kKey, uid, 3, where));
+    std::string text = "slurmjob-operator submit-target v1";
+    for (const std::string& field : {uid, where.project_id(), where.region(), where.cluster_id()}) {
+      absl::StrAppend(&text, "\n", field.size(), ":", field);
+    }
+    absl::StrAppend(&text, "\nrun:3");
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    ASSERT_NE(HMAC(EVP_sha256(), kKey, sizeof(kKey) - 1,
+                   reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac, &len),
+              nullptr);
+    EXPECT_EQ(note.value("hmac", ""),
+              absl::BytesToHexString(std::string(reinterpret_cast<const char*>(mac), len)));
+  }
+  // Another key, then this one again: the thread's context is keyed anew each time.
+  const std::string first =
+      nlohmann::json::parse(EncodeSubmitTargetNote(kKey, uid, 3, where)).value("hmac", "");
+  const std::string other =
+      nlohmann::json::parse(
+          EncodeSubmitTargetNote("another-key-0123456789abcdef0123456789", uid, 3, where))
+          .value("hmac", "");
+  const std::string again =
+      nlohmann::json::parse(EncodeSubmitTargetNote(kKey, uid, 3, where)).value("hmac", "");
+  EXPECT_NE(other, first);
+  EXPECT_EQ(again, first);
 }
 
 TEST(SubmitTargetNoteTest, NothingVerifiesWithoutAKeyOrUnderAnother) {
