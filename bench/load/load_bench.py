@@ -686,7 +686,11 @@ def allocator_env(allocator):
     if not os.path.exists(JEMALLOC):
         raise SystemExit("--allocator=jemalloc needs %s (Debian's libjemalloc2, which "
                          "scripts/install-deps.sh installs); or pass --allocator=glibc" % JEMALLOC)
-    return {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": JEMALLOC_CONF}
+    # SLURMOP_BENCH_MALLOC_CONF_EXTRA adds to the deployed settings, e.g. a heap profile:
+    # "prof:true,prof_gdump:true,prof_prefix:/tmp/jeprof/op" (bench/README.md).
+    extra = os.environ.get("SLURMOP_BENCH_MALLOC_CONF_EXTRA")
+    conf = JEMALLOC_CONF + ("," + extra if extra else "")
+    return {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": conf}
 
 
 def isolated_phase(env, tracker, count, res, paired_floor=False):
@@ -856,6 +860,19 @@ class Sampler(threading.Thread):
                 row["calls"] = None
             self.samples.append(row)
             time.sleep(max(0.0, self.interval - (time.time() - t)))
+
+
+def rss_max_sample(samples, first_create, last_jobid, first_end):
+    """The operator's largest sampled RSS so far, when it was (s after the first create) and
+    in which phase: while submitting (to the last jobId), tracking, or ending (from the
+    first Slurm end). VmHWM gives the peak's size but not its moment."""
+    rows = [s for s in samples if s["rss"].get("op")]
+    if not rows:
+        return None
+    top = max(rows, key=lambda s: s["rss"]["op"])
+    phase = ("submitting" if top["t"] <= last_jobid else
+             "tracking" if top["t"] < first_end else "ending")
+    return {"rss": top["rss"]["op"], "t": top["t"] - first_create, "phase": phase}
 
 
 def slurm_calls(by_call):
@@ -1059,6 +1076,7 @@ def run_once(args, n):
                              "rss_max": max(s["rss"].get("op") or 0 for s in win),
                              "rss_slope": rss_slope(win)}
         res["active_window"] = active_window
+        res["rss_max_sample"] = rss_max_sample(samp.samples, first_create, last_jobid, first_end)
         # Peak load on each process while submitting (first create -> last jobId)
         before = [s for s in samp.samples if s["t"] <= first_create]
         after = [s for s in samp.samples if s["t"] >= last_jobid]
@@ -2028,6 +2046,9 @@ def report(results, out=sys.stdout):
                          lambda x: "%+.2f MB/min" % (x / 1e6)),
                      rng(lambda r: (r["active_window"] or {}).get("seconds"),
                          lambda x: "%.0f s" % x))))
+    rows.append(("  largest RSS sample before the restart: MB, s after the first create, phase",
+                 "; ".join("%.1f MB at %.0f s, %s" % (x["rss"] / 1e6, x["t"], x["phase"])
+                           for x in (r.get("rss_max_sample") for r in results) if x) or "-"))
     rows.append(("bytes per tracked SlurmJob ((active RSS - idle RSS) / N)",
                  rng(lambda r: ((r["active_window"] or {}).get("rss", 0) - r["rss_idle"]) / r["N"]
                      if r.get("active_window") else None, lambda x: "%.0f" % x)))
