@@ -333,8 +333,8 @@ class RecordSink final : public agentplatform::JobSink {
 
 }  // namespace
 
-absl::StatusOr<slurm::JobList> JobTracker::ListJobs(const ClusterEndpoint& endpoint,
-                                                    std::optional<int64_t> update_time) {
+absl::StatusOr<slurm::PackedJobList> JobTracker::ListJobs(const ClusterEndpoint& endpoint,
+                                                          std::optional<int64_t> update_time) {
   absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(endpoint.api_version);
   if (!dialect.ok()) return dialect.status();
   list_calls_.fetch_add(1);
@@ -356,7 +356,8 @@ absl::StatusOr<slurm::JobList> JobTracker::ListJobs(const ClusterEndpoint& endpo
   return (*dialect)->ParseJobs(r->status, r->body, records);
 }
 
-void JobTracker::NoteLastUpdate(Cluster& c, const slurm::JobList& list, bool full, Time started) {
+void JobTracker::NoteLastUpdate(Cluster& c, const slurm::PackedJobList& list, bool full,
+                                Time started) {
   if (!list.last_update) {
     c.last_update.reset();
     c.last_update_confirmed = false;
@@ -369,7 +370,8 @@ void JobTracker::NoteLastUpdate(Cluster& c, const slurm::JobList& list, bool ful
   }
 }
 
-std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, Time started) {
+std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::PackedJobList list,
+                                               Time started) {
   // A list that is not `unchanged` is whole (Slurm answers all jobs or none
   // to an update_time). The snapshot is updated in place rather than rebuilt
   // beside the old one: at 10,000 jobs a second map is ~6 MB more at every
@@ -381,15 +383,20 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, 
   std::vector<int64_t> listed;
   listed.reserve(list.jobs.size());
   slurm::JobInfo previous;
-  for (const slurm::JobInfo& j : list.jobs) {
-    listed.push_back(j.job_id);
-    switch (c.jobs.Put(j, &previous)) {
+  for (slurm::PackedJob& j : list.jobs) {
+    const int64_t id = j.job_id;
+    listed.push_back(id);
+    // The record moves into the snapshot; only a changed one is decoded.
+    switch (c.jobs.Put(std::move(j), &previous)) {
       case slurm::PackedJobs::PutOutcome::kAdded:
-        if (c.left_looked.erase(j.job_id) > 0) c.left_records.erase(j.job_id);  // requeued
-        note(j.job_id);
+        if (c.left_looked.erase(id) > 0) c.left_records.erase(id);  // requeued
+        note(id);
         break;
       case slurm::PackedJobs::PutOutcome::kChanged:
-        if (!SameRecord(previous, j)) note(j.job_id);
+        if (std::optional<slurm::JobInfo> now = c.jobs.Find(id);
+            !now || !SameRecord(previous, *now)) {
+          note(id);
+        }
         break;
       case slurm::PackedJobs::PutOutcome::kSame:
         break;
@@ -421,7 +428,7 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::JobList list, 
 }
 
 std::vector<std::string> JobTracker::RecordListLocked(Cluster& c,
-                                                      absl::StatusOr<slurm::JobList>& list,
+                                                      absl::StatusOr<slurm::PackedJobList>& list,
                                                       Time started, bool full) {
   std::vector<std::string> changed;
   if (!list.ok()) {
@@ -463,7 +470,7 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   if (!full) update_time = *c.last_update + 1;
   lock.unlock();
 
-  absl::StatusOr<slurm::JobList> list = ListJobs(endpoint, update_time);
+  absl::StatusOr<slurm::PackedJobList> list = ListJobs(endpoint, update_time);
   // A list of thousands of jobs is tens of MB while it is decoded (envelope,
   // JSON, job records); hand those pages back to the system rather than let
   // each thread's malloc arena keep its high-water mark.
@@ -520,23 +527,24 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   return list.status();
 }
 
-std::vector<int64_t> JobTracker::NewlyEndedLocked(const Cluster& c, const slurm::JobList& list) {
+std::vector<int64_t> JobTracker::NewlyEndedLocked(const Cluster& c,
+                                                  const slurm::PackedJobList& list) {
   std::vector<int64_t> ended;
-  for (const slurm::JobInfo& j : list.jobs) {
-    if (!j.IsFinal() || !c.tracked.contains(j.job_id) || c.accounted.contains(j.job_id)) continue;
+  for (const slurm::PackedJob& j : list.jobs) {
+    if (!j.final || !c.tracked.contains(j.job_id) || c.accounted.contains(j.job_id)) continue;
     std::optional<slurm::JobInfo> before = c.jobs.Find(j.job_id);
     if (!before || !before->IsFinal()) ended.push_back(j.job_id);
   }
   return ended;
 }
 
-std::vector<int64_t> JobTracker::LeftQueueLocked(const Cluster& c, const slurm::JobList& list,
+std::vector<int64_t> JobTracker::LeftQueueLocked(const Cluster& c, const slurm::PackedJobList& list,
                                                  Time started) const {
   std::vector<int64_t> left;
   if (options_.accounting_batch <= 0 || c.tracked.empty()) return left;
   std::vector<int64_t> listed;
   listed.reserve(list.jobs.size());
-  for (const slurm::JobInfo& j : list.jobs) listed.push_back(j.job_id);
+  for (const slurm::PackedJob& j : list.jobs) listed.push_back(j.job_id);
   std::sort(listed.begin(), listed.end());
   for (const auto& [id, entry] : c.tracked) {
     if (std::binary_search(listed.begin(), listed.end(), id) || c.left_looked.contains(id)) {

@@ -323,24 +323,24 @@ class JobTracker {
   // call); `c.fetching` is set by the caller.
   absl::Status FetchLocked(std::unique_lock<std::mutex>& lock, const std::string& key);
   // The call and its parsing (mu_ not held).
-  absl::StatusOr<slurm::JobList> ListJobs(const ClusterEndpoint& endpoint,
-                                          std::optional<int64_t> update_time);
+  absl::StatusOr<slurm::PackedJobList> ListJobs(const ClusterEndpoint& endpoint,
+                                                std::optional<int64_t> update_time);
   // Slurm's last_update from a changed list (see Cluster::last_update_seen_at).
-  static void NoteLastUpdate(Cluster& c, const slurm::JobList& list, bool full, Time started);
+  static void NoteLastUpdate(Cluster& c, const slurm::PackedJobList& list, bool full, Time started);
   // Records a list's outcome in `c` (mu_ held): a failure and its backoff,
   // or the new snapshot (ApplyList); returns ApplyList's keys.
-  std::vector<std::string> RecordListLocked(Cluster& c, absl::StatusOr<slurm::JobList>& list,
+  std::vector<std::string> RecordListLocked(Cluster& c, absl::StatusOr<slurm::PackedJobList>& list,
                                             Time started, bool full);
   // Replaces the snapshot; returns the keys of tracked jobs whose record
   // changed (mu_ held); `started`: when it was sent.
-  std::vector<std::string> ApplyList(Cluster& c, slurm::JobList list, Time started);
+  std::vector<std::string> ApplyList(Cluster& c, slurm::PackedJobList list, Time started);
   // The tracked jobs `list` shows final that the snapshot does not (nor any
   // earlier accounting look).
-  static std::vector<int64_t> NewlyEndedLocked(const Cluster& c, const slurm::JobList& list);
+  static std::vector<int64_t> NewlyEndedLocked(const Cluster& c, const slurm::PackedJobList& list);
   // The tracked jobs `list` (sent at `started`) no longer shows, or never
   // showed though it was sent after their tracking began, and not looked up
   // since they left: their reconciles would read /slurmdb one by one.
-  std::vector<int64_t> LeftQueueLocked(const Cluster& c, const slurm::JobList& list,
+  std::vector<int64_t> LeftQueueLocked(const Cluster& c, const slurm::PackedJobList& list,
                                        Time started) const;
   // Looks up `ended` and `left` of cluster `key` in accounting (mu_ held on
   // entry and exit, released during the calls) and keeps what it found of

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "controller/slurm/job_list_decoder.h"
 #include "controller/slurm/job_model.h"
+#include "controller/slurm/packed_jobs.h"
 #include "nlohmann/json.hpp"
 
 namespace slurmop::slurm {
@@ -118,9 +119,10 @@ class Dialect {
   // array job's records are folded into one record (array_folding.h).
   virtual absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body) const = 0;
   // The same for an answer whose records streamed into `records` (each
-  // added as it arrived; job_list_decoder.h), taken from it.
-  virtual absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body,
-                                            JobListDecoder& records) const = 0;
+  // added as it arrived; job_list_decoder.h), taken from it, each record
+  // packed (packed_jobs.h): a list of thousands is never a vector of JobInfo.
+  virtual absl::StatusOr<PackedJobList> ParseJobs(int http_status, const nlohmann::json& body,
+                                                  JobListDecoder& records) const = 0;
   // The top-level keys of a /slurm job record (an element of jobs[]) that
   // ParseJob and ParseJobs read: a record reduced to them parses the same.
   // A caller of a long list may have the rest dropped while the answer is

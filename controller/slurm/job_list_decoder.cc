@@ -8,24 +8,43 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "controller/slurm/array_folding.h"
 #include "controller/slurm/job_record_decoding.h"
 
 namespace slurmop::slurm {
 
 void JobListDecoder::Add(const nlohmann::json& record) {
-  ++streamed_.records;
-  if (!streamed_.first_error.ok()) return;
+  ++records_;
+  if (!first_error_.ok()) return;
   try {
     absl::StatusOr<JobInfo> info = DecodeSlurmctldJob(record);
     if (!info.ok()) {
-      streamed_.first_error = info.status();
+      first_error_ = info.status();
       return;
     }
-    streamed_.jobs.push_back(*std::move(info));
+    if (info->array_job_id == 0) {
+      jobs_.push_back(PackListedJob(*info));
+      return;
+    }
+    auto [it, first] = arrays_.try_emplace(info->array_job_id);
+    if (first) {
+      array_places_.emplace_back(jobs_.size(), info->array_job_id);
+      jobs_.emplace_back();
+    }
+    it->second.push_back(*std::move(info));
   } catch (const std::exception& e) {
-    streamed_.first_error =
-        absl::InternalError(absl::StrCat("reading the jobs response: ", e.what()));
+    first_error_ = absl::InternalError(absl::StrCat("reading the jobs response: ", e.what()));
   }
+}
+
+std::vector<PackedJob> JobListDecoder::TakeJobs() {
+  for (const auto& [index, array_id] : array_places_) {
+    std::vector<JobInfo> folded = FoldArrayRecords(std::move(arrays_[array_id]));
+    jobs_[index] = PackListedJob(folded.front());
+  }
+  std::vector<PackedJob> out = std::move(jobs_);
+  Restart();
+  return out;
 }
 
 }  // namespace slurmop::slurm

@@ -226,21 +226,40 @@ absl::StatusOr<JobInfo> UnpackJob(std::string_view packed) {
   return job;
 }
 
+PackedJob PackListedJob(const JobInfo& job) {
+  PackedJob out{job.job_id, job.IsFinal(), PackJob(job)};
+  out.bytes.shrink_to_fit();  // kept until the list is applied, then in the map
+  return out;
+}
+
+absl::StatusOr<JobList> UnpackJobList(const PackedJobList& list) {
+  JobList out{list.unchanged, {}, list.warnings, list.last_update};
+  out.jobs.reserve(list.jobs.size());
+  for (const PackedJob& j : list.jobs) {
+    absl::StatusOr<JobInfo> job = UnpackJob(j.bytes);
+    if (!job.ok()) return job.status();
+    out.jobs.push_back(*std::move(job));
+  }
+  return out;
+}
+
 PackedJobs::PutOutcome PackedJobs::Put(const JobInfo& job, JobInfo* previous) {
-  std::string packed = PackJob(job);
+  return Put(PackListedJob(job), previous);
+}
+
+PackedJobs::PutOutcome PackedJobs::Put(PackedJob job, JobInfo* previous) {
   auto [it, inserted] = jobs_.try_emplace(job.job_id);
-  packed.shrink_to_fit();  // the map keeps it: no spare capacity
   if (inserted) {
-    it->second = std::move(packed);
+    it->second = std::move(job.bytes);
     return PutOutcome::kAdded;
   }
-  if (it->second == packed) return PutOutcome::kSame;
+  if (it->second == job.bytes) return PutOutcome::kSame;
   if (previous != nullptr) {
     absl::StatusOr<JobInfo> old = UnpackJob(it->second);
     LOG_IF(DFATAL, !old.ok()) << "job " << job.job_id << ": " << old.status();
     *previous = old.ok() ? *std::move(old) : JobInfo{};
   }
-  it->second = std::move(packed);
+  it->second = std::move(job.bytes);
   return PutOutcome::kChanged;
 }
 

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "controller/slurm/job_model.h"
@@ -35,6 +36,28 @@ namespace slurmop::slurm {
 std::string PackJob(const JobInfo& job);
 absl::StatusOr<JobInfo> UnpackJob(std::string_view packed);
 
+// One record of a job list, packed as it was read, with the two facts the
+// tracker reads of every record before it stores it (so that neither needs
+// the record decoded again).
+struct PackedJob {
+  int64_t job_id = 0;
+  bool final = false;  // JobInfo::IsFinal()
+  std::string bytes;   // PackJob(record), no spare capacity
+};
+PackedJob PackListedJob(const JobInfo& job);
+
+// A /slurm/<v>/jobs/ answer as the tracker keeps it while it is applied:
+// JobList's fields, each record packed. At 10,000 jobs the records take
+// ~3 MB instead of the ~15 MB of a vector of JobInfo (issue #16).
+struct PackedJobList {
+  bool unchanged = false;
+  std::vector<PackedJob> jobs;
+  std::vector<SlurmMessage> warnings;
+  std::optional<int64_t> last_update;
+};
+// The same list decoded (tests, and anything that wants JobList's form).
+absl::StatusOr<JobList> UnpackJobList(const PackedJobList& list);
+
 class PackedJobs {
  public:
   enum class PutOutcome { kAdded, kSame, kChanged };
@@ -42,6 +65,8 @@ class PackedJobs {
   // same bytes: nothing is decoded), or kChanged, when `previous` (if not
   // null) receives the record replaced.
   PutOutcome Put(const JobInfo& job, JobInfo* previous = nullptr);
+  // The same for a record packed already (its bytes are compared, and moved in).
+  PutOutcome Put(PackedJob job, JobInfo* previous = nullptr);
   std::optional<JobInfo> Find(int64_t job_id) const;
   bool contains(int64_t job_id) const { return jobs_.contains(job_id); }
   size_t size() const { return jobs_.size(); }

@@ -119,51 +119,87 @@ absl::StatusOr<JobLookup> ParseJobResponse(int http_status, const json& body, in
   return JobLookup{std::move(*chosen), Surfaced(std::move(m))};
 }
 
-absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body,
-                                          StreamedJobs streamed) {
+namespace {
+
+// slurmctld's time of the last job change in a jobs answer (v0.0.40+).
+std::optional<int64_t> LastUpdate(const json& body) {
+  const json* last = FindMember(body, "last_update");
+  if (last == nullptr) return std::nullopt;
+  std::optional<int64_t> out;
+  if (last->is_number_integer()) {
+    out = last->get<int64_t>();
+  } else if (last->is_object()) {
+    auto set = last->find("set");
+    auto number = last->find("number");
+    if (number != last->end() && number->is_number_integer() &&
+        (set == last->end() || (set->is_boolean() && set->get<bool>()))) {
+      out = number->get<int64_t>();
+    }
+  }
+  if (out && *out <= 0) out.reset();
+  return out;
+}
+
+// A jobs answer without its records: `list` (jobs empty) says whether it is
+// unchanged, its warnings and last_update; `jobs` is its jobs[] (null when
+// it has none). `streamed_records`: records already read as they streamed
+// in, which count as the first elements of jobs[].
+struct JobsEnvelope {
+  JobList list;
+  const json* jobs = nullptr;
+};
+
+absl::StatusOr<JobsEnvelope> ReadJobsEnvelope(int http_status, const json& body,
+                                              size_t streamed_records) {
   // 22.05 answers an unchanged update_time with 304 and no body.
-  if (http_status == 304) return JobList{true, {}, {}, std::nullopt};
+  if (http_status == 304) return JobsEnvelope{JobList{true, {}, {}, std::nullopt}};
   Messages m = ReadMessages(body);
   if (http_status >= 400) return RejectionStatus(http_status, body, m.errors);
   // 23.02+: 200 + "No job changes since update_time" and jobs: [].
   constexpr std::string_view kNoChanges = "No job changes since update_time";
   if (ContainsText(m.warnings, kNoChanges) || ContainsText(m.errors, kNoChanges)) {
-    return JobList{true, {}, Surfaced(std::move(m)), std::nullopt};
+    return JobsEnvelope{JobList{true, {}, Surfaced(std::move(m)), std::nullopt}};
   }
-  // Records decoded as they streamed in came from jobs[] (which then stays,
-  // emptied): they count as its first elements.
   const json* jobs = JobsArray(body);
-  const bool no_records = streamed.records == 0 && (jobs == nullptr || jobs->empty());
+  const bool no_records = streamed_records == 0 && (jobs == nullptr || jobs->empty());
   if (!m.errors.empty() && no_records) return RejectionStatus(http_status, body, m.errors);
-  if (jobs == nullptr && streamed.records == 0) {
+  if (jobs == nullptr && streamed_records == 0) {
     return MalformedResponse("jobs query answered without a jobs array");
   }
-  if (!streamed.first_error.ok()) return streamed.first_error;
-  JobList list;
-  list.jobs = std::move(streamed.jobs);
-  if (jobs != nullptr) {
-    list.jobs.reserve(list.jobs.size() + jobs->size());
-    for (const json& record : *jobs) {
-      absl::StatusOr<JobInfo> info = DecodeSlurmctldJob(record);
-      if (!info.ok()) return info.status();
-      list.jobs.push_back(*std::move(info));
-    }
+  return JobsEnvelope{JobList{false, {}, Surfaced(std::move(m)), LastUpdate(body)}, jobs};
+}
+
+}  // namespace
+
+absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body) {
+  absl::StatusOr<JobsEnvelope> envelope = ReadJobsEnvelope(http_status, body, 0);
+  if (!envelope.ok()) return envelope.status();
+  JobList list = std::move(envelope->list);
+  if (list.unchanged) return list;
+  list.jobs.reserve(envelope->jobs->size());
+  for (const json& record : *envelope->jobs) {
+    absl::StatusOr<JobInfo> info = DecodeSlurmctldJob(record);
+    if (!info.ok()) return info.status();
+    list.jobs.push_back(*std::move(info));
   }
   list.jobs = FoldArrayRecords(std::move(list.jobs));
-  list.warnings = Surfaced(std::move(m));
-  if (const json* last = FindMember(body, "last_update"); last != nullptr) {
-    if (last->is_number_integer()) {
-      list.last_update = last->get<int64_t>();
-    } else if (last->is_object()) {
-      auto set = last->find("set");
-      auto number = last->find("number");
-      if (number != last->end() && number->is_number_integer() &&
-          (set == last->end() || (set->is_boolean() && set->get<bool>()))) {
-        list.last_update = number->get<int64_t>();
-      }
-    }
-    if (list.last_update && *list.last_update <= 0) list.last_update.reset();
+  return list;
+}
+
+absl::StatusOr<PackedJobList> ParseJobsResponse(int http_status, const json& body,
+                                                JobListDecoder& records) {
+  absl::StatusOr<JobsEnvelope> envelope = ReadJobsEnvelope(http_status, body, records.records());
+  if (!envelope.ok()) return envelope.status();
+  JobList& head = envelope->list;
+  PackedJobList list{head.unchanged, {}, std::move(head.warnings), head.last_update};
+  if (list.unchanged) return list;
+  // Records decoded as they streamed in came from jobs[] (which then stays,
+  // emptied): they count as its first elements.
+  if (envelope->jobs != nullptr) {
+    for (const json& record : *envelope->jobs) records.Add(record);
   }
+  if (!records.first_error().ok()) return records.first_error();
+  list.jobs = records.TakeJobs();
   return list;
 }
 

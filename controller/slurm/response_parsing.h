@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "controller/slurm/job_list_decoder.h"
 #include "controller/slurm/job_model.h"
+#include "controller/slurm/packed_jobs.h"
 #include "controller/slurm/wire_format.h"
 #include "nlohmann/json.hpp"
 
@@ -26,10 +27,11 @@ absl::StatusOr<SubmitResponse> ParseSubmitResponse(int http_status, const nlohma
 absl::StatusOr<JobLookup> ParseJobResponse(int http_status, const nlohmann::json& body,
                                            int64_t job_id);
 
-// `streamed`: records decoded as they arrived (job_list_decoder.h), in front
-// of body.jobs.
-absl::StatusOr<JobList> ParseJobsResponse(int http_status, const nlohmann::json& body,
-                                          StreamedJobs streamed = StreamedJobs());
+absl::StatusOr<JobList> ParseJobsResponse(int http_status, const nlohmann::json& body);
+// The same, each record packed: `records` holds those decoded as they
+// arrived (job_list_decoder.h), in front of body.jobs, and is emptied.
+absl::StatusOr<PackedJobList> ParseJobsResponse(int http_status, const nlohmann::json& body,
+                                                JobListDecoder& records);
 
 absl::StatusOr<JobLookup> ParseSlurmdbJobResponse(int http_status, const nlohmann::json& body,
                                                   int64_t job_id, SlurmdbExitCodes exit_codes);

@@ -124,10 +124,10 @@ absl::StatusOr<JobList> RestDialect::ParseJobs(int http_status, const nlohmann::
   return Fenced("reading the jobs response", [&] { return ParseJobsResponse(http_status, body); });
 }
 
-absl::StatusOr<JobList> RestDialect::ParseJobs(int http_status, const nlohmann::json& body,
-                                               JobListDecoder& records) const {
+absl::StatusOr<PackedJobList> RestDialect::ParseJobs(int http_status, const nlohmann::json& body,
+                                                     JobListDecoder& records) const {
   return Fenced("reading the jobs response",
-                [&] { return ParseJobsResponse(http_status, body, records.Take()); });
+                [&] { return ParseJobsResponse(http_status, body, records); });
 }
 
 const std::vector<std::string>& RestDialect::JobRecordKeys() const {

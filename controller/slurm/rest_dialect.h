@@ -40,8 +40,8 @@ class RestDialect final : public Dialect {
   absl::StatusOr<JobLookup> ParseJob(int http_status, const nlohmann::json& body,
                                      int64_t job_id) const override;
   absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body) const override;
-  absl::StatusOr<JobList> ParseJobs(int http_status, const nlohmann::json& body,
-                                    JobListDecoder& records) const override;
+  absl::StatusOr<PackedJobList> ParseJobs(int http_status, const nlohmann::json& body,
+                                          JobListDecoder& records) const override;
   const std::vector<std::string>& JobRecordKeys() const override;
   absl::StatusOr<JobList> ParseDbJobs(int http_status, const nlohmann::json& body) const override;
   absl::StatusOr<JobLookup> ParseDbJob(int http_status, const nlohmann::json& body,

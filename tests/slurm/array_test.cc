@@ -7,9 +7,12 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "controller/slurm/array_folding.h"
 #include "controller/slurm/array_indexes.h"
 #include "controller/slurm/dialects.h"
+#include "controller/slurm/job_list_decoder.h"
+#include "controller/slurm/packed_jobs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -211,6 +214,50 @@ TEST_P(ArrayRecordsTest, TasksAndRemainderFoldIntoOneRecordAmongOthers) {
   EXPECT_EQ(a.array->pending_indexes, (std::vector<int32_t>{2, 3}));
   EXPECT_EQ(list->jobs[1].job_id, 7);
   EXPECT_FALSE(list->jobs[1].array.has_value());
+}
+
+// The tracker's path: records added to a JobListDecoder as they stream in
+// (the rest left in the body) are packed one by one, an array's records
+// kept until the end and folded at the place of its first, so the list is
+// the whole body's, record for record and in order.
+TEST_P(ArrayRecordsTest, AStreamedListFoldsArraysInPlaceAsTheWholeBodyDoes) {
+  json other = Record(wrapped(), 7, std::nullopt, "COMPLETED", 0);
+  other["array_job_id"] = Num(wrapped(), 0);
+  json second = Record(wrapped(), 201, 0, "RUNNING", std::nullopt);
+  second["array_job_id"] = Num(wrapped(), 200);
+  const std::vector<json> records = {Record(wrapped(), 101, 0, "COMPLETED", 0), other, second,
+                                     Record(wrapped(), 102, 1, "RUNNING", std::nullopt),
+                                     Record(wrapped(), 100, 2, "FAILED", 3)};
+  absl::StatusOr<JobList> whole = dialect().ParseJobs(200, Body(records));
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(whole->jobs.size(), 3u);  // array 100, job 7, array 200
+  for (size_t streamed = 0; streamed <= records.size(); ++streamed) {
+    SCOPED_TRACE(absl::StrCat(streamed, " records streamed"));
+    JobListDecoder decoder;
+    for (size_t i = 0; i < streamed; ++i) decoder.Add(records[i]);
+    json body = Body(std::vector<json>(records.begin() + streamed, records.end()));
+    absl::StatusOr<PackedJobList> packed = dialect().ParseJobs(200, body, decoder);
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    EXPECT_EQ(decoder.records(), 0u);  // taken
+    ASSERT_EQ(packed->jobs.size(), whole->jobs.size());
+    for (size_t i = 0; i < packed->jobs.size(); ++i) {
+      EXPECT_EQ(packed->jobs[i].job_id, whole->jobs[i].job_id);
+      EXPECT_EQ(packed->jobs[i].final, whole->jobs[i].IsFinal());
+      EXPECT_EQ(*UnpackJob(packed->jobs[i].bytes), whole->jobs[i]);
+    }
+  }
+}
+
+TEST_P(ArrayRecordsTest, AStreamedListFailsOnItsFirstBadRecord) {
+  json bad = Record(wrapped(), 7, std::nullopt, "RUNNING", std::nullopt);
+  bad["job_id"] = "seven";
+  JobListDecoder decoder;
+  decoder.Add(Record(wrapped(), 101, 0, "COMPLETED", 0));
+  decoder.Add(bad);
+  absl::StatusOr<PackedJobList> packed =
+      dialect().ParseJobs(200, Body({Record(wrapped(), 100, 1, "RUNNING", std::nullopt)}), decoder);
+  EXPECT_FALSE(packed.ok());
+  EXPECT_EQ(packed.status(), dialect().ParseJobs(200, Body({bad})).status());
 }
 
 TEST_P(ArrayRecordsTest, EndedArrayIsFinalWithTheLowestFailure) {

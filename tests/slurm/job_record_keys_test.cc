@@ -94,6 +94,17 @@ std::string Describe(const absl::StatusOr<JobList>& list) {
                       Describe(list->warnings), "] jobs=[", absl::StrJoin(jobs, ", "), "]");
 }
 
+std::string Describe(const absl::StatusOr<PackedJobList>& list) {
+  if (!list.ok()) return list.status().ToString();
+  for (const PackedJob& j : list->jobs) {
+    absl::StatusOr<JobInfo> job = UnpackJob(j.bytes);
+    if (!job.ok() || job->job_id != j.job_id || job->IsFinal() != j.final) {
+      return absl::StrCat("packed job ", j.job_id, " does not unpack to itself");
+    }
+  }
+  return Describe(UnpackJobList(*list));
+}
+
 std::string Describe(const absl::StatusOr<JobLookup>& lookup) {
   if (!lookup.ok()) return lookup.status().ToString();
   return absl::StrCat("job=", lookup->job ? Describe(*lookup->job) : "none", " warnings=[",

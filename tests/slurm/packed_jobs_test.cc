@@ -110,6 +110,36 @@ TEST(PackedJobsTest, PutTellsAddedSameAndChanged) {
   EXPECT_EQ(jobs.size(), 1u);
 }
 
+// A record packed as a list was read goes in as it is: the same bytes are
+// kSame, other bytes kChanged with the record they replace.
+TEST(PackedJobsTest, APackedRecordIsPutByItsBytes) {
+  JobInfo j = FullJob();
+  PackedJob packed = PackListedJob(j);
+  EXPECT_EQ(packed.job_id, j.job_id);
+  EXPECT_EQ(packed.final, j.IsFinal());
+  EXPECT_EQ(packed.bytes, PackJob(j));
+  EXPECT_EQ(packed.bytes.capacity(), packed.bytes.size());
+  PackedJobs jobs;
+  EXPECT_EQ(jobs.Put(packed), PackedJobs::PutOutcome::kAdded);
+  EXPECT_EQ(jobs.Put(PackListedJob(j)), PackedJobs::PutOutcome::kSame);
+  JobInfo next = j;
+  next.state = BaseState::kCompleted;
+  next.flags.clear();
+  PackedJob changed = PackListedJob(next);
+  EXPECT_TRUE(changed.final);
+  JobInfo previous;
+  EXPECT_EQ(jobs.Put(std::move(changed), &previous), PackedJobs::PutOutcome::kChanged);
+  EXPECT_EQ(previous, j);
+  EXPECT_EQ(jobs.Find(j.job_id), next);
+  PackedJobList list{false, {PackListedJob(j), PackListedJob(next)}, {}, 7};
+  absl::StatusOr<JobList> unpacked = UnpackJobList(list);
+  ASSERT_TRUE(unpacked.ok()) << unpacked.status();
+  EXPECT_EQ(unpacked->jobs, (std::vector<JobInfo>{j, next}));
+  EXPECT_EQ(unpacked->last_update, 7);
+  list.jobs[1].bytes = "\x02";
+  EXPECT_EQ(UnpackJobList(list).status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(PackedJobsTest, ForEachAndEraseIf) {
   PackedJobs jobs;
   for (int64_t id : {1, 2, 3, 4}) {
