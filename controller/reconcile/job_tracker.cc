@@ -471,9 +471,10 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   lock.unlock();
 
   absl::StatusOr<slurm::PackedJobList> list = ListJobs(endpoint, update_time);
-  // A list of thousands of jobs is tens of MB while it is decoded (envelope,
-  // JSON, job records); hand those pages back to the system rather than let
-  // each thread's malloc arena keep its high-water mark.
+  // A list of thousands of jobs leaves MB of freed memory behind (the
+  // answer's chunks, each record's JSON while it was decoded); under glibc's
+  // malloc, hand those pages back rather than let the arena keep its
+  // high-water mark (a no-op under jemalloc, which returns them itself).
   if (list.ok() && list->jobs.size() >= 256) malloc_trim(0);
 
   lock.lock();
