@@ -188,19 +188,24 @@ absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body) {
 
 absl::StatusOr<PackedJobList> ParseJobsResponse(int http_status, const json& body,
                                                 JobListDecoder& records) {
+  // Whatever the answer, the decoder is empty afterwards.
+  std::vector<PackedJob> jobs;
+  absl::Status first_error;
   absl::StatusOr<JobsEnvelope> envelope = ReadJobsEnvelope(http_status, body, records.records());
-  if (!envelope.ok()) return envelope.status();
-  JobList& head = envelope->list;
-  PackedJobList list{head.unchanged, {}, std::move(head.warnings), head.last_update};
-  if (list.unchanged) return list;
-  // Records decoded as they streamed in came from jobs[] (which then stays,
-  // emptied): they count as its first elements.
-  if (envelope->jobs != nullptr) {
-    for (const json& record : *envelope->jobs) records.Add(record);
+  if (envelope.ok() && !envelope->list.unchanged) {
+    // Records decoded as they streamed in came from jobs[] (which then
+    // stays, emptied): they count as its first elements.
+    if (envelope->jobs != nullptr) {
+      for (const json& record : *envelope->jobs) records.Add(record);
+    }
+    first_error = records.first_error();
+    if (first_error.ok()) jobs = records.TakeJobs();
   }
-  if (!records.first_error().ok()) return records.first_error();
-  list.jobs = records.TakeJobs();
-  return list;
+  records.Restart();
+  if (!envelope.ok()) return envelope.status();
+  if (!first_error.ok()) return first_error;
+  JobList& head = envelope->list;
+  return PackedJobList{head.unchanged, std::move(jobs), std::move(head.warnings), head.last_update};
 }
 
 namespace {

@@ -258,6 +258,15 @@ TEST_P(ArrayRecordsTest, AStreamedListFailsOnItsFirstBadRecord) {
       dialect().ParseJobs(200, Body({Record(wrapped(), 100, 1, "RUNNING", std::nullopt)}), decoder);
   EXPECT_FALSE(packed.ok());
   EXPECT_EQ(packed.status(), dialect().ParseJobs(200, Body({bad})).status());
+  EXPECT_EQ(decoder.records(), 0u);  // emptied, as after an answer that parses
+  EXPECT_TRUE(decoder.first_error().ok());
+  // An unchanged answer (304) leaves it empty too.
+  decoder.Add(Record(wrapped(), 101, 0, "COMPLETED", 0));
+  absl::StatusOr<PackedJobList> unchanged = dialect().ParseJobs(304, nullptr, decoder);
+  ASSERT_TRUE(unchanged.ok()) << unchanged.status();
+  EXPECT_TRUE(unchanged->unchanged);
+  EXPECT_TRUE(unchanged->jobs.empty());
+  EXPECT_EQ(decoder.records(), 0u);
 }
 
 TEST_P(ArrayRecordsTest, EndedArrayIsFinalWithTheLowestFailure) {
