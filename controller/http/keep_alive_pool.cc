@@ -94,14 +94,8 @@ class KeepAliveConnectionPool::Impl {
   Impl(TlsMaterial tls, const KeepAlivePoolOptions& options)
       : options_(options), tls_(std::move(tls)) {}
 
-  absl::Status Configure() {
-    if (tls_.ca_pem.empty()) {
-      boost::system::error_code ec;
-      ssl_.set_default_verify_paths(ec);
-      if (ec) LOG(WARNING) << "no system CA store for keep-alive connections: " << ec.message();
-    }
-    return ConfigureSslContext(tls_, ssl_);
-  }
+  // Without CA PEM the context trusts the process's shared system store.
+  absl::Status Configure() { return ConfigureSslContext(tls_, ssl_); }
 
   absl::StatusOr<Response> Send(const Request& request);
   absl::StatusOr<Response> Stream(const Request& request, const LineCallback& on_line,

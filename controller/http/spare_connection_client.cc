@@ -90,11 +90,7 @@ class SpareConnectionClient::Impl {
 };
 
 absl::Status SpareConnectionClient::Impl::Start() {
-  if (tls_.ca_pem.empty()) {
-    boost::system::error_code ec;
-    ssl_.set_default_verify_paths(ec);
-    if (ec) LOG(WARNING) << "no system CA store for spare connections: " << ec.message();
-  }
+  // Without CA PEM the context trusts the process's shared system store.
   if (absl::Status configured = ConfigureSslContext(tls_, ssl_); !configured.ok()) {
     return configured;
   }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 
 namespace slurmop::http {
 namespace {
@@ -73,6 +74,19 @@ absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsOptions& options) {
   return material;
 }
 
+X509_STORE* SystemTrustStore() {
+  // Never freed: contexts hold references to it until the process exits.
+  static X509_STORE* const store = [] {
+    X509_STORE* loaded = X509_STORE_new();
+    if (loaded != nullptr && X509_STORE_set_default_paths(loaded) != 1) {
+      LOG(WARNING) << "the system CA store could not be loaded: servers will not be verified "
+                      "against it";
+    }
+    return loaded;
+  }();
+  return store;
+}
+
 absl::Status ConfigureSslContext(const TlsMaterial& material, boost::asio::ssl::context& context) {
   boost::system::error_code ec;
   context.set_options(
@@ -82,7 +96,13 @@ absl::Status ConfigureSslContext(const TlsMaterial& material, boost::asio::ssl::
       ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("TLS options: ", ec.message()));
 
-  if (!material.ca_pem.empty()) {
+  if (material.ca_pem.empty()) {
+    // The process's one copy of the system store, in place of any the context
+    // loaded itself (cpprest loads one for every connection it opens).
+    X509_STORE* system = SystemTrustStore();
+    if (system == nullptr) return absl::InternalError("X509_STORE_new failed");
+    SSL_CTX_set1_cert_store(context.native_handle(), system);
+  } else {
     // Trust exactly the given CAs, not the system store cpprest loaded.
     X509_STORE* store = X509_STORE_new();
     if (store == nullptr) return absl::InternalError("X509_STORE_new failed");

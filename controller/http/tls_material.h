@@ -10,10 +10,20 @@
 //    kInvalidArgument. Error messages name files, never their contents.
 //  * ConfigureSslContext() never throws. With CA PEM present it replaces the
 //    context's trust store, so only those CAs are trusted (client-go
-//    semantics); TLS 1.2 is the minimum protocol version.
+//    semantics); without it the context trusts the system store, through
+//    SystemTrustStore()'s one shared copy. TLS 1.2 is the minimum protocol
+//    version.
+//  * SystemTrustStore() loads the system's CAs (OpenSSL's default paths)
+//    once per process; every context without CA PEM shares that one store
+//    (issue #16: each copy of Debian's ~140 CAs is ~1 MB of heap, and there
+//    was one per client and per cpprest connection). Null only if OpenSSL
+//    cannot allocate a store; a store that cannot be loaded is logged and
+//    stays empty, so servers fail verification instead of being trusted.
 
 #ifndef SLURMOP_CONTROLLER_HTTP_TLS_MATERIAL_H_
 #define SLURMOP_CONTROLLER_HTTP_TLS_MATERIAL_H_
+
+#include <openssl/x509.h>
 
 #include <boost/asio/ssl/context.hpp>
 #include <string>
@@ -35,6 +45,8 @@ struct TlsMaterial {
 absl::StatusOr<TlsMaterial> LoadTlsMaterial(const TlsOptions& options);
 
 absl::Status ConfigureSslContext(const TlsMaterial& material, boost::asio::ssl::context& context);
+
+X509_STORE* SystemTrustStore();
 
 // Reads a whole file. kNotFound if it does not exist, kInvalidArgument if it
 // cannot be read.
