@@ -72,7 +72,7 @@ std::optional<Duration> JobTracker::IntervalLocked(const Cluster& c, Time now) c
 void JobTracker::SetTracked(Cluster& c, int64_t job_id, TrackedJob entry) {
   EraseTracked(c, job_id);
   c.tracked_polls.insert(entry.poll);
-  c.tracked_since.insert(entry.since);
+  c.tracked_since.insert(entry.since());
   c.tracked.emplace(job_id, std::move(entry));
 }
 
@@ -80,7 +80,7 @@ void JobTracker::EraseTracked(Cluster& c, int64_t job_id) {
   auto it = c.tracked.find(job_id);
   if (it == c.tracked.end()) return;
   c.tracked_polls.erase(c.tracked_polls.find(it->second.poll));
-  c.tracked_since.erase(c.tracked_since.find(it->second.since));
+  c.tracked_since.erase(c.tracked_since.find(it->second.since()));
   c.tracked.erase(it);
 }
 
@@ -163,7 +163,7 @@ void JobTracker::Track(const ClusterEndpoint& cluster, int64_t job_id, const std
   t.job_id = job_id;
   Cluster& c = clusters_[cluster.key];
   SetEndpoint(c, cluster);
-  SetTracked(c, job_id, TrackedJob{job_key, poll, t.since});
+  SetTracked(c, job_id, TrackedJob{&*it, poll});
 }
 
 void JobTracker::Untrack(const std::string& job_key) {
@@ -281,7 +281,7 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
           return Answer{std::move(job), AccountedLocked(c, job_id)};
         }
       }
-      not_before = std::max(not_before, k->second.since);
+      not_before = std::max(not_before, k->second.since());
     }
   }
   if (absl::Status s = AwaitListLocked(lock, cluster.key, not_before, job_key); !s.ok()) return s;
@@ -378,7 +378,7 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::PackedJobList 
   // list (issue #16).
   std::set<std::string> changed;
   auto note = [&c, &changed](int64_t id) {
-    if (auto k = c.tracked.find(id); k != c.tracked.end()) changed.insert(k->second.key);
+    if (auto k = c.tracked.find(id); k != c.tracked.end()) changed.insert(k->second.key());
   };
   std::vector<int64_t> listed;
   listed.reserve(list.jobs.size());
@@ -417,11 +417,10 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::PackedJobList 
     // job left the queue before any list saw it (it ended at once, or a
     // busy call budget delayed the lists). Its key is told once, so its
     // reconcile reads accounting now, not when its safety-net timer fires.
-    const std::string& job_key = entry.key;
-    auto t = by_key_.find(job_key);
-    if (t != by_key_.end() && started > t->second.since && !t->second.reported_gone) {
-      t->second.reported_gone = true;
-      changed.insert(job_key);
+    Tracked& t = entry.owner->second;
+    if (started > t.since && !t.reported_gone) {
+      t.reported_gone = true;
+      changed.insert(entry.key());
     }
   }
   return std::vector<std::string>(changed.begin(), changed.end());
@@ -557,8 +556,7 @@ std::vector<int64_t> JobTracker::LeftQueueLocked(const Cluster& c, const slurm::
       left.push_back(id);
       continue;
     }
-    auto t = by_key_.find(entry.key);
-    if (t != by_key_.end() && started > t->second.since) left.push_back(id);
+    if (started > entry.since()) left.push_back(id);
   }
   return left;
 }

@@ -111,6 +111,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/status/statusor.h"
 #include "controller/agentplatform/client.h"
 #include "controller/common/clock.h"
@@ -228,11 +230,6 @@ class JobTracker {
   int64_t OrphansCancelled() const { return orphans_cancelled_.load(); }
 
  private:
-  struct TrackedJob {
-    std::string key;  // the SlurmJob's "namespace/name"
-    Duration poll{};
-    Time since{};
-  };
   struct Tracked {
     std::string cluster_key;
     int64_t job_id = 0;
@@ -240,6 +237,21 @@ class JobTracker {
     // Absent from a list sent after `since` without ever being seen: reported
     // once (the job left the queue before any list saw it).
     bool reported_gone = false;
+  };
+  // An entry of by_key_: its key is the SlurmJob's "namespace/name".
+  using KeyedTracked = std::unordered_map<std::string, Tracked>::value_type;
+  // A cluster's tracked job: who tracks it, and at what poll. Kept small, as
+  // there is one per tracked SlurmJob (issue #16): the key and the tracking
+  // start are read from the owner's by_key_ entry rather than copied. That
+  // entry is at a stable address (unordered_map never moves its elements),
+  // it tracks this very job of this cluster (Track() and Untrack() forget a
+  // job's entry before moving or erasing its owner), and `since` changes only
+  // while the owner has no entry, so the aggregates below stay in step.
+  struct TrackedJob {
+    KeyedTracked* owner = nullptr;
+    Duration poll{};
+    const std::string& key() const { return owner->first; }
+    Time since() const { return owner->second.since; }
   };
   struct Cluster {
     ClusterEndpoint endpoint;
@@ -269,9 +281,12 @@ class JobTracker {
     // interval is read in O(1) rather than by walking all tracked jobs on
     // every Get() and every tick (at 5,000 jobs per cluster that walk was
     // half of each replica's CPU, under mu_).
-    std::map<int64_t, TrackedJob> tracked;
-    std::multiset<Duration> tracked_polls;
-    std::multiset<Time> tracked_since;
+    // B-trees rather than red-black trees: ~20 rather than ~100 bytes per
+    // tracked job (issue #16). Their iterators do not survive an insert or
+    // erase, so none is held across one.
+    absl::btree_map<int64_t, TrackedJob> tracked;
+    absl::btree_multiset<Duration> tracked_polls;
+    absl::btree_multiset<Time> tracked_since;
     // Tracked jobs that ended, by job id: their accounting (see the header);
     // an entry goes with the job's tracking.
     std::map<int64_t, AccountingLook> accounted;
