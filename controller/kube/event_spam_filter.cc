@@ -13,16 +13,15 @@ bool EventSpamFilter::Allow(const std::string& object, Time now) {
   auto it = buckets_.find(object);
   if (it == buckets_.end()) {
     if (buckets_.size() >= opts_.max_objects && !lru_.empty()) {
-      buckets_.erase(lru_.back());
+      buckets_.erase(lru_.back().object);
       lru_.pop_back();
     }
-    lru_.push_front(object);
-    it =
-        buckets_.emplace(object, Bucket{static_cast<double>(opts_.burst), now, lru_.begin()}).first;
+    lru_.push_front(Bucket{object, static_cast<double>(opts_.burst), now});
+    it = buckets_.emplace(lru_.front().object, lru_.begin()).first;
   } else {
-    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    lru_.splice(lru_.begin(), lru_, it->second);
   }
-  Bucket& b = it->second;
+  Bucket& b = *it->second;
   if (now > b.last) {
     const double elapsed = std::chrono::duration<double>(now - b.last).count();
     b.tokens = std::min<double>(opts_.burst, b.tokens + elapsed * opts_.qps);

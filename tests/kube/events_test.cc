@@ -294,6 +294,21 @@ TEST(EventSpamFilterTest, LeastRecentlyUsedObjectIsEvictedWithItsBucket) {
   EXPECT_TRUE(filter.Allow("b", t)) << "b was evicted: a fresh, full bucket (as client-go's LRU)";
 }
 
+// Each key is stored once, viewed by the index: keys past the short-string
+// size, used, moved to the front and evicted many times over, are still
+// found (ASan would see a view of a freed key).
+TEST(EventSpamFilterTest, LongKeysSurviveUseAndEviction) {
+  EventSpamFilter filter({/*burst=*/2, /*qps=*/0.0, /*max_objects=*/8});
+  Time t = FakeClock().Now();
+  auto key = [](int i) { return "namespace-long-enough/slurmjob-" + std::to_string(i); };
+  for (int round = 0; round < 50; ++round) {
+    for (int i = 0; i < 8; ++i) EXPECT_TRUE(filter.Allow(key(round * 8 + i), t));
+    for (int i = 7; i >= 0; --i) EXPECT_TRUE(filter.Allow(key(round * 8 + i), t));
+    for (int i = 0; i < 8; ++i) EXPECT_FALSE(filter.Allow(key(round * 8 + i), t));
+    EXPECT_EQ(filter.TrackedObjects(), 8u);
+  }
+}
+
 TEST_F(EventRecorderTest, RecordNeverBlocksOnTheApiServer) {
   absl::Notification release;
   client_.on_create = [&](const RecordedCall& call) -> absl::StatusOr<nlohmann::json> {
