@@ -109,21 +109,13 @@ void WorkQueue::AddAfter(const std::string& key, Duration d) {
   auto [it, inserted] = waiting_.emplace(key, deadline);
   if (!inserted) {
     if (deadline >= it->second) return;  // the earlier deadline already waits
+    by_deadline_.erase(Deadline(it->second, &it->first));
     it->second = deadline;
   }
-  DropStaleLocked();
   // Sleepers wake by the earliest deadline anyway; only an earlier one needs them now.
-  const bool earliest = heap_.empty() || deadline < heap_.top().first;
-  heap_.emplace(deadline, key);
+  const bool earliest = by_deadline_.empty() || deadline < by_deadline_.begin()->first;
+  by_deadline_.emplace(deadline, &it->first);
   if (earliest) ready_.notify_all();  // sleepers recompute their wake-up time
-}
-
-void WorkQueue::DropStaleLocked() {
-  while (!heap_.empty()) {
-    auto it = waiting_.find(heap_.top().second);
-    if (it != waiting_.end() && it->second == heap_.top().first) return;
-    heap_.pop();
-  }
 }
 
 void WorkQueue::AddRateLimited(const std::string& key) {
@@ -141,14 +133,12 @@ size_t WorkQueue::MoveDueLocked() {
   if (waiting_.empty()) return 0;
   const Time now = clock_.Now();
   size_t moved = 0;
-  // Earliest deadline first (ties by key), as the heap orders them.
-  while (!heap_.empty() && heap_.top().first <= now) {
-    Deadline top = heap_.top();
-    heap_.pop();
-    auto it = waiting_.find(top.second);
-    if (it == waiting_.end() || it->second != top.first) continue;  // stale
-    waiting_.erase(it);
-    AddLocked(top.second, Priority::kNormal);
+  // Earliest deadline first (ties by key), as by_deadline_ orders them.
+  while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
+    std::string key = *by_deadline_.begin()->second;
+    by_deadline_.erase(by_deadline_.begin());
+    waiting_.erase(key);
+    AddLocked(key, Priority::kNormal);
     ++moved;
   }
   return moved;
@@ -176,8 +166,7 @@ std::optional<std::string> WorkQueue::Get() {
       ready_.wait(lock);
       continue;
     }
-    DropStaleLocked();
-    const Time earliest = heap_.top().first;  // waiting_ is not empty, so neither is heap_
+    const Time earliest = by_deadline_.begin()->first;  // as many entries as waiting_
     Duration left = earliest - clock_.Now();
     left = std::clamp<Duration>(left, std::chrono::milliseconds(1), kMaxSleep);
     ready_.wait_for(lock, left);
@@ -220,16 +209,16 @@ void WorkQueue::Done(const std::string& key) {
 void WorkQueue::ShutDown() {
   std::lock_guard<std::mutex> lock(mu_);
   shutting_down_ = true;
+  by_deadline_.clear();
   waiting_.clear();
-  heap_ = {};
   ready_.notify_all();
 }
 
 void WorkQueue::ShutDownWithDrain() {
   std::unique_lock<std::mutex> lock(mu_);
   shutting_down_ = true;
+  by_deadline_.clear();
   waiting_.clear();
-  heap_ = {};
   ready_.notify_all();
   drained_.wait(lock, [this] { return processing_.empty(); });
 }

@@ -50,11 +50,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "controller/common/clock.h"
 #include "controller/kube/rate_limiter.h"
 
@@ -116,9 +116,15 @@ class WorkQueue {
   // Requires ReadyLocked(): the next key to hand out, and its priority.
   std::pair<std::string, Priority> PopLocked();
   size_t MoveDueLocked();  // requires mu_
-  void DropStaleLocked();  // requires mu_: pops heap_ tops waiting_ disowns
 
-  using Deadline = std::pair<Time, std::string>;
+  // A waiting key's deadline, and the key itself as waiting_ holds it.
+  using Deadline = std::pair<Time, const std::string*>;
+  // Earliest deadline first, ties by key.
+  struct EarlierDeadline {
+    bool operator()(const Deadline& a, const Deadline& b) const {
+      return a.first != b.first ? a.first < b.first : *a.second < *b.second;
+    }
+  };
   // A key that Add() has seen and Get() has not handed out yet (queued, or
   // waiting for Done() while it is processed).
   struct Dirty {
@@ -149,14 +155,15 @@ class WorkQueue {
   size_t normal_processing_ = 0;                // guarded by mu_: kNormal keys in processing_
   std::map<std::string, Time> added_at_;        // guarded by mu_: queued key -> when it was added
   std::map<std::string, Time> waiting_;         // guarded by mu_: key -> its (earliest) deadline
-  // The same deadlines as a min-heap, so that finding what is due and the next
+  // The same deadlines in order, so that finding what is due and the next
   // wake-up are O(log n), not a walk over every waiting key (with 10,000
   // SlurmJobs each requeued after its poll interval, every Get() walked all of
-  // them under mu_). An entry whose deadline is no longer waiting_[key] (an
-  // earlier AddAfter won, or the key already left) is stale and skipped.
-  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<Deadline>>
-      heap_;                    // guarded by mu_
-  bool shutting_down_ = false;  // guarded by mu_
+  // them under mu_). Exactly one entry per waiting_ entry, changed with it;
+  // it points at waiting_'s key (map nodes never move) rather than copying
+  // it, in a B-tree of 16-byte entries (issue #16: a heap of key copies with
+  // stale entries was ~100 bytes per waiting SlurmJob).
+  absl::btree_set<Deadline, EarlierDeadline> by_deadline_;  // guarded by mu_
+  bool shutting_down_ = false;                              // guarded by mu_
 };
 
 }  // namespace slurmop::kube

@@ -4,6 +4,7 @@
 
 #include "controller/kube/workqueue.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -339,6 +340,34 @@ TEST(WorkQueueTest, DelayedKeysComeOutInDeadlineOrder) {
   queue.ProcessDue();
   EXPECT_EQ(queue.Get(), "early");
   EXPECT_EQ(queue.Get(), "late");
+}
+
+// Keys moved earlier, keys with equal deadlines (ordered by key) and keys
+// that left and came back: each comes out once, in deadline order.
+TEST(WorkQueueTest, RescheduledKeysComeOutOnceInDeadlineThenKeyOrder) {
+  FakeClock clock;
+  WorkQueue queue(clock);
+  const std::string long_prefix = "a-namespace-longer-than-short-strings/slurmjob-";
+  for (int i = 0; i < 20; ++i) queue.AddAfter(long_prefix + std::to_string(i), seconds(100 + i));
+  for (int i = 0; i < 20; i += 2) queue.AddAfter(long_prefix + std::to_string(i), seconds(5));
+  EXPECT_EQ(queue.NumWaiting(), 20u);
+  clock.Advance(seconds(5));
+  EXPECT_EQ(queue.ProcessDue(), 10u);
+  std::vector<std::string> first;
+  for (int i = 0; i < 10; ++i) {
+    first.push_back(*queue.Get());
+    queue.Done(first.back());
+  }
+  EXPECT_TRUE(std::is_sorted(first.begin(), first.end())) << "equal deadlines: by key";
+  queue.AddAfter(long_prefix + "0", seconds(1));  // left; waits again
+  clock.Advance(seconds(1));
+  EXPECT_EQ(queue.ProcessDue(), 1u);
+  EXPECT_EQ(queue.Get(), long_prefix + "0");
+  queue.Done(long_prefix + "0");
+  clock.Advance(seconds(200));
+  EXPECT_EQ(queue.ProcessDue(), 10u) << "the odd keys, each once";
+  EXPECT_EQ(queue.NumWaiting(), 0u);
+  for (int i = 1; i < 20; i += 2) EXPECT_EQ(queue.Get(), long_prefix + std::to_string(i));
 }
 
 TEST(WorkQueueTest, BlockedGetWakesOnPokeAfterFakeClockAdvance) {
