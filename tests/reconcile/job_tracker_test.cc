@@ -537,6 +537,21 @@ TEST_F(JobTrackerTest, ATrackedJobThatLeftTheQueueUnseenIsReportedOnce) {
   EXPECT_EQ(notified_.size(), 1u) << "reported once, not on every list";
 }
 
+// A cluster's entry for a job reads its key and tracking start from the
+// SlurmJob that tracks it (not copies): after a key moves to another job,
+// another key takes its old job and the first key goes, the job is told
+// under the key tracking it now (ASan: no entry outlives its owner).
+TEST_F(JobTrackerTest, AJobIsToldUnderTheKeyTrackingItNow) {
+  tracker_.Track(Endpoint(), 7, "team-a/first", seconds(1));
+  tracker_.Track(Endpoint(), 8, "team-a/first", seconds(1));  // moved to job 8
+  tracker_.Track(Endpoint(), 7, "team-a/second", seconds(1));
+  tracker_.Untrack("team-a/first");
+  EXPECT_EQ(tracker_.TrackedCount(), 1u);
+  clock_.Advance(seconds(1));
+  Tick();  // a list sent after the tracking began, without job 7
+  EXPECT_THAT(notified_, ::testing::ElementsAre("team-a/second"));
+}
+
 TEST_F(JobTrackerTest, AJobMissingFromAListTakenAfterItWasTrackedHasLeftTheQueue) {
   slurm_.jobs = {{1, {"RUNNING", ""}}};
   clock_.Advance(seconds(1));
