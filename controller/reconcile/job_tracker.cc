@@ -383,11 +383,12 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::PackedJobList 
   std::vector<int64_t> listed;
   listed.reserve(list.jobs.size());
   slurm::JobInfo previous;
-  for (slurm::PackedJob& j : list.jobs) {
+  for (const slurm::PackedJob& j : list.jobs) {
     const int64_t id = j.job_id;
     listed.push_back(id);
-    // The record moves into the snapshot; only a changed one is decoded.
-    switch (c.jobs.Put(std::move(j), &previous)) {
+    // A new or changed record is copied into the snapshot; only a changed
+    // one is decoded.
+    switch (c.jobs.Put(j, &previous)) {
       case slurm::PackedJobs::PutOutcome::kAdded:
         if (c.left_looked.erase(id) > 0) c.left_records.erase(id);  // requeued
         note(id);
@@ -402,7 +403,9 @@ std::vector<std::string> JobTracker::ApplyList(Cluster& c, slurm::PackedJobList 
         break;
     }
   }
-  list.jobs = {};  // packed now; its array goes now, not after the sweep
+  // In the snapshot now: the list's array and blocks go now, not after the sweep.
+  list.jobs = {};
+  list.store = {};
   std::sort(listed.begin(), listed.end());
   std::set<int64_t> left;  // tracked jobs this list no longer shows
   c.jobs.EraseIf([&](int64_t id) {

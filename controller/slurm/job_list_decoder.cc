@@ -23,7 +23,7 @@ void JobListDecoder::Add(const nlohmann::json& record) {
       return;
     }
     if (info->array_job_id == 0) {
-      jobs_.push_back(PackListedJob(*info));
+      jobs_.push_back(PackListedJob(*info, store_));
       return;
     }
     auto [it, first] = arrays_.try_emplace(info->array_job_id);
@@ -37,12 +37,14 @@ void JobListDecoder::Add(const nlohmann::json& record) {
   }
 }
 
-std::vector<PackedJob> JobListDecoder::TakeJobs() {
+PackedJobList JobListDecoder::TakeJobs() {
   for (const auto& [index, array_id] : array_places_) {
     std::vector<JobInfo> folded = FoldArrayRecords(std::move(arrays_[array_id]));
-    jobs_[index] = PackListedJob(folded.front());
+    jobs_[index] = PackListedJob(folded.front(), store_);
   }
-  std::vector<PackedJob> out = std::move(jobs_);
+  PackedJobList out;
+  out.jobs = std::move(jobs_);
+  out.store = std::move(store_);
   Restart();
   return out;
 }

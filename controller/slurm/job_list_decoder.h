@@ -46,10 +46,12 @@ class JobListDecoder {
   // The first record that failed to decode (OK while none has).
   const absl::Status& first_error() const { return first_error_; }
   // The records decoded (until the first failure), in order, each array
-  // folded into one record; the decoder is empty afterwards.
-  std::vector<PackedJob> TakeJobs();
+  // folded into one record, with the store they view (the list's other
+  // fields are left empty); the decoder is empty afterwards.
+  PackedJobList TakeJobs();
 
  private:
+  PackedBytes store_;            // the bytes jobs_ view
   std::vector<PackedJob> jobs_;  // an array's place is empty until TakeJobs()
   std::vector<std::pair<size_t, int64_t>> array_places_;  // (index in jobs_, array id)
   std::map<int64_t, std::vector<JobInfo>> arrays_;        // array id -> its records

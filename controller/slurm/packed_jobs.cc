@@ -7,7 +7,9 @@
 
 #include "controller/slurm/packed_jobs.h"
 
+#include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -31,7 +33,8 @@ namespace {
 // Writes the fields it is shown (Field overloads below).
 class Writer {
  public:
-  Writer() { out_.reserve(256); }
+  // Writes into `out`, emptied first (its capacity is kept).
+  explicit Writer(std::string& out) : out_(out) { out_.clear(); }
   void Int(int64_t v) {
     uint64_t z = (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
     while (z >= 0x80) {
@@ -45,10 +48,9 @@ class Writer {
     Int(static_cast<int64_t>(s.size()));
     out_.append(s);
   }
-  std::string Take() && { return std::move(out_); }
 
  private:
-  std::string out_;
+  std::string& out_;
 };
 
 // Reads what Writer wrote; the first failure sticks (ok() turns false) and
@@ -213,9 +215,11 @@ void Field(Reader& rd, R& r) { Fields(rd, r); }
 }  // namespace
 
 std::string PackJob(const JobInfo& job) {
-  Writer w;
+  std::string out;
+  out.reserve(256);
+  Writer w(out);
   Fields(w, job);
-  return std::move(w).Take();
+  return out;
 }
 
 absl::StatusOr<JobInfo> UnpackJob(std::string_view packed) {
@@ -226,10 +230,33 @@ absl::StatusOr<JobInfo> UnpackJob(std::string_view packed) {
   return job;
 }
 
-PackedJob PackListedJob(const JobInfo& job) {
-  PackedJob out{job.job_id, job.IsFinal(), PackJob(job)};
-  out.bytes.shrink_to_fit();  // kept until the list is applied, then in the map
-  return out;
+std::string_view PackedBytes::Append(std::string_view bytes) {
+  if (bytes.empty()) return {};
+  if (bytes.size() > kBlock / 4) {
+    // A block of its own; the current block (free_) stays current.
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(bytes.size()));
+    std::memcpy(blocks_.back().get(), bytes.data(), bytes.size());
+    return {blocks_.back().get(), bytes.size()};
+  }
+  if (bytes.size() > free_size_) {
+    blocks_.push_back(std::make_unique_for_overwrite<char[]>(kBlock));
+    free_ = blocks_.back().get();
+    free_size_ = kBlock;
+  }
+  char* at = free_;
+  std::memcpy(at, bytes.data(), bytes.size());
+  free_ += bytes.size();
+  free_size_ -= bytes.size();
+  return {at, bytes.size()};
+}
+
+PackedJob PackListedJob(const JobInfo& job, PackedBytes& store) {
+  // One scratch buffer per thread: a record is packed, copied into the
+  // store's block and the buffer reused, so no small block per record.
+  thread_local std::string scratch;
+  Writer w(scratch);
+  Fields(w, job);
+  return PackedJob{job.job_id, job.IsFinal(), store.Append(scratch)};
 }
 
 absl::StatusOr<JobList> UnpackJobList(const PackedJobList& list) {
@@ -244,22 +271,27 @@ absl::StatusOr<JobList> UnpackJobList(const PackedJobList& list) {
 }
 
 PackedJobs::PutOutcome PackedJobs::Put(const JobInfo& job, JobInfo* previous) {
-  return Put(PackListedJob(job), previous);
+  return Store(job.job_id, PackJob(job), previous);
 }
 
-PackedJobs::PutOutcome PackedJobs::Put(PackedJob job, JobInfo* previous) {
-  auto [it, inserted] = jobs_.try_emplace(job.job_id);
+PackedJobs::PutOutcome PackedJobs::Put(const PackedJob& job, JobInfo* previous) {
+  return Store(job.job_id, job.bytes, previous);
+}
+
+PackedJobs::PutOutcome PackedJobs::Store(int64_t job_id, std::string_view bytes,
+                                         JobInfo* previous) {
+  auto [it, inserted] = jobs_.try_emplace(job_id);
   if (inserted) {
-    it->second = std::move(job.bytes);
+    it->second = std::string(bytes);  // exactly its size: no spare capacity
     return PutOutcome::kAdded;
   }
-  if (it->second == job.bytes) return PutOutcome::kSame;
+  if (it->second == bytes) return PutOutcome::kSame;
   if (previous != nullptr) {
     absl::StatusOr<JobInfo> old = UnpackJob(it->second);
-    LOG_IF(DFATAL, !old.ok()) << "job " << job.job_id << ": " << old.status();
+    LOG_IF(DFATAL, !old.ok()) << "job " << job_id << ": " << old.status();
     *previous = old.ok() ? *std::move(old) : JobInfo{};
   }
-  it->second = std::move(job.bytes);
+  it->second = std::string(bytes);
   return PutOutcome::kChanged;
 }
 

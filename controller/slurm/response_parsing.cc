@@ -189,7 +189,7 @@ absl::StatusOr<JobList> ParseJobsResponse(int http_status, const json& body) {
 absl::StatusOr<PackedJobList> ParseJobsResponse(int http_status, const json& body,
                                                 JobListDecoder& records) {
   // Whatever the answer, the decoder is empty afterwards.
-  std::vector<PackedJob> jobs;
+  PackedJobList out;
   absl::Status first_error;
   absl::StatusOr<JobsEnvelope> envelope = ReadJobsEnvelope(http_status, body, records.records());
   if (envelope.ok() && !envelope->list.unchanged) {
@@ -199,13 +199,16 @@ absl::StatusOr<PackedJobList> ParseJobsResponse(int http_status, const json& bod
       for (const json& record : *envelope->jobs) records.Add(record);
     }
     first_error = records.first_error();
-    if (first_error.ok()) jobs = records.TakeJobs();
+    if (first_error.ok()) out = records.TakeJobs();
   }
   records.Restart();
   if (!envelope.ok()) return envelope.status();
   if (!first_error.ok()) return first_error;
   JobList& head = envelope->list;
-  return PackedJobList{head.unchanged, std::move(jobs), std::move(head.warnings), head.last_update};
+  out.unchanged = head.unchanged;
+  out.warnings = std::move(head.warnings);
+  out.last_update = head.last_update;
+  return out;
 }
 
 namespace {

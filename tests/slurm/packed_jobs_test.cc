@@ -110,34 +110,70 @@ TEST(PackedJobsTest, PutTellsAddedSameAndChanged) {
   EXPECT_EQ(jobs.size(), 1u);
 }
 
-// A record packed as a list was read goes in as it is: the same bytes are
-// kSame, other bytes kChanged with the record they replace.
+// A record packed as a list was read goes in by its bytes: the same bytes
+// are kSame, other bytes kChanged with the record they replace. The
+// snapshot keeps copies: the list's store may go once it was applied.
 TEST(PackedJobsTest, APackedRecordIsPutByItsBytes) {
   JobInfo j = FullJob();
-  PackedJob packed = PackListedJob(j);
-  EXPECT_EQ(packed.job_id, j.job_id);
-  EXPECT_EQ(packed.final, j.IsFinal());
-  EXPECT_EQ(packed.bytes, PackJob(j));
-  EXPECT_EQ(packed.bytes.capacity(), packed.bytes.size());
   PackedJobs jobs;
-  EXPECT_EQ(jobs.Put(packed), PackedJobs::PutOutcome::kAdded);
-  EXPECT_EQ(jobs.Put(PackListedJob(j)), PackedJobs::PutOutcome::kSame);
+  {
+    PackedBytes store;
+    PackedJob packed = PackListedJob(j, store);
+    EXPECT_EQ(packed.job_id, j.job_id);
+    EXPECT_EQ(packed.final, j.IsFinal());
+    EXPECT_EQ(packed.bytes, PackJob(j));
+    EXPECT_EQ(jobs.Put(packed), PackedJobs::PutOutcome::kAdded);
+    EXPECT_EQ(jobs.Put(PackListedJob(j, store)), PackedJobs::PutOutcome::kSame);
+  }
   JobInfo next = j;
   next.state = BaseState::kCompleted;
   next.flags.clear();
-  PackedJob changed = PackListedJob(next);
-  EXPECT_TRUE(changed.final);
-  JobInfo previous;
-  EXPECT_EQ(jobs.Put(std::move(changed), &previous), PackedJobs::PutOutcome::kChanged);
-  EXPECT_EQ(previous, j);
-  EXPECT_EQ(jobs.Find(j.job_id), next);
-  PackedJobList list{false, {PackListedJob(j), PackListedJob(next)}, {}, 7};
-  absl::StatusOr<JobList> unpacked = UnpackJobList(list);
+  {
+    PackedBytes store;
+    PackedJob changed = PackListedJob(next, store);
+    EXPECT_TRUE(changed.final);
+    JobInfo previous;
+    EXPECT_EQ(jobs.Put(changed, &previous), PackedJobs::PutOutcome::kChanged);
+    EXPECT_EQ(previous, j);
+  }
+  EXPECT_EQ(jobs.Find(j.job_id), next);  // ASan: no view of a store gone
+  PackedJobList list;
+  list.jobs = {PackListedJob(j, list.store), PackListedJob(next, list.store)};
+  list.last_update = 7;
+  PackedJobList moved = std::move(list);  // the records still view the store
+  absl::StatusOr<JobList> unpacked = UnpackJobList(moved);
   ASSERT_TRUE(unpacked.ok()) << unpacked.status();
   EXPECT_EQ(unpacked->jobs, (std::vector<JobInfo>{j, next}));
   EXPECT_EQ(unpacked->last_update, 7);
-  list.jobs[1].bytes = "\x02";
-  EXPECT_EQ(UnpackJobList(list).status().code(), absl::StatusCode::kDataLoss);
+  moved.jobs[1].bytes = "\x02";
+  EXPECT_EQ(UnpackJobList(moved).status().code(), absl::StatusCode::kDataLoss);
+}
+
+// A list's records go into a few large blocks, not one small block each;
+// a record larger than a quarter block gets its own. Every view stays
+// valid and unchanged across appends and a move of the store.
+TEST(PackedBytesTest, RecordsShareLargeBlocksThatNeverMove) {
+  PackedBytes store;
+  std::vector<std::string> written;
+  std::vector<std::string_view> views;
+  for (int i = 0; i < 10000; ++i) {
+    written.push_back(std::string(200 + i % 40, static_cast<char>('a' + i % 26)));
+    views.push_back(store.Append(written.back()));
+  }
+  // 10,000 records of 200-239 bytes: ~2.2 MB in 64 KB blocks.
+  EXPECT_LE(store.blocks(), 2200000 / PackedBytes::kBlock + 2);
+  const size_t before = store.blocks();
+  const std::string big(PackedBytes::kBlock / 4 + 1, 'z');
+  std::string_view big_view = store.Append(big);
+  EXPECT_EQ(store.blocks(), before + 1);
+  // The block that was current still takes the next small record.
+  views.push_back(store.Append("after the big one"));
+  written.push_back("after the big one");
+  EXPECT_EQ(store.blocks(), before + 1);
+  PackedBytes moved = std::move(store);
+  for (size_t i = 0; i < views.size(); ++i) ASSERT_EQ(views[i], written[i]) << i;
+  EXPECT_EQ(big_view, big);
+  EXPECT_EQ(moved.Append(""), std::string_view());
 }
 
 TEST(PackedJobsTest, ForEachAndEraseIf) {
