@@ -230,6 +230,14 @@ absl::StatusOr<JobInfo> UnpackJob(std::string_view packed) {
   return job;
 }
 
+PackedBytes& PackedBytes::operator=(PackedBytes&& other) noexcept {
+  if (this == &other) return *this;
+  blocks_ = std::exchange(other.blocks_, {});
+  free_ = std::exchange(other.free_, nullptr);
+  free_size_ = std::exchange(other.free_size_, 0);
+  return *this;
+}
+
 std::string_view PackedBytes::Append(std::string_view bytes) {
   if (bytes.empty()) return {};
   if (bytes.size() > kBlock / 4) {

@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -48,8 +49,9 @@ absl::StatusOr<JobInfo> UnpackJob(std::string_view packed);
 class PackedBytes {
  public:
   PackedBytes() = default;
-  PackedBytes(PackedBytes&&) noexcept = default;
-  PackedBytes& operator=(PackedBytes&&) noexcept = default;
+  // The moved-from store is empty (its next Append() takes a new block).
+  PackedBytes(PackedBytes&& other) noexcept { *this = std::move(other); }
+  PackedBytes& operator=(PackedBytes&& other) noexcept;
   PackedBytes(const PackedBytes&) = delete;
   PackedBytes& operator=(const PackedBytes&) = delete;
 

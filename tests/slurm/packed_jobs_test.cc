@@ -174,6 +174,11 @@ TEST(PackedBytesTest, RecordsShareLargeBlocksThatNeverMove) {
   for (size_t i = 0; i < views.size(); ++i) ASSERT_EQ(views[i], written[i]) << i;
   EXPECT_EQ(big_view, big);
   EXPECT_EQ(moved.Append(""), std::string_view());
+  // The store moved from is empty: what it takes next goes to a block of its own.
+  EXPECT_EQ(store.blocks(), 0u);
+  EXPECT_EQ(store.Append("next"), "next");
+  EXPECT_EQ(store.blocks(), 1u);
+  for (size_t i = 0; i < views.size(); ++i) ASSERT_EQ(views[i], written[i]) << i;
 }
 
 TEST(PackedJobsTest, ForEachAndEraseIf) {
