@@ -13,12 +13,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <mutex>
@@ -29,7 +27,6 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -58,7 +55,7 @@
 #include "controller/reconcile/shards.h"
 #include "controller/reconcile/slurmjob_packer.h"
 #include "controller/reconcile/submit_fence.h"
-#include "controller/reconcile/submit_target_note.h"
+#include "controller/reconcile/submit_note_key.h"
 #include "controller/server/health_server.h"
 #include "controller/server/log_format.h"
 #include "controller/server/metrics.h"
@@ -159,11 +156,18 @@ ABSL_FLAG(int, workers_kept_for_submits, 1,
           "a worker finishes one of the status writes a tracking tick queued. 0: every worker "
           "takes any work.");
 ABSL_FLAG(std::string, submit_note_key_file, "",
-          "A file holding a secret key (at least 32 bytes, e.g. `openssl rand -hex 32`, from a "
-          "Secret only the operator reads). With it, a new SlurmJob's first submit target is "
+          "A file holding the submit-note key (at least 32 bytes, e.g. `openssl rand -hex 32`, "
+          "from a Secret only the operator reads); takes precedence over "
+          "--submit-note-key-secret. With a key, a new SlurmJob's first submit target is "
           "recorded in the finalizer patch, as an HMAC-signed annotation, rather than in a status "
           "write of its own: one API round trip less before each first submit. Every replica "
-          "needs the same key; change it only with the operator stopped. Empty: off.");
+          "needs the same key; change it only with the operator stopped.");
+ABSL_FLAG(std::string, submit_note_key_secret, slurmop::reconcile::kDefaultNoteKeySecret,
+          "The Secret in the operator's namespace (--operator-namespace) whose data.key is the "
+          "submit-note key, when --submit-note-key-file is not given. Created with a random key "
+          "(immutable) when it does not exist, so every replica shares one key that survives "
+          "restarts; to change the key, delete it with the operator stopped. When the operator "
+          "may not read or create it, notes are off and the log says why. Empty: off.");
 ABSL_FLAG(double, submit_settle_seconds, 60.0,
           "How long a submit may still be in flight after it was sent (or after a restart): a "
           "search for the job's tag that finds nothing sooner does not allow a second submit.");
@@ -195,37 +199,6 @@ ABSL_FLAG(std::string, installation_id, "",
           "of [A-Za-z0-9._-]; never change it while SlurmJobs exist.");
 
 namespace {
-
-// --submit-note-key-file's key ("" when unset): the file's bytes without
-// trailing whitespace (a key file written by `openssl rand -hex 32 > f` ends
-// in a newline). A file that cannot be read, or a key too short or too long,
-// is an error: the operator never runs with a weaker key than asked for.
-absl::StatusOr<std::string> LoadSubmitNoteKey(const std::string& path) {
-  if (path.empty()) return std::string();
-  constexpr std::size_t kMaxKeyFileBytes = 4096;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--submit-note-key-file=", path, " cannot be opened: ", std::strerror(errno)));
-  }
-  std::string key(kMaxKeyFileBytes + 1, '\0');
-  in.read(key.data(), static_cast<std::streamsize>(key.size()));
-  if (in.bad()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--submit-note-key-file=", path, " cannot be read"));
-  }
-  key.resize(static_cast<std::size_t>(in.gcount()));
-  while (!key.empty() && absl::ascii_isspace(static_cast<unsigned char>(key.back()))) {
-    key.pop_back();
-  }
-  if (key.size() > kMaxKeyFileBytes || key.size() < slurmop::reconcile::kMinNoteKeyBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--submit-note-key-file=", path, " holds ", key.size(), " bytes; a key has ",
-                     slurmop::reconcile::kMinNoteKeyBytes, " to ", kMaxKeyFileBytes,
-                     " (e.g. `openssl rand -hex 32`)"));
-  }
-  return key;
-}
 
 using slurmop::Duration;
 
@@ -753,13 +726,19 @@ int Run() {
   LOG(INFO) << "installation id " << *installation;
   slurmop::reconcile::ManagerOptions manager_options = ManagerOptionsFromFlags();
   manager_options.executor.installation = *installation;
-  absl::StatusOr<std::string> note_key =
-      LoadSubmitNoteKey(absl::GetFlag(FLAGS_submit_note_key_file));
+  absl::StatusOr<slurmop::reconcile::SubmitNoteKey> note_key =
+      slurmop::reconcile::ResolveSubmitNoteKey(
+          **kube,
+          {absl::GetFlag(FLAGS_submit_note_key_file), OperatorNamespace(),
+           absl::GetFlag(FLAGS_submit_note_key_secret)},
+          slurmop::reconcile::NewRandomNoteKey);
   if (!note_key.ok()) {
     LOG(ERROR) << note_key.status();
     return 2;
   }
-  manager_options.executor.submit_note_key = std::move(*note_key);
+  if (!note_key->off_reason.empty()) LOG(WARNING) << note_key->off_reason;
+  if (!note_key->key.empty()) LOG(INFO) << "submit-note key from " << note_key->origin;
+  manager_options.executor.submit_note_key = std::move(note_key->key);
   if (absl::GetFlag(FLAGS_shards) > 1) {
     return RunSharded(**kube, *ap->slurm_api, credentials, events, recorder, clock, stop_signals,
                       manager_options);

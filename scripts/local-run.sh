@@ -44,6 +44,8 @@ wait_file "$WORK/kube.port"; wait_file "$WORK/kubeconfig"; wait_file "$WORK/ap.p
 export KUBECONFIG="$WORK/kubeconfig"
 
 kubectl apply -k crds/ >/dev/null
+# The operator's own namespace, as deploy/ creates it: its submit-note key Secret goes there.
+kubectl create namespace slurmjob-operator-system >/dev/null
 # A single-team demo: the operator lends its identity to the namespaced SlurmCluster of examples/.
 echo "== starting the operator (credentials from the stand-in metadata server)"
 GCE_METADATA_HOST=127.0.0.1:18443 GOOGLE_APPLICATION_CREDENTIALS= HOME="$WORK" \

@@ -277,7 +277,9 @@ class Env:
             {} if method == "POST" else None), expect=(200,))[1]
 
     def setup_cluster(self):
-        for ns in (NS, "bench-floor", "bench-cap", PROBE_NS):
+        # The operator's own namespace, as deploy/ creates it: its submit-note key Secret (on by
+        # default, created at its first start) goes there.
+        for ns in (NS, "bench-floor", "bench-cap", PROBE_NS, "slurmjob-operator-system"):
             self.k.json("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                        "metadata": {"name": ns}},
                         expect=(201, 409))

@@ -44,7 +44,7 @@ struct ExecutorOptions {
   // This installation's id, in every tag (JobIdentity::installation).
   std::string installation;
   // The key of the submit-target notes (submit_target_note.h; at least
-  // kMinNoteKeyBytes, --submit-note-key-file); empty: none are written or
+  // kMinNoteKeyBytes, submit_note_key.h); empty: none are written or
   // believed, and every submit's target goes through a status write.
   std::string submit_note_key;
   // Whose identity a cluster may be called with (cluster_access.h).

@@ -6,8 +6,8 @@
 // crash, a lost reply or a repoint afterwards knows where to look (stage.h,
 // kRecordingTarget: status.submitTarget). A new SlurmJob needs two writes
 // before its first submit: the finalizer (metadata) and that record (the
-// status subresource, which ignores metadata). With a key
-// (--submit-note-key-file), the finalizer patch carries the record itself,
+// status subresource, which ignores metadata). With a key (submit_note_key.h:
+// by default from a Secret the operator creates), the finalizer patch carries the record itself,
 // as the annotation kSubmitTargetAnnotation, when the submit is the very
 // next step: one round trip less for every new SlurmJob. The status write
 // that records the job id then copies it into status.submitTarget.
@@ -44,7 +44,7 @@ namespace slurmop::reconcile {
 inline constexpr std::string_view kSubmitTargetAnnotation = "hpc.slurmoperator.dev/submit-target";
 // An annotation longer than this is not read (a real one is ~250 bytes).
 inline constexpr std::size_t kMaxNoteBytes = 1024;
-// Keys shorter than this are refused (--submit-note-key-file).
+// Keys shorter than this are refused (submit_note_key.h: a key file or Secret).
 inline constexpr std::size_t kMinNoteKeyBytes = 32;
 
 // The annotation's value: {"uid","run","projectId","region","clusterId","hmac"}.

@@ -408,6 +408,8 @@ class Chaos : public ::testing::Test {
         std::ofstream(key_file) << "chaos-submit-note-key-0123456789abcdef\n";
       }
       argv.push_back("--submit-note-key-file=" + key_file);
+    } else {
+      argv.push_back("--submit-note-key-secret=");  // not the Secret's key either: none at all
     }
     operator_ = std::make_unique<Subprocess>(
         argv, dir_ + "/operator-" + id + ".log",

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <thread>
 
@@ -559,6 +560,28 @@ TEST_F(TenantIdentity, RbacMatchesTheCode) {
   CommandResult verdict = RunCommand(check);
   EXPECT_EQ(verdict.exit_code, 0) << verdict.out << verdict.err;
   std::cout << verdict.out;
+
+  // The submit-note key is on by default: its Secret was created in the operator's namespace
+  // (immutable, 64 hex digits: 88 base64 characters), and first submits rode with the finalizer.
+  const std::string key_secret = "secret/slurmjob-operator-submit-note-key";
+  EXPECT_EQ(Get(kOperatorNs, key_secret, "{.immutable}"), "true");
+  EXPECT_EQ(Get(kOperatorNs, key_secret, "{.data.key}").size(), 88u);
+  EXPECT_THAT(Get("team-a", "sj/shared-job",
+                  "{.metadata.annotations.hpc\\.slurmoperator\\.dev/submit-target}"),
+              HasSubstr("\"hmac\""));
+  // Without its Role, the create is not granted.
+  std::ifstream rbac_in(src_ + "/deploy/rbac.yaml");
+  std::string rbac((std::istreambuf_iterator<char>(rbac_in)), std::istreambuf_iterator<char>());
+  const size_t role = rbac.find("# The submit-note key");
+  ASSERT_NE(role, std::string::npos);
+  std::ofstream(dir_ + "/rbac-without-note-key.yaml") << rbac.substr(0, role);
+  std::vector<std::string> no_key_role = check;
+  no_key_role[no_key_role.size() - 2] = dir_ + "/rbac-without-note-key.yaml";
+  CommandResult no_create = RunCommand(no_key_role);
+  EXPECT_NE(no_create.exit_code, 0);
+  EXPECT_THAT(
+      no_create.out,
+      HasSubstr("missing grant: create core/secrets in namespace slurmjob-operator-system"));
 
   // The check can fail: without the Secrets grant, or with the grants of 4cb555d.
   std::vector<std::string> narrow = check;
