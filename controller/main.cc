@@ -44,6 +44,7 @@
 #include "controller/kube/config.h"
 #include "controller/kube/events.h"
 #include "controller/kube/leader_election.h"
+#include "controller/kube/startup_retry.h"
 #include "controller/reconcile/controller_metrics.h"
 #include "controller/reconcile/credentials_resolver.h"
 #include "controller/reconcile/installation_id.h"
@@ -717,8 +718,15 @@ int Run() {
   slurmop::kube::EventRecorder recorder(**kube, clock, "slurmjob-operator",
                                         "slurmjob-operator-" + Hostname());
   RecorderSink events(recorder);
+  // The two reads the operator cannot start without wait out an API server
+  // that does not answer for a moment (startup_retry.h) rather than exit.
+  const slurmop::kube::StartupRetry startup{
+      clock, [](slurmop::Duration d) { std::this_thread::sleep_for(d); }};
   absl::StatusOr<std::string> installation =
-      slurmop::reconcile::ResolveInstallationId(**kube, absl::GetFlag(FLAGS_installation_id));
+      slurmop::kube::RetryWhileUnanswered<std::string>(startup, "installation id", [&] {
+        return slurmop::reconcile::ResolveInstallationId(**kube,
+                                                         absl::GetFlag(FLAGS_installation_id));
+      });
   if (!installation.ok()) {
     LOG(ERROR) << installation.status();
     return 2;
@@ -727,11 +735,14 @@ int Run() {
   slurmop::reconcile::ManagerOptions manager_options = ManagerOptionsFromFlags();
   manager_options.executor.installation = *installation;
   absl::StatusOr<slurmop::reconcile::SubmitNoteKey> note_key =
-      slurmop::reconcile::ResolveSubmitNoteKey(
-          **kube,
-          {absl::GetFlag(FLAGS_submit_note_key_file), OperatorNamespace(),
-           absl::GetFlag(FLAGS_submit_note_key_secret)},
-          slurmop::reconcile::NewRandomNoteKey);
+      slurmop::kube::RetryWhileUnanswered<slurmop::reconcile::SubmitNoteKey>(
+          startup, "submit-note key", [&] {
+            return slurmop::reconcile::ResolveSubmitNoteKey(
+                **kube,
+                {absl::GetFlag(FLAGS_submit_note_key_file), OperatorNamespace(),
+                 absl::GetFlag(FLAGS_submit_note_key_secret)},
+                slurmop::reconcile::NewRandomNoteKey);
+          });
   if (!note_key.ok()) {
     LOG(ERROR) << note_key.status();
     return 2;

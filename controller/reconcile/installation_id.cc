@@ -19,12 +19,17 @@ absl::StatusOr<std::string> ResolveInstallationId(kube::Client& kube, std::strin
   absl::StatusOr<nlohmann::json> ns = kube.Get(kube::Namespaces(), "", "kube-system");
   const std::string uid = ns.ok() ? api::MetadataString(*ns, "uid") : "";
   if (uid.empty() || !ValidateInstallationId(uid).ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot tell this installation's id: reading the UID of Namespace kube-system ",
-        ns.ok() ? std::string("gave \"") + uid + "\""
-                : absl::StrCat("failed: ", ns.status().message()),
-        ". Grant the operator get on namespaces/kube-system (deploy/rbac.yaml does), or set "
-        "--installation-id to a name unique among the installations sharing a Slurm cluster"));
+    // A failed read keeps its code, so that the caller can tell an API server
+    // that did not answer (and wait for it) from a refusal.
+    return absl::Status(
+        ns.ok() ? absl::StatusCode::kFailedPrecondition : ns.status().code(),
+        absl::StrCat(
+            "cannot tell this installation's id: reading the UID of Namespace kube-system ",
+            ns.ok() ? std::string("gave \"") + uid + "\""
+                    : absl::StrCat("failed: ", ns.status().message()),
+            ". Grant the operator get on namespaces/kube-system (deploy/rbac.yaml does), or set "
+            "--installation-id to a name unique among the installations sharing a Slurm "
+            "cluster"));
   }
   return uid;
 }

@@ -13,8 +13,9 @@
 //    (kube-system lives as long as the Kubernetes cluster), and distinct
 //    between Kubernetes clusters. Two installations in one Kubernetes cluster
 //    must each set --installation-id.
-//  * A failure to read it is an error naming the fix (RBAC or the flag): the
-//    operator never runs with a guessed id.
+//  * A failure to read it is an error naming the fix (RBAC or the flag), with
+//    the failed read's code (main.cc waits out one the API server did not
+//    answer, startup_retry.h): the operator never runs with a guessed id.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_INSTALLATION_ID_H_
 #define SLURMOP_CONTROLLER_RECONCILE_INSTALLATION_ID_H_

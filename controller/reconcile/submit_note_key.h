@@ -22,9 +22,10 @@
 //  * Not allowed (403 on the read or the create) or no such namespace (404
 //    on the create): the key is off, with `off_reason` saying why and what to
 //    grant. All replicas share one ServiceAccount, so they agree on that.
-//  * Any other failure (the API server unreachable, 5xx, 429) is an error:
-//    the process exits and is restarted, rather than run without the key
-//    while other replicas have it.
+//  * Any other failure (the API server unreachable, 5xx, 429) is an error
+//    with that failure's code: main.cc waits it out for a while
+//    (startup_retry.h), then exits to be restarted, rather than run without
+//    the key while other replicas have it.
 //  * Both empty: off, no reason (the installer turned it off).
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_SUBMIT_NOTE_KEY_H_

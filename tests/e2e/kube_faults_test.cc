@@ -774,6 +774,32 @@ TEST_F(KubeFaults, RotatedTokenIsReReadAfterUnauthorized) {
   DeleteAndExpectNoStrayState(names);
 }
 
+// An API server that does not answer while the operator starts: the two reads it cannot start
+// without (the installation id, the submit-note key) are waited out (startup_retry.h). Before,
+// the first 503 made the process exit with status 2, into the kubelet's CrashLoopBackOff.
+TEST_F(KubeFaults, StartupReadsWaitOutAnAPIServerThatDoesNotAnswer) {
+  ASSERT_EQ(operator_->Stop(SIGTERM, seconds(10)), 0);  // SetUp's; this test starts its own
+  json kube_system = AddFault({{"method", "GET"},
+                               {"path", "^/api/v1/namespaces/kube-system$"},
+                               {"status", 503},
+                               {"count", 2}});
+  json note_key = AddFault({{"method", "GET"},
+                            {"path", "/secrets/slurmjob-operator-submit-note-key$"},
+                            {"status", 500},
+                            {"count", 2}});
+  StartOperator();
+  EXPECT_EQ(Hits(kube_system), 2);
+  EXPECT_EQ(Hits(note_key), 2);
+  EXPECT_TRUE(operator_->Running());
+  const std::string log = ReadFile(operator_->log_path());
+  EXPECT_THAT(log, ::testing::HasSubstr("installation id: UNAVAILABLE"));
+  EXPECT_THAT(log, ::testing::HasSubstr("submit-note key: INTERNAL"));
+  std::vector<std::string> names = ApplyJobs("startup", 2);
+  WaitCompleted(names);
+  ExpectExactlyOnce(names);
+  DeleteAndExpectNoStrayState(names);
+}
+
 // (8) Slow responses: 400 ms on the operator's GETs, lists and watches of
 // slurmjobs and 400 ms on every status write and finalizer patch. Slower, but
 // the same result.
