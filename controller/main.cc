@@ -373,9 +373,16 @@ slurmop::reconcile::ManagerOptions ManagerOptionsFromFlags() {
   return options;
 }
 
+// The gRPC health endpoint and the Prometheus metrics.
+struct Servers {
+  slurmop::server::HealthServer health;
+  slurmop::server::MetricsServer metrics{slurmop::server::GlobalMetrics()};
+};
+
 // gRPC health (always) and Prometheus metrics (with --metrics-port).
-absl::Status StartServers(slurmop::server::HealthServer& health,
-                          slurmop::server::MetricsServer& metrics) {
+absl::Status StartServers(Servers& servers) {
+  slurmop::server::HealthServer& health = servers.health;
+  slurmop::server::MetricsServer& metrics = servers.metrics;
   if (absl::Status s =
           health.Start(absl::GetFlag(FLAGS_health_address), absl::GetFlag(FLAGS_health_port));
       !s.ok()) {
@@ -478,6 +485,42 @@ class PeriodicTrim {
   std::chrono::steady_clock::time_point last_;
 };
 
+// Waits for a stop signal on its own thread (the signals are blocked in every
+// other thread: BlockStopSignals), then sets life.stop.
+std::thread StartSignalWaiter(sigset_t stop_signals, Lifecycle& life) {
+  return std::thread([stop_signals, &life]() mutable {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    LOG(INFO) << "received signal " << sig << "; shutting down";
+    std::lock_guard<std::mutex> lock(life.mu);
+    life.stop = true;
+    life.cv.notify_all();
+  });
+}
+
+// The end of both modes, after the main loop: readiness NOT_SERVING,
+// `stop_controllers` (a reconcile in flight finishes), the leader Lease
+// released, Events flushed, the servers stopped. After a lost Lease the
+// process exits 1 at once (the signal thread still waits in sigwait).
+int Shutdown(Lifecycle& life, slurmop::kube::LeaderElector* elector,
+             slurmop::kube::EventRecorder& recorder, Servers& servers, std::thread& signal_thread,
+             const std::function<void()>& stop_controllers) {
+  life.shutting_down = true;
+  servers.health.SetReady(false);
+  stop_controllers();
+  if (elector != nullptr) elector->Stop();  // releases the Lease if held
+  recorder.Flush();
+  servers.metrics.Stop();
+  servers.health.Shutdown();
+  if (life.lost_leadership) {
+    LOG(ERROR) << "stopped after losing leadership";
+    std::_Exit(1);
+  }
+  signal_thread.join();
+  LOG(INFO) << "stopped";
+  return 0;
+}
+
 // Starts the manager and the SlurmCronJob controller once leading and keeps
 // readiness in step with their caches, until a stop signal or a lost Lease.
 void RunUntilStopped(Lifecycle& life, slurmop::reconcile::Manager& manager,
@@ -514,9 +557,6 @@ std::unique_ptr<slurmop::reconcile::LeaseSubmitFence> NewSubmitFence(
           Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds)));
 }
 
-// --shards > 1: one Manager per shard this replica holds (shard_coordinator.h), restricted to the
-// shard's label; the holder of the leader Lease also labels new objects (shard_labeller.h) and
-// runs the SlurmCronJob controller (over its own informer of the SlurmJobs a SlurmCronJob made).
 // The managers of the shards held now, for the scrape-time gauges (Manager::RegisterGauges).
 class ShardManagers {
  public:
@@ -550,6 +590,136 @@ class ShardManager final : public slurmop::reconcile::ShardRunner {
   std::shared_ptr<slurmop::reconcile::Manager> manager_;
 };
 
+// What a shard's Manager is built from (StartShard).
+struct ShardDeps {
+  slurmop::kube::Client& kube;
+  slurmop::agentplatform::SlurmApi& slurm_api;
+  slurmop::reconcile::CredentialsResolver& credentials;
+  slurmop::reconcile::EventSink& events;
+  const slurmop::Clock& clock;
+  const slurmop::reconcile::ManagerOptions& manager_options;
+  slurmop::reconcile::ShardLabeller& labeller;
+  ShardManagers& shard_managers;
+};
+
+// ShardCoordinatorOptions::start: the Manager of shard k, restricted to the shard's label, once
+// this replica holds the shard's Lease (acquired at `acquired`; submits fenced by `fence`).
+std::unique_ptr<slurmop::reconcile::ShardRunner> StartShard(
+    const ShardDeps& d, int k, slurmop::Time acquired,
+    const slurmop::reconcile::SubmitFence* fence) {
+  namespace rc = slurmop::reconcile;
+  rc::ManagerOptions options = d.manager_options;
+  options.label_selector = rc::ShardSelector(k);
+  options.register_metrics = false;
+  auto m = std::make_shared<rc::Manager>(d.kube, d.slurm_api, d.credentials, d.events, d.clock,
+                                         std::move(options));
+  m->SetSubmitFence(fence);
+  // A submit the shard's previous holder sent may land until now + submit settle.
+  m->AnchorSettleWindow(acquired);
+  // Objects whose label went stale (a clusterRef changed, a new shard count) move on.
+  rc::ShardLabeller& labeller = d.labeller;
+  m->SetJobObserver(
+      [&labeller](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+        if (type != slurmop::kube::kDeleted) labeller.Offer(slurmop::api::kSlurmJobKind, obj);
+      });
+  m->SetClusterObserver([&labeller](bool cluster_scoped, const std::string& type,
+                                    const std::shared_ptr<const nlohmann::json>& obj) {
+    if (type == slurmop::kube::kDeleted) return;
+    labeller.Offer(
+        cluster_scoped ? slurmop::api::kClusterSlurmClusterKind : slurmop::api::kSlurmClusterKind,
+        obj);
+  });
+  m->Start();
+  d.shard_managers.Add(m);
+  return std::make_unique<ShardManager>(std::move(m));
+}
+
+slurmop::reconcile::ShardCoordinatorOptions ShardCoordinatorOptionsFromFlags() {
+  slurmop::reconcile::ShardCoordinatorOptions co;
+  co.shards = absl::GetFlag(FLAGS_shards);
+  co.lease_namespace = LeaseNamespace();
+  co.lease_base = absl::GetFlag(FLAGS_leader_elect_lease_name);
+  co.identity = Identity();
+  co.lease_duration = Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds));
+  co.renew_deadline = Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds));
+  co.retry_period = Seconds(absl::GetFlag(FLAGS_leader_elect_retry_period_seconds));
+  co.fence_spare = co.lease_duration - co.renew_deadline;
+  return co;
+}
+
+// With --shards > 1 the SlurmCronJob controller runs on the leader only, over its own informer
+// of the SlurmJobs a SlurmCronJob made (they carry its label, whatever their shard).
+class ShardedCron {
+ public:
+  ShardedCron(slurmop::kube::Client& kube, slurmop::reconcile::EventSink& events,
+              const slurmop::Clock& clock, const std::string& ns)
+      : children_(
+            kube, slurmop::reconcile::SlurmJobsResource(), ns,
+            [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+              if (cron_) cron_->OnJobEvent(type, obj);
+            },
+            clock, ChildrenOptions()) {
+    cron_ = std::make_unique<slurmop::cron::CronController>(
+        kube, events, clock, ns, [this] { return children_.HasSynced(); });
+  }
+  void Start() {
+    children_.Start();
+    cron_->Start();
+  }
+  bool Synced() const { return children_.HasSynced() && cron_->Synced(); }
+  void Stop() {
+    cron_->Stop();
+    children_.Stop();
+  }
+
+ private:
+  static slurmop::kube::InformerOptions ChildrenOptions() {
+    slurmop::kube::InformerOptions o;
+    o.label_selector = std::string(slurmop::api::kCronJobNameLabel);
+    o.compact_cache = true;
+    o.packer = slurmop::reconcile::SlurmJobPacker();
+    return o;
+  }
+
+  std::unique_ptr<slurmop::cron::CronController> cron_;  // before children_: outlives its events
+  slurmop::kube::Informer children_;
+};
+
+// The sharded main loop: the leader's duties start once leading; readiness follows the shards
+// held here (a replica holding none is a ready standby); until a stop signal or a lost Lease.
+void RunShardedUntilStopped(Lifecycle& life, slurmop::reconcile::ShardCoordinator& coordinator,
+                            slurmop::reconcile::ShardLabeller& labeller, ShardedCron& cron,
+                            slurmop::server::HealthServer& health, int shards) {
+  bool leader_started = false;
+  bool ready = false;
+  std::vector<int> held;
+  PeriodicTrim trim;
+  std::unique_lock<std::mutex> lock(life.mu);
+  while (!life.stop && !life.lost_leadership) {
+    trim.MaybeTrim(lock);
+    if (life.leading && !leader_started) {
+      labeller.WatchUnlabelled();
+      cron.Start();
+      leader_started = true;
+    }
+    const bool synced =
+        coordinator.Synced() && (!leader_started || (labeller.Synced() && cron.Synced()));
+    if (synced != ready) {
+      ready = synced;
+      health.SetReady(ready);
+      LOG(INFO) << (ready ? "shards synced; ready" : "shards not synced; not ready");
+    }
+    if (std::vector<int> now_held = coordinator.Held(); now_held != held) {
+      held = now_held;
+      LOG(INFO) << "sharding: holding shards [" << absl::StrJoin(held, ",") << "] of " << shards;
+    }
+    life.cv.wait_for(lock, std::chrono::milliseconds(200));
+  }
+}
+
+// --shards > 1: one Manager per shard this replica holds (shard_coordinator.h); the holder of
+// the leader Lease also labels new objects (shard_labeller.h) and runs the SlurmCronJob
+// controller (ShardedCron).
 int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& slurm_api,
                slurmop::reconcile::CredentialsResolver& credentials,
                slurmop::reconcile::EventSink& events, slurmop::kube::EventRecorder& recorder,
@@ -565,24 +735,10 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
   rc::Manager::RegisterGauges([&shard_managers] { return shard_managers.List(); });
   rc::ShardLabeller labeller(kube, clock, shards, ns, manager_options.executor.default_cluster);
   labeller.Start();
-  // The SlurmCronJob controller's children: SlurmJobs carrying its label, whatever their shard.
-  std::unique_ptr<slurmop::cron::CronController> cron;
-  slurmop::kube::InformerOptions children_options;
-  children_options.label_selector = std::string(slurmop::api::kCronJobNameLabel);
-  children_options.compact_cache = true;
-  children_options.packer = rc::SlurmJobPacker();
-  slurmop::kube::Informer children(
-      kube, rc::SlurmJobsResource(), ns,
-      [&cron](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
-        if (cron) cron->OnJobEvent(type, obj);
-      },
-      clock, children_options);
-  cron = std::make_unique<slurmop::cron::CronController>(
-      kube, events, clock, ns, [&children] { return children.HasSynced(); });
+  ShardedCron cron(kube, events, clock, ns);
 
-  slurmop::server::HealthServer health;
-  slurmop::server::MetricsServer metrics(slurmop::server::GlobalMetrics());
-  if (absl::Status s = StartServers(health, metrics); !s.ok()) {
+  Servers servers;
+  if (absl::Status s = StartServers(servers); !s.ok()) {
     LOG(ERROR) << s;
     return 2;
   }
@@ -593,101 +749,100 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
     LOG(ERROR) << elector.status();
     return 2;
   }
-  rc::ShardCoordinatorOptions co;
-  co.shards = shards;
-  co.lease_namespace = LeaseNamespace();
-  co.lease_base = absl::GetFlag(FLAGS_leader_elect_lease_name);
-  co.identity = Identity();
-  co.lease_duration = Seconds(absl::GetFlag(FLAGS_leader_elect_lease_duration_seconds));
-  co.renew_deadline = Seconds(absl::GetFlag(FLAGS_leader_elect_renew_deadline_seconds));
-  co.retry_period = Seconds(absl::GetFlag(FLAGS_leader_elect_retry_period_seconds));
-  co.fence_spare = co.lease_duration - co.renew_deadline;
-  co.start = [&](int k, slurmop::Time acquired,
-                 const rc::SubmitFence* fence) -> std::unique_ptr<rc::ShardRunner> {
-    rc::ManagerOptions options = manager_options;
-    options.label_selector = rc::ShardSelector(k);
-    options.register_metrics = false;
-    auto m = std::make_shared<rc::Manager>(kube, slurm_api, credentials, events, clock,
-                                           std::move(options));
-    m->SetSubmitFence(fence);
-    // A submit the shard's previous holder sent may land until now + submit settle.
-    m->AnchorSettleWindow(acquired);
-    // Objects whose label went stale (a clusterRef changed, a new shard count) move on.
-    m->SetJobObserver(
-        [&labeller](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
-          if (type != slurmop::kube::kDeleted) labeller.Offer(slurmop::api::kSlurmJobKind, obj);
-        });
-    m->SetClusterObserver([&labeller](bool cluster_scoped, const std::string& type,
-                                      const std::shared_ptr<const nlohmann::json>& obj) {
-      if (type == slurmop::kube::kDeleted) return;
-      labeller.Offer(
-          cluster_scoped ? slurmop::api::kClusterSlurmClusterKind : slurmop::api::kSlurmClusterKind,
-          obj);
-    });
-    m->Start();
-    shard_managers.Add(m);
-    return std::make_unique<ShardManager>(std::move(m));
+  rc::ShardCoordinatorOptions co = ShardCoordinatorOptionsFromFlags();
+  const ShardDeps deps{kube,  slurm_api,       credentials, events,
+                       clock, manager_options, labeller,    shard_managers};
+  co.start = [deps](int k, slurmop::Time acquired, const rc::SubmitFence* fence) {
+    return StartShard(deps, k, acquired, fence);
   };
   rc::ShardCoordinator coordinator(kube, clock, co);
   if (absl::Status s = coordinator.Start(); !s.ok()) {
     LOG(ERROR) << "sharding: " << s;
     return 2;
   }
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    LOG(INFO) << "received signal " << sig << "; shutting down";
-    std::lock_guard<std::mutex> lock(life.mu);
-    life.stop = true;
-    life.cv.notify_all();
+  std::thread signal_thread = StartSignalWaiter(stop_signals, life);
+
+  RunShardedUntilStopped(life, coordinator, labeller, cron, servers.health, shards);
+
+  return Shutdown(life, elector->get(), recorder, servers, signal_thread, [&] {
+    cron.Stop();
+    coordinator.Stop();  // stops each shard's manager, then releases its Lease
+    labeller.Stop();
   });
-  {
-    bool leader_started = false;
-    bool ready = false;
-    std::vector<int> held;
-    PeriodicTrim trim;
-    std::unique_lock<std::mutex> lock(life.mu);
-    while (!life.stop && !life.lost_leadership) {
-      trim.MaybeTrim(lock);
-      if (life.leading && !leader_started) {
-        labeller.WatchUnlabelled();
-        children.Start();
-        cron->Start();
-        leader_started = true;
-      }
-      // Ready once the shards held here are synced: a replica holding none is a ready standby.
-      const bool synced =
-          coordinator.Synced() &&
-          (!leader_started || (labeller.Synced() && children.HasSynced() && cron->Synced()));
-      if (synced != ready) {
-        ready = synced;
-        health.SetReady(ready);
-        LOG(INFO) << (ready ? "shards synced; ready" : "shards not synced; not ready");
-      }
-      if (std::vector<int> now_held = coordinator.Held(); now_held != held) {
-        held = now_held;
-        LOG(INFO) << "sharding: holding shards [" << absl::StrJoin(held, ",") << "] of " << shards;
-      }
-      life.cv.wait_for(lock, std::chrono::milliseconds(200));
-    }
+}
+
+// The two reads the operator cannot start without, the installation id and the submit-note key,
+// into `options`. Each waits out an API server that does not answer for a moment
+// (startup_retry.h) rather than exit.
+absl::Status ResolveStartupReads(slurmop::kube::Client& kube, const slurmop::Clock& clock,
+                                 slurmop::reconcile::ManagerOptions* options) {
+  namespace rc = slurmop::reconcile;
+  const slurmop::kube::StartupRetry startup{
+      .clock = clock, .sleep = [](slurmop::Duration d) { std::this_thread::sleep_for(d); }};
+  absl::StatusOr<std::string> installation = slurmop::kube::RetryWhileUnanswered<std::string>(
+      startup, "installation id",
+      [&] { return rc::ResolveInstallationId(kube, absl::GetFlag(FLAGS_installation_id)); });
+  if (!installation.ok()) return installation.status();
+  LOG(INFO) << "installation id " << *installation;
+  options->executor.installation = *installation;
+  absl::StatusOr<rc::SubmitNoteKey> note_key =
+      slurmop::kube::RetryWhileUnanswered<rc::SubmitNoteKey>(startup, "submit-note key", [&] {
+        return rc::ResolveSubmitNoteKey(
+            kube,
+            {absl::GetFlag(FLAGS_submit_note_key_file), OperatorNamespace(),
+             absl::GetFlag(FLAGS_submit_note_key_secret)},
+            rc::NewRandomNoteKey);
+      });
+  if (!note_key.ok()) return note_key.status();
+  if (!note_key->off_reason.empty()) LOG(WARNING) << note_key->off_reason;
+  if (!note_key->key.empty()) LOG(INFO) << "submit-note key from " << note_key->origin;
+  options->executor.submit_note_key = std::move(note_key->key);
+  return absl::OkStatus();
+}
+
+// One Manager for every SlurmJob (the leader's, with --leader-elect), and the SlurmCronJob
+// controller reading SlurmJobs from the manager's informer (one watch of SlurmJobs).
+int RunSingle(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& slurm_api,
+              slurmop::reconcile::CredentialsResolver& credentials,
+              slurmop::reconcile::EventSink& events, slurmop::kube::EventRecorder& recorder,
+              const slurmop::Clock& clock, sigset_t stop_signals,
+              slurmop::reconcile::ManagerOptions manager_options) {
+  slurmop::reconcile::Manager manager(kube, slurm_api, credentials, events, clock,
+                                      std::move(manager_options));
+  // SlurmCronJobs: creates their SlurmJobs at the scheduled times (leader only, like the manager).
+  slurmop::cron::CronController cron(kube, events, clock, absl::GetFlag(FLAGS_namespace),
+                                     [&manager] { return manager.JobsSynced(); });
+  manager.SetJobObserver(
+      [&cron](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
+        cron.OnJobEvent(type, obj);
+      });
+
+  Servers servers;
+  if (absl::Status s = StartServers(servers); !s.ok()) {
+    LOG(ERROR) << s;
+    return 2;
   }
-  life.shutting_down = true;
-  health.SetReady(false);
-  cron->Stop();
-  children.Stop();
-  coordinator.Stop();  // stops each shard's manager, then releases its Lease
-  labeller.Stop();
-  if (*elector) (*elector)->Stop();
-  recorder.Flush();
-  metrics.Stop();
-  health.Shutdown();
-  if (life.lost_leadership) {
-    LOG(ERROR) << "stopped after losing leadership";
-    std::_Exit(1);
+  Lifecycle life;
+  // A submit the previous leader sent may land until takeover + submit settle.
+  life.before_leading = [&] { manager.AnchorSettleWindow(clock.Now()); };
+  absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> elector =
+      StartLeaderElection(kube, clock, life);
+  if (!elector.ok()) {
+    LOG(ERROR) << elector.status();
+    return 2;
   }
-  signal_thread.join();
-  LOG(INFO) << "stopped";
-  return 0;
+  // Set before the manager starts, which happens once leading.
+  std::unique_ptr<slurmop::reconcile::LeaseSubmitFence> submit_fence =
+      NewSubmitFence(elector->get());
+  if (submit_fence) manager.SetSubmitFence(submit_fence.get());
+  std::thread signal_thread = StartSignalWaiter(stop_signals, life);
+
+  RunUntilStopped(life, manager, cron, servers.health);
+
+  return Shutdown(life, elector->get(), recorder, servers, signal_thread, [&] {
+    cron.Stop();
+    manager.Stop();
+  });
 }
 
 int Run() {
@@ -718,101 +873,18 @@ int Run() {
   slurmop::kube::EventRecorder recorder(**kube, clock, "slurmjob-operator",
                                         "slurmjob-operator-" + Hostname());
   RecorderSink events(recorder);
-  // The two reads the operator cannot start without wait out an API server
-  // that does not answer for a moment (startup_retry.h) rather than exit.
-  const slurmop::kube::StartupRetry startup{
-      clock, [](slurmop::Duration d) { std::this_thread::sleep_for(d); }};
-  absl::StatusOr<std::string> installation =
-      slurmop::kube::RetryWhileUnanswered<std::string>(startup, "installation id", [&] {
-        return slurmop::reconcile::ResolveInstallationId(**kube,
-                                                         absl::GetFlag(FLAGS_installation_id));
-      });
-  if (!installation.ok()) {
-    LOG(ERROR) << installation.status();
-    return 2;
-  }
-  LOG(INFO) << "installation id " << *installation;
   slurmop::reconcile::ManagerOptions manager_options = ManagerOptionsFromFlags();
-  manager_options.executor.installation = *installation;
-  absl::StatusOr<slurmop::reconcile::SubmitNoteKey> note_key =
-      slurmop::kube::RetryWhileUnanswered<slurmop::reconcile::SubmitNoteKey>(
-          startup, "submit-note key", [&] {
-            return slurmop::reconcile::ResolveSubmitNoteKey(
-                **kube,
-                {absl::GetFlag(FLAGS_submit_note_key_file), OperatorNamespace(),
-                 absl::GetFlag(FLAGS_submit_note_key_secret)},
-                slurmop::reconcile::NewRandomNoteKey);
-          });
-  if (!note_key.ok()) {
-    LOG(ERROR) << note_key.status();
+  if (absl::Status s = ResolveStartupReads(**kube, clock, &manager_options); !s.ok()) {
+    LOG(ERROR) << s;
     return 2;
   }
-  if (!note_key->off_reason.empty()) LOG(WARNING) << note_key->off_reason;
-  if (!note_key->key.empty()) LOG(INFO) << "submit-note key from " << note_key->origin;
-  manager_options.executor.submit_note_key = std::move(note_key->key);
   if (absl::GetFlag(FLAGS_shards) > 1) {
     return RunSharded(**kube, *ap->slurm_api, credentials, events, recorder, clock, stop_signals,
                       manager_options);
   }
-  slurmop::reconcile::Manager manager(**kube, *ap->slurm_api, credentials, events, clock,
-                                      std::move(manager_options));
-
-  // SlurmCronJobs: creates their SlurmJobs at the scheduled times (leader only, like the manager).
-  // It reads SlurmJobs from the manager's informer (one watch of SlurmJobs).
-  slurmop::cron::CronController cron(**kube, events, clock, absl::GetFlag(FLAGS_namespace),
-                                     [&manager] { return manager.JobsSynced(); });
-  manager.SetJobObserver(
-      [&cron](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
-        cron.OnJobEvent(type, obj);
-      });
-
-  slurmop::server::HealthServer health;
-  slurmop::server::MetricsServer metrics(slurmop::server::GlobalMetrics());
-  if (absl::Status s = StartServers(health, metrics); !s.ok()) {
-    LOG(ERROR) << s;
-    return 2;
-  }
-  Lifecycle life;
-  // A submit the previous leader sent may land until takeover + submit settle.
-  life.before_leading = [&] { manager.AnchorSettleWindow(clock.Now()); };
-  absl::StatusOr<std::unique_ptr<slurmop::kube::LeaderElector>> elector =
-      StartLeaderElection(**kube, clock, life);
-  if (!elector.ok()) {
-    LOG(ERROR) << elector.status();
-    return 2;
-  }
-  // Set before the manager starts, which happens once leading.
-  std::unique_ptr<slurmop::reconcile::LeaseSubmitFence> submit_fence =
-      NewSubmitFence(elector->get());
-  if (submit_fence) manager.SetSubmitFence(submit_fence.get());
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    LOG(INFO) << "received signal " << sig << "; shutting down";
-    std::lock_guard<std::mutex> lock(life.mu);
-    life.stop = true;
-    life.cv.notify_all();
-  });
-
-  RunUntilStopped(life, manager, cron, health);
-
-  life.shutting_down = true;
-  health.SetReady(false);
-  cron.Stop();
-  manager.Stop();
-  if (*elector) (*elector)->Stop();  // releases the Lease if held
-  recorder.Flush();
-  metrics.Stop();
-  health.Shutdown();
-  if (life.lost_leadership) {
-    LOG(ERROR) << "stopped after losing leadership";
-    std::_Exit(1);  // the signal thread still waits in sigwait
-  }
-  signal_thread.join();
-  LOG(INFO) << "stopped";
-  return 0;
+  return RunSingle(**kube, *ap->slurm_api, credentials, events, recorder, clock, stop_signals,
+                   std::move(manager_options));
 }
-
 }  // namespace
 
 // Kubernetes tools spell flags with dashes (--health-port); Abseil with

@@ -38,7 +38,7 @@ struct StartupRetry {
   const Clock& clock;
   std::function<void(Duration)> sleep;
   Duration budget = std::chrono::seconds(60);
-  std::function<double()> random;  // jitter in [0, 1); empty: DefaultRandom()
+  std::function<double()> random = nullptr;  // jitter in [0, 1); empty: DefaultRandom()
 };
 
 // The loop, on a type-erased attempt (see RetryWhileUnanswered).
