@@ -62,12 +62,15 @@ Decision WriteIfChanged(const JobFacts& job, v1alpha1::SlurmJobStatus desired,
 }
 
 // `s` without what a pending job's status only adds detail with: Slurm's
-// pending reason and submit time, the message, and the conditions' reasons,
-// messages and transition times.
+// pending reason and submit time, the message, the conditions' reasons,
+// messages and transition times, and the output paths (the job's first record
+// fills them in, and nothing is written there before the job starts).
 v1alpha1::SlurmJobStatus WithoutQueueDetails(v1alpha1::SlurmJobStatus s) {
   s.clear_reason();
   s.clear_submit_time();
   s.clear_message();
+  s.clear_standard_output();
+  s.clear_standard_error();
   for (v1alpha1::Condition& c : *s.mutable_conditions()) {
     c.clear_reason();
     c.clear_message();
