@@ -761,7 +761,7 @@ TEST(DecideTrack, QueueDetailsOfAYoungPendingJobWaitForTheNextChange) {
 
 // The first record of a job fills in its output paths (StatusAfterSubmit
 // clears them). While the job is young and pending that is no write of its own
-// either: at N = 100 in bench/load it was a fourth status write for 34 of the
+// either: at N = 100 in bench/load it was a fourth status write for 33 of the
 // 120 SlurmJobs, and on a busy cluster, where jobs pend for minutes, for most.
 TEST(DecideTrack, OutputPathsOfAYoungPendingJobWaitForTheNextChange) {
   JobFacts job = Submitted();
