@@ -521,29 +521,55 @@ int Shutdown(Lifecycle& life, slurmop::kube::LeaderElector* elector,
   return 0;
 }
 
-// Starts the manager and the SlurmCronJob controller once leading and keeps
-// readiness in step with their caches, until a stop signal or a lost Lease.
-void RunUntilStopped(Lifecycle& life, slurmop::reconcile::Manager& manager,
-                     slurmop::cron::CronController& cron, slurmop::server::HealthServer& health) {
-  bool started = false;
+// What the main loop of a run mode does besides waiting: the duties it starts
+// once this replica leads, and when it is ready.
+struct MainLoop {
+  const char* what = "informers";  // logged with a change of readiness
+  // Once, the first time this replica leads.
+  std::function<void()> start_leading;
+  // Whether the caches are synced, given whether start_leading ran.
+  std::function<bool(bool leading_started)> synced;
+  // Each turn of the loop (empty: nothing), under life.mu.
+  std::function<void()> each_turn;
+};
+
+// The main loop of both modes: starts the leader's duties once leading and
+// keeps readiness in step with the caches, until a stop signal or a lost
+// Lease. Wakes every 200 ms (and gives the free heap back at its pace).
+void RunUntilStopped(Lifecycle& life, slurmop::server::HealthServer& health, const MainLoop& loop) {
+  bool leading_started = false;
   bool ready = false;
   PeriodicTrim trim;
   std::unique_lock<std::mutex> lock(life.mu);
   while (!life.stop && !life.lost_leadership) {
     trim.MaybeTrim(lock);
-    if (life.leading && !started) {
-      manager.Start();
-      cron.Start();
-      started = true;
+    if (life.leading && !leading_started) {
+      loop.start_leading();
+      leading_started = true;
     }
-    bool synced = started && manager.Synced() && cron.Synced();
-    if (synced != ready) {
+    if (const bool synced = loop.synced(leading_started); synced != ready) {
       ready = synced;
       health.SetReady(ready);
-      LOG(INFO) << (ready ? "informers synced; ready" : "informers not synced; not ready");
+      LOG(INFO) << loop.what << (ready ? " synced; ready" : " not synced; not ready");
     }
+    if (loop.each_turn) loop.each_turn();
     life.cv.wait_for(lock, std::chrono::milliseconds(200));
   }
+}
+
+// One replica for everything: the manager and the SlurmCronJob controller
+// start once leading; ready when both caches are synced.
+MainLoop SingleLoop(slurmop::reconcile::Manager& manager, slurmop::cron::CronController& cron) {
+  return {.what = "informers",
+          .start_leading =
+              [&manager, &cron] {
+                manager.Start();
+                cron.Start();
+              },
+          .synced =
+              [&manager, &cron](bool leading_started) {
+                return leading_started && manager.Synced() && cron.Synced();
+              }};
 }
 
 // Submits only while the Lease has more than leaseDuration - renewDeadline
@@ -685,36 +711,30 @@ class ShardedCron {
   slurmop::kube::Informer children_;
 };
 
-// The sharded main loop: the leader's duties start once leading; readiness follows the shards
-// held here (a replica holding none is a ready standby); until a stop signal or a lost Lease.
-void RunShardedUntilStopped(Lifecycle& life, slurmop::reconcile::ShardCoordinator& coordinator,
-                            slurmop::reconcile::ShardLabeller& labeller, ShardedCron& cron,
-                            slurmop::server::HealthServer& health, int shards) {
-  bool leader_started = false;
-  bool ready = false;
-  std::vector<int> held;
-  PeriodicTrim trim;
-  std::unique_lock<std::mutex> lock(life.mu);
-  while (!life.stop && !life.lost_leadership) {
-    trim.MaybeTrim(lock);
-    if (life.leading && !leader_started) {
-      labeller.WatchUnlabelled();
-      cron.Start();
-      leader_started = true;
-    }
-    const bool synced =
-        coordinator.Synced() && (!leader_started || (labeller.Synced() && cron.Synced()));
-    if (synced != ready) {
-      ready = synced;
-      health.SetReady(ready);
-      LOG(INFO) << (ready ? "shards synced; ready" : "shards not synced; not ready");
-    }
-    if (std::vector<int> now_held = coordinator.Held(); now_held != held) {
-      held = now_held;
-      LOG(INFO) << "sharding: holding shards [" << absl::StrJoin(held, ",") << "] of " << shards;
-    }
-    life.cv.wait_for(lock, std::chrono::milliseconds(200));
-  }
+// --shards > 1: the leader also labels new objects and runs the SlurmCronJob
+// controller; readiness follows the shards held here (a replica holding none
+// is a ready standby), whose changes are logged.
+MainLoop ShardedLoop(slurmop::reconcile::ShardCoordinator& coordinator,
+                     slurmop::reconcile::ShardLabeller& labeller, ShardedCron& cron, int shards) {
+  return {.what = "shards",
+          .start_leading =
+              [&labeller, &cron] {
+                labeller.WatchUnlabelled();
+                cron.Start();
+              },
+          .synced =
+              [&coordinator, &labeller, &cron](bool leading_started) {
+                return coordinator.Synced() &&
+                       (!leading_started || (labeller.Synced() && cron.Synced()));
+              },
+          .each_turn =
+              [&coordinator, shards, held = std::vector<int>()]() mutable {
+                if (std::vector<int> now = coordinator.Held(); now != held) {
+                  held = std::move(now);
+                  LOG(INFO) << "sharding: holding shards [" << absl::StrJoin(held, ",") << "] of "
+                            << shards;
+                }
+              }};
 }
 
 // --shards > 1: one Manager per shard this replica holds (shard_coordinator.h); the holder of
@@ -762,7 +782,7 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
   }
   std::thread signal_thread = StartSignalWaiter(stop_signals, life);
 
-  RunShardedUntilStopped(life, coordinator, labeller, cron, servers.health, shards);
+  RunUntilStopped(life, servers.health, ShardedLoop(coordinator, labeller, cron, shards));
 
   return Shutdown(life, elector->get(), recorder, servers, signal_thread, [&] {
     cron.Stop();
@@ -837,7 +857,7 @@ int RunSingle(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& slu
   if (submit_fence) manager.SetSubmitFence(submit_fence.get());
   std::thread signal_thread = StartSignalWaiter(stop_signals, life);
 
-  RunUntilStopped(life, manager, cron, servers.health);
+  RunUntilStopped(life, servers.health, SingleLoop(manager, cron));
 
   return Shutdown(life, elector->get(), recorder, servers, signal_thread, [&] {
     cron.Stop();
