@@ -170,46 +170,52 @@ void EnvelopeStream::TransformEscape(unsigned char c) {
 }
 
 void EnvelopeStream::Transform(unsigned char c) {
-  if (intercept_) {
-    if (intercept_escape_) return TransformEscape(c);
-    if (want_low_escape_) {
-      if (c != '\\') return Fail("a lone surrogate in the body string");
-      want_low_escape_ = false;
-      intercept_escape_ = true;
-      return;
-    }
-    if (c == '\\') {
-      intercept_escape_ = true;
-    } else if (c == '"') {
-      if (high_surrogate_ != 0) return Fail("a lone surrogate in the body string");
-      intercept_ = false;
-      Emit(']');
-    } else if (c < 0x20) {
-      Fail("a raw control character in the body string");
-    } else {
-      Emit(static_cast<char>(c));
-    }
+  if (intercept_) return TransformBodyString(c);
+  if (in_string_) return TransformEnvelopeString(c);
+  TransformStructure(c);
+}
+
+void EnvelopeStream::TransformBodyString(unsigned char c) {
+  if (intercept_escape_) return TransformEscape(c);
+  if (want_low_escape_) {
+    if (c != '\\') return Fail("a lone surrogate in the body string");
+    want_low_escape_ = false;
+    intercept_escape_ = true;
     return;
   }
-  if (in_string_) {
+  if (c == '\\') {
+    intercept_escape_ = true;
+  } else if (c == '"') {
+    if (high_surrogate_ != 0) return Fail("a lone surrogate in the body string");
+    intercept_ = false;
+    Emit(']');
+  } else if (c < 0x20) {
+    Fail("a raw control character in the body string");
+  } else {
     Emit(static_cast<char>(c));
-    if (escape_) {
-      escape_ = false;
-      if (reading_key_) key_.push_back('\\');
-    } else if (c == '\\') {
-      escape_ = true;
-    } else if (c == '"') {
-      in_string_ = false;
-      if (reading_key_) {
-        reading_key_ = false;
-        key_is_body_ = key_ == "body";
-        await_colon_ = true;
-      }
-    } else if (reading_key_ && key_.size() < 8) {
-      key_.push_back(static_cast<char>(c));
-    }
-    return;
   }
+}
+
+void EnvelopeStream::TransformEnvelopeString(unsigned char c) {
+  Emit(static_cast<char>(c));
+  if (escape_) {
+    escape_ = false;
+    if (reading_key_) key_.push_back('\\');
+  } else if (c == '\\') {
+    escape_ = true;
+  } else if (c == '"') {
+    in_string_ = false;
+    if (reading_key_) {
+      reading_key_ = false;
+      key_is_body_ = key_ == "body";
+      await_colon_ = true;
+    }
+  } else if (reading_key_ && key_.size() < 8) {
+    key_.push_back(static_cast<char>(c));
+  }
+}
+
+void EnvelopeStream::TransformStructure(unsigned char c) {
   switch (c) {
     case '"':
       if (depth_ == 1 && await_body_value_) {

@@ -71,7 +71,13 @@ class EnvelopeStream final : public std::streambuf {
  private:
   bool Pull();  // raw bytes from the source; false at the end or on failure
   void Transform(unsigned char c);
+  // One character inside the intercepted "body" string, decoded as JSON.
+  void TransformBodyString(unsigned char c);
   void TransformEscape(unsigned char c);
+  // One character inside another string of the envelope, copied.
+  void TransformEnvelopeString(unsigned char c);
+  // One character between strings: depth, keys and where "body"'s value starts.
+  void TransformStructure(unsigned char c);
   void Emit(char c) {
     out_.push_back(c);
     ++emitted_;

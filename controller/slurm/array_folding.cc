@@ -31,35 +31,39 @@ std::optional<IndexSet> RemainderIndexes(const std::string& text) {
   return parsed->indexes;
 }
 
-JobInfo Fold(const std::vector<JobInfo>& records) {
+// The record whose job id is the array's (the meta record), else the first.
+const JobInfo& HeadRecord(const std::vector<JobInfo>& records) {
   const JobInfo* head = &records.front();
   for (const JobInfo& r : records) {
     if (r.job_id == r.array_job_id) head = &r;
   }
-  JobInfo out;
-  out.job_id = head->array_job_id;
-  out.array_job_id = head->array_job_id;
-  out.name = head->name;
-  out.comment = head->comment;
-  out.partition = head->partition;
-  out.account = head->account;
-  out.standard_output = head->standard_output;
-  out.standard_error = head->standard_error;
+  return *head;
+}
+
+// The array's tasks from its records: one per index (the newest record of a
+// requeued task), the tasks that ended inside the meta record's remainder,
+// and the indexes still pending in it. Also the earliest submit time.
+struct CollectedTasks {
   ArrayJob array;
+  std::optional<Time> submit_time;
+  bool unreadable_remainder = false;  // a remainder expression did not parse
+};
+
+CollectedTasks CollectTasks(const std::vector<JobInfo>& records) {
+  CollectedTasks c;
   std::map<int32_t, ArrayTask> tasks;
   std::map<int32_t, std::optional<Time>> task_seen;  // submit time of the kept record
-  bool unreadable_remainder = false;
   std::vector<ArrayTask> ended_in_remainder;
   IndexSet pending;
   for (const JobInfo& r : records) {
-    array.max_running = std::max(array.max_running, r.array_max_tasks);
-    if (r.submit_time && (!out.submit_time || *r.submit_time < *out.submit_time)) {
-      out.submit_time = r.submit_time;
+    c.array.max_running = std::max(c.array.max_running, r.array_max_tasks);
+    if (r.submit_time && (!c.submit_time || *r.submit_time < *c.submit_time)) {
+      c.submit_time = r.submit_time;
     }
     if (!r.array_task_id) {
       std::optional<IndexSet> rest = RemainderIndexes(r.array_task_string);
       if (!rest) {
-        unreadable_remainder = true;
+        c.unreadable_remainder = true;
       } else if (r.IsFinal()) {
         // Tasks that never left the meta record ended with it (cancelled or past their
         // deadline while pending): each of them ended in its state.
@@ -83,14 +87,21 @@ JobInfo Fold(const std::vector<JobInfo>& records) {
   for (ArrayTask& t : ended_in_remainder) tasks.try_emplace(t.index, t);
   for (auto& [index, task] : tasks) {
     pending.erase(index);
-    array.tasks.push_back(task);
+    c.array.tasks.push_back(task);
   }
-  array.pending_indexes.assign(pending.begin(), pending.end());
+  c.array.pending_indexes.assign(pending.begin(), pending.end());
+  return c;
+}
 
-  bool any_running = false, all_final = !unreadable_remainder && pending.empty();
+// The array's state from its tasks: running or pending until every task is
+// final (and nothing is pending or unreadable), then COMPLETED, or the state
+// of the first task that did not complete; the earliest start, the latest end.
+void SetArrayState(const JobInfo& head, const CollectedTasks& c, JobInfo& out) {
+  bool any_running = false;
+  bool all_final = !c.unreadable_remainder && c.array.pending_indexes.empty();
   const ArrayTask* first_failure = nullptr;
   std::optional<Time> latest_end;
-  for (const ArrayTask& t : array.tasks) {
+  for (const ArrayTask& t : c.array.tasks) {
     if (t.start_time && (!out.start_time || *t.start_time < *out.start_time)) {
       out.start_time = t.start_time;
     }
@@ -104,7 +115,7 @@ JobInfo Fold(const std::vector<JobInfo>& records) {
   }
   if (!all_final) {
     out.state = any_running ? BaseState::kRunning : BaseState::kPending;
-    out.state_reason = head->state_reason;
+    out.state_reason = head.state_reason;
   } else if (first_failure == nullptr) {
     out.state = BaseState::kCompleted;
     out.exit_code = 0;
@@ -117,7 +128,23 @@ JobInfo Fold(const std::vector<JobInfo>& records) {
     out.signal = first_failure->signal;
     out.end_time = latest_end;
   }
-  out.array = std::move(array);
+}
+
+JobInfo Fold(const std::vector<JobInfo>& records) {
+  const JobInfo& head = HeadRecord(records);
+  JobInfo out;
+  out.job_id = head.array_job_id;
+  out.array_job_id = head.array_job_id;
+  out.name = head.name;
+  out.comment = head.comment;
+  out.partition = head.partition;
+  out.account = head.account;
+  out.standard_output = head.standard_output;
+  out.standard_error = head.standard_error;
+  CollectedTasks c = CollectTasks(records);
+  out.submit_time = c.submit_time;
+  SetArrayState(head, c, out);
+  out.array = std::move(c.array);
   return out;
 }
 
