@@ -75,6 +75,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -87,11 +88,9 @@ using std::chrono::steady_clock;
 using testing::CommandResult;
 using testing::ReadFile;
 using testing::ReadPort;
-using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "chaos";
 constexpr char kGroupPath[] = "/apis/hpc.slurmoperator.dev/v1alpha1";
 constexpr char kTagPrefix[] = "slurmjob-operator:";
@@ -319,7 +318,7 @@ class Chaos : public ::testing::Test {
   void SetUp() override {
     cfg_ = Config::FromEnv();
     dir_ = testing::MakeTempDir("slurmop-chaos-");
-    src_ = SLURMOP_SOURCE_DIR;
+    kubectl_.emplace(dir_ + "/kubeconfig", std::map<std::string, std::string>{{"HOME", dir_}});
     std::cerr << "chaos: logs in " << dir_ << std::endl;
   }
 
@@ -343,10 +342,7 @@ class Chaos : public ::testing::Test {
   void StartStandIns() {
     StartApiserver(0);
     ASSERT_GT(kube_port_, 0) << ReadFile(apiserver_->log_path());
-    agent_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kPython, src_ + "/tests/fakes/agent_platform.py", "--port", "0",
-                                 "--port-file", dir_ + "/ap.port", "--verbose"},
-        dir_ + "/agent_platform.log");
+    agent_ = testing::StartAgentPlatform(dir_, {"--verbose"});
     ap_port_ = ReadPort(dir_ + "/ap.port", seconds(60));
     ASSERT_GT(ap_port_, 0) << ReadFile(dir_ + "/agent_platform.log");
     ASSERT_TRUE(
@@ -360,24 +356,16 @@ class Chaos : public ::testing::Test {
     ASSERT_TRUE(ap_transport.ok()) << ap_transport.status();
     ap_http_ = ap_transport->release();
 
-    CommandResult crds = Kubectl({"apply", "-k", src_ + "/crds/"});
-    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
-    CommandResult ns = Kubectl({"create", "namespace", kNs});
-    ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
-    CommandResult cluster =
-        Kubectl({"apply", "-f", "-"}, testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42"));
-    ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
+    ASSERT_TRUE(kubectl_->InstallCrds());
+    ASSERT_TRUE(kubectl_->CreateNamespace(kNs));
+    ASSERT_TRUE(kubectl_->Apply(testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42")));
   }
 
+  // On `port` (0: any), keeping its objects in kube-state.json across restarts.
   void StartApiserver(int port) {
-    std::filesystem::remove(dir_ + "/kube.port");
-    apiserver_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kPython, src_ + "/tests/fakes/kube_apiserver.py", "--port",
-                                 std::to_string(port), "--port-file", dir_ + "/kube.port",
-                                 "--kubeconfig-out", dir_ + "/kubeconfig", "--token", kToken,
-                                 "--tls-auto", dir_ + "/tls", "--state-file",
-                                 dir_ + "/kube-state.json", "--verbose"},
-        dir_ + "/kube_apiserver-" + std::to_string(++apiserver_runs_) + ".log");
+    apiserver_ = testing::StartKubeApiserver(
+        dir_, {"--token", kToken, "--state-file", dir_ + "/kube-state.json", "--verbose"}, port,
+        "kube_apiserver-" + std::to_string(++apiserver_runs_) + ".log");
     kube_port_ = ReadPort(dir_ + "/kube.port", seconds(60));
   }
 
@@ -411,12 +399,8 @@ class Chaos : public ::testing::Test {
     } else {
       argv.push_back("--submit-note-key-secret=");  // not the Secret's key either: none at all
     }
-    operator_ = std::make_unique<Subprocess>(
-        argv, dir_ + "/operator-" + id + ".log",
-        std::map<std::string, std::string>{
-            {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-            {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-            {"HOME", dir_}});
+    operator_ = std::make_unique<Subprocess>(argv, dir_ + "/operator-" + id + ".log",
+                                             testing::OperatorEnv(ap_port_, dir_));
   }
 
   // ------------------------------------------------------------ HTTP
@@ -467,9 +451,7 @@ class Chaos : public ::testing::Test {
   }
 
   CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "") {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", dir_ + "/kubeconfig"}, {"HOME", dir_}}, seconds(90),
-                      stdin_data);
+    return kubectl_->Run(std::move(args), stdin_data);
   }
 
   // ------------------------------------------------------------ jobs
@@ -755,7 +737,7 @@ class Chaos : public ::testing::Test {
 
   Config cfg_;
   std::string dir_;
-  std::string src_;
+  std::optional<testing::KubectlClient> kubectl_;  // HOME: dir_
   std::unique_ptr<Subprocess> apiserver_;
   std::unique_ptr<Subprocess> agent_;
   std::unique_ptr<Subprocess> operator_;

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -33,7 +34,6 @@ using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "cron";
 
 int64_t ParseTime(const std::string& rfc3339) {
@@ -46,26 +46,13 @@ class CronE2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(testing::MakeTempDir("slurmop-cron-e2e-"));
-    const std::string src = SLURMOP_SOURCE_DIR;
-    apiserver_ = new Subprocess({kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
-                                 "--port-file", *dir_ + "/kube.port", "--kubeconfig-out",
-                                 *dir_ + "/kubeconfig", "--tls-auto", *dir_ + "/tls"},
-                                *dir_ + "/kube_apiserver.log");
-    agent_ = new Subprocess({kPython, src + "/tests/fakes/agent_platform.py", "--port", "0",
-                             "--port-file", *dir_ + "/ap.port"},
-                            *dir_ + "/agent_platform.log");
-    ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(*dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
+    stand_ins_ = new testing::StandIns(*dir_);
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    ap_port_ = stand_ins_->agent_platform_port();
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
+    ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(kNs));
     ASSERT_TRUE(
-        WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); }, seconds(10)));
-    CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
-    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
-    CommandResult ns = Kubectl({"create", "namespace", kNs});
-    ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
-    CommandResult cluster =
-        Kubectl({"apply", "-f", "-"}, testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42"));
-    ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
+        stand_ins_->kubectl().Apply(testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42")));
     StartOperator("operator.log");
     ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
   }
@@ -77,10 +64,7 @@ class CronE2E : public ::testing::Test {
          "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
          "--submit-settle-seconds=10", "--allow-operator-identity-for-namespaced-clusters",
          testing::AllowStandInFlag(ap_port_)},
-        *dir_ + "/" + log,
-        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-         {"HOME", *dir_}});
+        *dir_ + "/" + log, testing::OperatorEnv(ap_port_, *dir_));
   }
 
   // Slurm jobs the stand-in accepted under the Slurm job name `name`.
@@ -101,28 +85,22 @@ class CronE2E : public ::testing::Test {
           << "operator did not exit cleanly on SIGTERM; log: " << ReadFile(*dir_ + "/operator.log");
     }
     delete operator_;
-    delete agent_;
-    delete apiserver_;
-    if (::testing::UnitTest::GetInstance()->failed_test_count() == 0) {
-      std::filesystem::remove_all(*dir_);
-    } else {
-      std::cerr << "logs kept in " << *dir_ << "\n";
-    }
+    delete stand_ins_;
+    testing::RemoveDirUnlessKept(*dir_,
+                                 ::testing::UnitTest::GetInstance()->failed_test_count() > 0);
     delete dir_;
   }
 
   void TearDown() override {
     if (HasFailure()) {
-      std::string log = ReadFile(*dir_ + "/operator.log");
       std::cerr << "---- operator log (tail) ----\n"
-                << (log.size() > 6000 ? log.substr(log.size() - 6000) : log) << "\n";
+                << testing::LogTail(*dir_ + "/operator.log") << "\n";
     }
   }
 
   static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "",
                                std::chrono::milliseconds timeout = seconds(90)) {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}}, timeout, stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data, timeout);
   }
 
   static nlohmann::json GetJson(const std::vector<std::string>& what) {
@@ -143,15 +121,13 @@ class CronE2E : public ::testing::Test {
   }
 
   static std::string* dir_;
-  static Subprocess* apiserver_;
-  static Subprocess* agent_;
+  static testing::StandIns* stand_ins_;
   static Subprocess* operator_;
   static int ap_port_;
 };
 
 std::string* CronE2E::dir_ = nullptr;
-Subprocess* CronE2E::apiserver_ = nullptr;
-Subprocess* CronE2E::agent_ = nullptr;
+testing::StandIns* CronE2E::stand_ins_ = nullptr;
 Subprocess* CronE2E::operator_ = nullptr;
 int CronE2E::ap_port_ = 0;
 
@@ -349,10 +325,7 @@ TEST_F(CronE2E, AStandbyTakesOverAndEachMinuteRunsOnce) {
          "--leader-elect-identity=" + id, "--leader-elect-lease-duration-seconds=3",
          "--leader-elect-renew-deadline-seconds=2", "--leader-elect-retry-period-seconds=0.5",
          "--allow-operator-identity-for-namespaced-clusters", testing::AllowStandInFlag(ap_port_)},
-        *dir_ + "/operator-" + id + ".log",
-        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-         {"HOME", *dir_}});
+        *dir_ + "/operator-" + id + ".log", testing::OperatorEnv(ap_port_, *dir_));
   };
   std::map<std::string, Subprocess*> replicas = {{"a", replica("a")}, {"b", replica("b")}};
   auto holder = [&] {

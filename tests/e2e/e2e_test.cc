@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -41,7 +42,6 @@ using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "e2e";
 
 // An RFC 3339 time ("2026-12-02T13:10:00Z") as unix seconds; 0 if it is not one.
@@ -57,28 +57,14 @@ class E2E : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(testing::MakeTempDir("slurmop-e2e-"));
-    const std::string src = SLURMOP_SOURCE_DIR;
+    stand_ins_ = new testing::StandIns(*dir_, {.agent_platform_flags = {"--verbose"}});
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    ap_port_ = stand_ins_->agent_platform_port();
 
-    apiserver_ = new Subprocess({kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
-                                 "--port-file", *dir_ + "/kube.port", "--kubeconfig-out",
-                                 *dir_ + "/kubeconfig", "--tls-auto", *dir_ + "/tls"},
-                                *dir_ + "/kube_apiserver.log");
-    agent_ = new Subprocess({kPython, src + "/tests/fakes/agent_platform.py", "--port", "0",
-                             "--port-file", *dir_ + "/ap.port", "--verbose"},
-                            *dir_ + "/agent_platform.log");
-    ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(*dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
+    ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(kNs));
     ASSERT_TRUE(
-        WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); }, seconds(10)));
-
-    CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
-    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
-    CommandResult ns = Kubectl({"create", "namespace", kNs});
-    ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
-    CommandResult cluster =
-        Kubectl({"apply", "-f", "-"}, testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42"));
-    ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
+        stand_ins_->kubectl().Apply(testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42")));
 
     StartOperator();
     ASSERT_GT(health_port_, 0) << ReadFile(*dir_ + "/operator.log");
@@ -92,28 +78,22 @@ class E2E : public ::testing::Test {
           << "operator did not exit cleanly on SIGTERM; log: " << ReadFile(*dir_ + "/operator.log");
     }
     delete operator_;
-    delete agent_;
-    delete apiserver_;
-    if (::testing::UnitTest::GetInstance()->failed_test_count() == 0) {
-      std::filesystem::remove_all(*dir_);
-    } else {
-      std::cerr << "logs kept in " << *dir_ << "\n";
-    }
+    delete stand_ins_;
+    testing::RemoveDirUnlessKept(*dir_,
+                                 ::testing::UnitTest::GetInstance()->failed_test_count() > 0);
     delete dir_;
   }
 
   void TearDown() override {
     if (HasFailure()) {
       std::cerr << "---- operator log (tail) ----\n";
-      std::string log = ReadFile(*dir_ + "/operator.log");
-      std::cerr << (log.size() > 6000 ? log.substr(log.size() - 6000) : log) << "\n";
+      std::cerr << testing::LogTail(*dir_ + "/operator.log") << "\n";
     }
   }
 
   static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "",
                                std::chrono::milliseconds timeout = seconds(90)) {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}}, timeout, stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data, timeout);
   }
 
   static std::string Get(const std::string& name, const std::string& jsonpath) {
@@ -153,10 +133,7 @@ class E2E : public ::testing::Test {
          "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
          "--submit-settle-seconds=10", "--metrics-port=" + std::to_string(metrics_port_),
          "--allow-operator-identity-for-namespaced-clusters", testing::AllowStandInFlag(ap_port_)},
-        *dir_ + "/operator.log",
-        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-         {"HOME", *dir_}});
+        *dir_ + "/operator.log", testing::OperatorEnv(ap_port_, *dir_));
     health_port_ = ReadPort(*dir_ + "/health.port");
   }
 
@@ -211,8 +188,7 @@ class E2E : public ::testing::Test {
   }
 
   static std::string* dir_;
-  static Subprocess* apiserver_;
-  static Subprocess* agent_;
+  static testing::StandIns* stand_ins_;
   static Subprocess* operator_;
   static int ap_port_;
   static int health_port_;
@@ -220,8 +196,7 @@ class E2E : public ::testing::Test {
 };
 
 std::string* E2E::dir_ = nullptr;
-Subprocess* E2E::apiserver_ = nullptr;
-Subprocess* E2E::agent_ = nullptr;
+testing::StandIns* E2E::stand_ins_ = nullptr;
 Subprocess* E2E::operator_ = nullptr;
 int E2E::ap_port_ = 0;
 int E2E::health_port_ = 0;
@@ -829,11 +804,7 @@ TEST_F(E2E, StandbyTakesOverAfterTheLeaderIsKilled) {
             "--leader-elect-renew-deadline-seconds=2", "--leader-elect-retry-period-seconds=0.5",
             "--allow-operator-identity-for-namespaced-clusters",
             testing::AllowStandInFlag(ap_port_)},
-        *dir_ + "/operator-" + id + ".log",
-        std::map<std::string, std::string>{
-            {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-            {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-            {"HOME", *dir_}});
+        *dir_ + "/operator-" + id + ".log", testing::OperatorEnv(ap_port_, *dir_));
   };
   std::map<std::string, std::unique_ptr<Subprocess>> replicas;
   replicas["a"] = replica("a");

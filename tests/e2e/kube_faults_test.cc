@@ -41,6 +41,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -53,11 +54,9 @@ using std::chrono::steady_clock;
 using testing::CommandResult;
 using testing::ReadFile;
 using testing::ReadPort;
-using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "e2e";
 constexpr char kGroupPath[] = "/apis/hpc.slurmoperator.dev/v1alpha1";
 constexpr char kOperatorUserAgent[] = "slurmjob-operator";
@@ -103,26 +102,13 @@ class KubeFaults : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new std::string(testing::MakeTempDir("slurmop-kube-faults-"));
     known_uids_ = new std::set<std::string>();
-    const std::string src = SLURMOP_SOURCE_DIR;
-
-    apiserver_ = new Subprocess(
-        {kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0", "--port-file",
-         *dir_ + "/kube.port", "--kubeconfig-out", *dir_ + "/kubeconfig", "--token-file",
-         *dir_ + "/token", "--tls-auto", *dir_ + "/tls"},
-        *dir_ + "/kube_apiserver.log");
-    agent_ = new Subprocess({kPython, src + "/tests/fakes/agent_platform.py", "--port", "0",
-                             "--port-file", *dir_ + "/ap.port"},
-                            *dir_ + "/agent_platform.log");
-    kube_port_ = ReadPort(*dir_ + "/kube.port");
-    ASSERT_GT(kube_port_, 0) << ReadFile(*dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(*dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
-    ASSERT_TRUE(WaitUntil(
-        [] {
-          return std::filesystem::exists(*dir_ + "/kubeconfig") &&
-                 !ReadFile(*dir_ + "/token").empty();
-        },
-        seconds(10)));
+    stand_ins_ =
+        new testing::StandIns(*dir_, {.kube_apiserver_flags = {"--token-file", *dir_ + "/token"},
+                                      .kubectl_env = {{"HOME", *dir_}}});
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    kube_port_ = stand_ins_->kube_port();
+    ap_port_ = stand_ins_->agent_platform_port();
+    ASSERT_TRUE(WaitUntil([] { return !ReadFile(*dir_ + "/token").empty(); }, seconds(10)));
 
     http::CpprestTransportOptions tls;
     tls.tls.ca_file = *dir_ + "/tls/apiserver.crt";
@@ -147,27 +133,20 @@ class KubeFaults : public ::testing::Test {
            "default}\n"
            "current-context: fake\n";
 
-    CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
-    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
-    CommandResult ns = Kubectl({"create", "namespace", kNs});
-    ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
-    CommandResult cluster =
-        Kubectl({"apply", "-f", "-"}, testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42"));
-    ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
+    ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(kNs));
+    ASSERT_TRUE(
+        stand_ins_->kubectl().Apply(testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42")));
   }
 
   static void TearDownTestSuite() {
-    delete agent_;
-    delete apiserver_;
+    delete stand_ins_;
     delete kube_http_;
     delete ap_http_;
     // KUBE_FAULTS_KEEP_LOGS=1 keeps the servers' and operators' logs.
-    if (::testing::UnitTest::GetInstance()->failed_test_count() == 0 &&
-        std::getenv("KUBE_FAULTS_KEEP_LOGS") == nullptr) {
-      std::filesystem::remove_all(*dir_);
-    } else {
-      std::cerr << "logs kept in " << *dir_ << "\n";
-    }
+    testing::RemoveDirUnlessKept(*dir_,
+                                 ::testing::UnitTest::GetInstance()->failed_test_count() > 0 ||
+                                     std::getenv("KUBE_FAULTS_KEEP_LOGS") != nullptr);
     delete known_uids_;
     delete dir_;
   }
@@ -187,9 +166,8 @@ class KubeFaults : public ::testing::Test {
           << "operator did not exit cleanly on SIGTERM (status " << status << ")";
     }
     if (HasFailure() && operator_ != nullptr) {
-      std::string log = ReadFile(operator_->log_path());
       std::cerr << "---- operator log (tail) ----\n"
-                << (log.size() > 8000 ? log.substr(log.size() - 8000) : log) << "\n";
+                << testing::LogTail(operator_->log_path(), 8000) << "\n";
     }
     operator_.reset();
   }
@@ -201,9 +179,7 @@ class KubeFaults : public ::testing::Test {
   }
 
   static std::map<std::string, std::string> OperatorEnv() {
-    return {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-            {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-            {"HOME", *dir_}};
+    return testing::OperatorEnv(ap_port_, *dir_);
   }
 
   static std::vector<std::string> OperatorArgs(const std::string& id) {
@@ -317,9 +293,7 @@ class KubeFaults : public ::testing::Test {
 
   static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "",
                                milliseconds timeout = seconds(90)) {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}, {"HOME", *dir_}}, timeout,
-                      stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data, timeout);
   }
 
   // ------------------------------------------------------------------ jobs
@@ -500,8 +474,7 @@ class KubeFaults : public ::testing::Test {
   }
 
   static std::string* dir_;
-  static Subprocess* apiserver_;
-  static Subprocess* agent_;
+  static testing::StandIns* stand_ins_;
   static http::Transport* kube_http_;
   static http::Transport* ap_http_;
   static int kube_port_;
@@ -512,8 +485,7 @@ class KubeFaults : public ::testing::Test {
 };
 
 std::string* KubeFaults::dir_ = nullptr;
-Subprocess* KubeFaults::apiserver_ = nullptr;
-Subprocess* KubeFaults::agent_ = nullptr;
+testing::StandIns* KubeFaults::stand_ins_ = nullptr;
 http::Transport* KubeFaults::kube_http_ = nullptr;
 http::Transport* KubeFaults::ap_http_ = nullptr;
 int KubeFaults::kube_port_ = 0;

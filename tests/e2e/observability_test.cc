@@ -15,7 +15,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -27,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -36,7 +36,6 @@ using std::chrono::seconds;
 using testing::CommandResult;
 using ::testing::HasSubstr;
 using testing::ReadFile;
-using testing::ReadPort;
 using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
@@ -67,20 +66,11 @@ class Observability : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = new std::string(testing::MakeTempDir("slurmop-obs-"));
     const std::string src = SLURMOP_SOURCE_DIR;
-    apiserver_ = new Subprocess({kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
-                                 "--port-file", *dir_ + "/kube.port", "--kubeconfig-out",
-                                 *dir_ + "/kubeconfig", "--tls-auto", *dir_ + "/tls"},
-                                *dir_ + "/kube_apiserver.log");
-    agent_ = new Subprocess({kPython, src + "/tests/fakes/agent_platform.py", "--port", "0",
-                             "--port-file", *dir_ + "/ap.port"},
-                            *dir_ + "/agent_platform.log");
-    ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(*dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
-    ASSERT_TRUE(
-        WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); }, seconds(10)));
-    ASSERT_EQ(Kubectl({"apply", "-k", src + "/crds/"}).exit_code, 0);
-    ASSERT_EQ(Kubectl({"create", "namespace", kNs}).exit_code, 0);
+    stand_ins_ = new testing::StandIns(*dir_);
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    ap_port_ = stand_ins_->agent_platform_port();
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
+    ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(kNs));
 
     // The service-account key, with its token endpoint on the stand-in.
     nlohmann::json key = nlohmann::json::parse(
@@ -107,19 +97,14 @@ class Observability : public ::testing::Test {
   static void TearDownTestSuite() {
     delete prometheus_;
     delete operator_;
-    delete agent_;
-    delete apiserver_;
-    if (::testing::UnitTest::GetInstance()->failed_test_count() == 0) {
-      std::filesystem::remove_all(*dir_);
-    } else {
-      std::cerr << "logs kept in " << *dir_ << "\n";
-    }
+    delete stand_ins_;
+    testing::RemoveDirUnlessKept(*dir_,
+                                 ::testing::UnitTest::GetInstance()->failed_test_count() > 0);
     delete dir_;
   }
 
   static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "") {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}}, seconds(90), stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data);
   }
 
   static void StartOperator(const std::string& log_format, const std::string& log,
@@ -136,10 +121,7 @@ class Observability : public ::testing::Test {
          // The stand-in, and the down cluster's port: allowed, so it is unreachable, not refused.
          "--allow-operator-identity-for-namespaced-clusters",
          testing::AllowStandInFlag(ap_port_) + ",127.0.0.1:" + std::to_string(down_port_)},
-        *dir_ + "/" + log,
-        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-         {"HOME", *dir_}});
+        *dir_ + "/" + log, testing::OperatorEnv(ap_port_, *dir_));
   }
 
   static void StopOperator() {
@@ -211,8 +193,7 @@ class Observability : public ::testing::Test {
 
   static std::string* dir_;
   static nlohmann::json* key_;
-  static Subprocess* apiserver_;
-  static Subprocess* agent_;
+  static testing::StandIns* stand_ins_;
   static Subprocess* operator_;
   static Subprocess* prometheus_;
   static int ap_port_;
@@ -222,8 +203,7 @@ class Observability : public ::testing::Test {
 
 std::string* Observability::dir_ = nullptr;
 nlohmann::json* Observability::key_ = new nlohmann::json();
-Subprocess* Observability::apiserver_ = nullptr;
-Subprocess* Observability::agent_ = nullptr;
+testing::StandIns* Observability::stand_ins_ = nullptr;
 Subprocess* Observability::operator_ = nullptr;
 Subprocess* Observability::prometheus_ = nullptr;
 int Observability::ap_port_ = 0;

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -32,21 +33,14 @@ using std::chrono::seconds;
 using testing::CommandResult;
 using testing::ReadFile;
 using testing::ReadPort;
-using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "team";
 // A second Agent Platform cluster of the stand-in (project demo-project, region us-central1).
 constexpr char kOtherCluster[] = "other-cluster";
 constexpr char kDemoPath[] = "demo-project/us-central1/demo-cluster";
 constexpr char kOtherPath[] = "demo-project/us-central1/other-cluster";
-
-std::string OperatorBinary() {
-  const char* b = std::getenv("SLURMOP_OPERATOR_BINARY");
-  return b != nullptr && *b != '\0' ? b : SLURMOP_OPERATOR_BINARY;
-}
 
 // How long to watch for a cancel that must not happen.
 seconds SweepWatch() {
@@ -57,36 +51,28 @@ seconds SweepWatch() {
 // One Kubernetes cluster with its operator installation.
 class Installation {
  public:
-  Installation(const std::string& dir, int ap_port) : dir_(dir), ap_port_(ap_port) {
+  Installation(const std::string& dir, int ap_port)
+      : dir_(dir), ap_port_(ap_port), kubectl_(dir + "/kubeconfig") {
     std::filesystem::create_directories(dir_);
-    apiserver_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{
-            kPython, std::string(SLURMOP_SOURCE_DIR) + "/tests/fakes/kube_apiserver.py", "--port",
-            "0", "--port-file", dir_ + "/kube.port", "--kubeconfig-out", dir_ + "/kubeconfig",
-            "--tls-auto", dir_ + "/tls"},
-        dir_ + "/kube_apiserver.log");
+    apiserver_ = testing::StartKubeApiserver(dir_);
   }
 
   // CRDs, the namespace and SlurmCluster `local` (the shared Slurm cluster).
   ::testing::AssertionResult Prepare() {
-    if (ReadPort(dir_ + "/kube.port") <= 0 ||
-        !WaitUntil([&] { return std::filesystem::exists(dir_ + "/kubeconfig"); }, seconds(10))) {
-      return ::testing::AssertionFailure() << ReadFile(dir_ + "/kube_apiserver.log");
-    }
-    for (const CommandResult& r :
-         {Kubectl({"apply", "-k", std::string(SLURMOP_SOURCE_DIR) + "/crds/"}),
-          Kubectl({"create", "namespace", kNs}),
-          Kubectl({"apply", "-f", "-"},
-                  testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42"))}) {
-      if (r.exit_code != 0) return ::testing::AssertionFailure() << r.out << r.err;
+    ::testing::AssertionResult serving = testing::WaitForKubeApiserver(dir_);
+    if (!serving) return serving;
+    for (const ::testing::AssertionResult& r :
+         {kubectl_.InstallCrds(), kubectl_.CreateNamespace(kNs),
+          kubectl_.Apply(testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42"))}) {
+      if (!r) return r;
     }
     return ::testing::AssertionSuccess();
   }
 
   void StartOperator(std::vector<std::string> flags) {
-    std::vector<std::string> argv = {OperatorBinary(), "--kubeconfig=" + dir_ + "/kubeconfig",
-                                     "--health-port=0", "--min-poll-seconds=0.5",
-                                     "--orphan-sweep-interval-seconds=1",
+    std::vector<std::string> argv = {testing::OperatorBinary(SLURMOP_OPERATOR_BINARY),
+                                     "--kubeconfig=" + dir_ + "/kubeconfig", "--health-port=0",
+                                     "--min-poll-seconds=0.5", "--orphan-sweep-interval-seconds=1",
                                      // Its SlurmClusters have no credentialsSecretRef.
                                      "--allow-operator-identity-for-namespaced-clusters",
                                      "--undefok=orphan_sweep_interval_seconds,"
@@ -94,12 +80,8 @@ class Installation {
                                      testing::AllowStandInFlag(ap_port_)};
     argv.insert(argv.end(), flags.begin(), flags.end());
     flags_ = flags;
-    operator_ = std::make_unique<Subprocess>(
-        argv, dir_ + "/operator.log",
-        std::map<std::string, std::string>{
-            {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-            {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-            {"HOME", dir_}});
+    operator_ = std::make_unique<Subprocess>(argv, dir_ + "/operator.log",
+                                             testing::OperatorEnv(ap_port_, dir_));
   }
   void StopOperator() {
     if (operator_) operator_->Stop(SIGTERM, seconds(10));
@@ -111,8 +93,7 @@ class Installation {
   }
 
   CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "") const {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", dir_ + "/kubeconfig"}}, seconds(90), stdin_data);
+    return kubectl_.Run(std::move(args), stdin_data);
   }
   std::string Get(const std::string& name, const std::string& jsonpath) const {
     CommandResult r = Kubectl({"get", "-n", kNs, "sj", name, "-o", "jsonpath=" + jsonpath});
@@ -147,11 +128,12 @@ class Installation {
     }
     return ::testing::AssertionSuccess();
   }
-  std::string OperatorLog() const { return ReadFile(dir_ + "/operator.log"); }
+  std::string OperatorLogPath() const { return dir_ + "/operator.log"; }
 
  private:
   std::string dir_;
   int ap_port_;
+  testing::KubectlClient kubectl_;
   std::vector<std::string> flags_;
   std::unique_ptr<Subprocess> apiserver_;
   std::unique_ptr<Subprocess> operator_;
@@ -161,12 +143,8 @@ class Ownership : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::MakeTempDir("slurmop-ownership-");
-    agent_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kPython,
-                                 std::string(SLURMOP_SOURCE_DIR) + "/tests/fakes/agent_platform.py",
-                                 "--port", "0", "--port-file", dir_ + "/ap.port", "--verbose",
-                                 "--cluster", "demo-cluster", "--cluster", kOtherCluster},
-        dir_ + "/agent_platform.log");
+    agent_ = testing::StartAgentPlatform(
+        dir_, {"--verbose", "--cluster", "demo-cluster", "--cluster", kOtherCluster});
     ap_port_ = ReadPort(dir_ + "/ap.port");
     ASSERT_GT(ap_port_, 0) << ReadFile(dir_ + "/agent_platform.log");
   }
@@ -174,18 +152,14 @@ class Ownership : public ::testing::Test {
     for (auto& [name, inst] : installations_) {
       inst->StopOperator();
       if (HasFailure()) {
-        std::string log = inst->OperatorLog();
         std::cerr << "---- operator " << name << " log (tail) ----\n"
-                  << (log.size() > 5000 ? log.substr(log.size() - 5000) : log) << "\n";
+                  << testing::LogTail(inst->OperatorLogPath(), 5000) << "\n";
       }
     }
     installations_.clear();
     agent_.reset();
-    if (!HasFailure() && std::getenv("OWNERSHIP_KEEP_LOGS") == nullptr) {
-      std::filesystem::remove_all(dir_);
-    } else {
-      std::cerr << "logs kept in " << dir_ << "\n";
-    }
+    testing::RemoveDirUnlessKept(dir_,
+                                 HasFailure() || std::getenv("OWNERSHIP_KEEP_LOGS") != nullptr);
   }
 
   Installation& Install(const std::string& name, std::vector<std::string> flags = {}) {

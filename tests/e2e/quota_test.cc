@@ -15,7 +15,6 @@
 // METRIC lines on stderr give the figures.
 
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -26,6 +25,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
 #include "tests/testing/stand_in_admin.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -40,7 +40,6 @@ using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "quota";
 constexpr int kClusters = 10;
 
@@ -48,37 +47,20 @@ class Quota : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::MakeTempDir("slurmop-quota-");
-    const std::string src = SLURMOP_SOURCE_DIR;
-    apiserver_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
-                                 "--port-file", dir_ + "/kube.port", "--kubeconfig-out",
-                                 dir_ + "/kubeconfig", "--tls-auto", dir_ + "/tls"},
-        dir_ + "/kube_apiserver.log");
-    std::vector<std::string> ap = {kPython,
-                                   src + "/tests/fakes/agent_platform.py",
-                                   "--port",
-                                   "0",
-                                   "--port-file",
-                                   dir_ + "/ap.port",
-                                   "--slurm-api-version",
-                                   "v0.0.42"};
+    std::vector<std::string> ap = {"--slurm-api-version", "v0.0.42"};
     for (int c = 0; c < kClusters; ++c) {
       ap.push_back("--cluster");
       ap.push_back(absl::StrCat("shared-project/us-central1/c", c));
     }
-    agent_ = std::make_unique<Subprocess>(ap, dir_ + "/agent_platform.log");
-    ASSERT_GT(ReadPort(dir_ + "/kube.port"), 0) << ReadFile(dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(dir_ + "/agent_platform.log");
-    ASSERT_TRUE(
-        WaitUntil([this] { return std::filesystem::exists(dir_ + "/kubeconfig"); }, seconds(10)));
-    CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
-    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
-    ASSERT_EQ(Kubectl({"create", "namespace", kNs}).exit_code, 0);
+    stand_ins_ = std::make_unique<testing::StandIns>(
+        dir_, testing::StandInOptions{.agent_platform_flags = ap});
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    ap_port_ = stand_ins_->agent_platform_port();
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
+    ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(kNs));
     std::string clusters;
     for (int c = 0; c < kClusters; ++c) clusters += ClusterManifest(c);
-    CommandResult applied = Kubectl({"apply", "-f", "-"}, clusters);
-    ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+    ASSERT_TRUE(stand_ins_->kubectl().Apply(clusters));
   }
 
   void TearDown() override {
@@ -88,8 +70,7 @@ class Quota : public ::testing::Test {
     }
     if (operator_) operator_->Stop(SIGTERM, seconds(10));
     operator_.reset();
-    agent_.reset();
-    apiserver_.reset();
+    stand_ins_.reset();
     testing::RemoveDirUnlessKept(dir_, HasFailure());
   }
 
@@ -115,11 +96,7 @@ class Quota : public ::testing::Test {
                                  "--metrics-port=" + std::to_string(metrics_port_),
                                  "--allow-operator-identity-for-namespaced-clusters",
                                  testing::AllowStandInFlag(ap_port_), budget_flag},
-        dir_ + "/operator.log",
-        std::map<std::string, std::string>{
-            {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-            {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-            {"HOME", dir_}});
+        dir_ + "/operator.log", testing::OperatorEnv(ap_port_, dir_));
     ASSERT_GT(ReadPort(dir_ + "/health.port"), 0) << ReadFile(dir_ + "/operator.log");
   }
 
@@ -189,8 +166,7 @@ class Quota : public ::testing::Test {
   }
 
   CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "") {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", dir_ + "/kubeconfig"}}, seconds(90), stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data);
   }
 
   nlohmann::json AdminCall(const std::string& method, const std::string& path,
@@ -214,7 +190,8 @@ class Quota : public ::testing::Test {
   std::string dir_;
   int ap_port_ = 0;
   int metrics_port_ = 0;
-  std::unique_ptr<Subprocess> apiserver_, agent_, operator_;
+  std::unique_ptr<testing::StandIns> stand_ins_;
+  std::unique_ptr<Subprocess> operator_;
 };
 
 // The stand-in allows 50 calls in any 10 s for the project and region; the

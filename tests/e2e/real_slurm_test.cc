@@ -44,6 +44,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -60,7 +61,6 @@ using ::testing::StartsWith;
 using testing::Subprocess;
 using testing::WaitUntil;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "realslurm";
 constexpr int kInstallSkipExit = 100;  // scripts/slurm-local.sh install: apt failed
 
@@ -108,7 +108,6 @@ class RealSlurm : public ::testing::Test {
     slurm_env_ = new std::map<std::string, std::string>();
     skip_reason_ = new std::string();
     script_env_ = new std::map<std::string, std::string>();
-    const std::string src = SLURMOP_SOURCE_DIR;
     std::cerr << "[real-slurm] logs in " << *dir_ << "\n";
     const char* chosen = std::getenv("SLURM_LOCAL_DIR");
     if (chosen == nullptr || *chosen == '\0') {
@@ -162,43 +161,28 @@ class RealSlurm : public ::testing::Test {
     std::cerr << start.out;
 
     // 3. The stand-ins: Kubernetes API server, Agent Platform in front of slurmrestd.
-    apiserver_ = new Subprocess({kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
-                                 "--port-file", *dir_ + "/kube.port", "--kubeconfig-out",
-                                 *dir_ + "/kubeconfig", "--tls-auto", *dir_ + "/tls"},
-                                *dir_ + "/kube_apiserver.log");
-    agent_ = new Subprocess(
-        {kPython, src + "/tests/fakes/agent_platform.py", "--port", "0", "--port-file",
-         *dir_ + "/ap.port", "--verbose", "--forward-to", SlurmEnv("SLURMRESTD_URL"),
-         "--slurm-user", SlurmEnv("SLURM_USER"), "--slurm-token-file", SlurmEnv("SLURM_JWT_FILE"),
-         "--slurm-api-version", "v0.0.38"},
-        *dir_ + "/agent_platform.log");
-    ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(*dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
-    ASSERT_TRUE(
-        WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); }, seconds(10)));
+    stand_ins_ = new testing::StandIns(
+        *dir_,
+        {.agent_platform_flags = {"--verbose", "--forward-to", SlurmEnv("SLURMRESTD_URL"),
+                                  "--slurm-user", SlurmEnv("SLURM_USER"), "--slurm-token-file",
+                                  SlurmEnv("SLURM_JWT_FILE"), "--slurm-api-version", "v0.0.38"},
+         .kubectl_timeout = seconds(120)});
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    ap_port_ = stand_ins_->agent_platform_port();
 
-    CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
-    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
-    CommandResult ns = Kubectl({"create", "namespace", kNs});
-    ASSERT_EQ(ns.exit_code, 0) << ns.out << ns.err;
-    CommandResult cluster =
-        Kubectl({"apply", "-f", "-"}, testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.38"));
-    ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
+    ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(kNs));
+    ASSERT_TRUE(
+        stand_ins_->kubectl().Apply(testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.38")));
 
     // 4. The operator; Google credentials from the stand-in metadata server.
     // SLURMOP_OPERATOR_BINARY in the environment runs another build (e.g. a sanitizer one).
-    const char* binary = std::getenv("SLURMOP_OPERATOR_BINARY");
     operator_ = new Subprocess(
-        {binary != nullptr && *binary != '\0' ? binary : SLURMOP_OPERATOR_BINARY,
-         "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
-         "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5",
-         "--submit-settle-seconds=10", "--max-poll-seconds=5",
+        {testing::OperatorBinary(SLURMOP_OPERATOR_BINARY), "--kubeconfig=" + *dir_ + "/kubeconfig",
+         "--health-port=0", "--health-port-file=" + *dir_ + "/health.port",
+         "--min-poll-seconds=0.5", "--submit-settle-seconds=10", "--max-poll-seconds=5",
          "--allow-operator-identity-for-namespaced-clusters", testing::AllowStandInFlag(ap_port_)},
-        *dir_ + "/operator.log",
-        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-         {"HOME", *dir_}});
+        *dir_ + "/operator.log", testing::OperatorEnv(ap_port_, *dir_));
     ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*dir_ + "/operator.log");
 
     // 5. The time-limit job runs for 60-90 s in Slurm: start it now, check it last.
@@ -222,9 +206,9 @@ class RealSlurm : public ::testing::Test {
                         !operator_clean ||
                         (!setup_complete_ && skip_reason_ != nullptr && skip_reason_->empty());
     delete operator_;
-    delete agent_;
-    delete apiserver_;
-    operator_ = agent_ = apiserver_ = nullptr;
+    delete stand_ins_;
+    operator_ = nullptr;
+    stand_ins_ = nullptr;
     if (failed && slurm_dir_ == nullptr && !SlurmEnv("SLURM_LOCAL_DIR").empty()) {
       // The next `start` wipes the state directory: keep Slurm's logs with ours.
       std::error_code ec;
@@ -406,8 +390,7 @@ class RealSlurm : public ::testing::Test {
 
   static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "",
                                milliseconds timeout = seconds(120)) {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}}, timeout, stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data, timeout);
   }
 
   static std::string Get(const std::string& name, const std::string& jsonpath) {
@@ -519,8 +502,7 @@ class RealSlurm : public ::testing::Test {
   static std::string* skip_reason_;
   static std::string* slurm_dir_;  // parent of the suite's private cluster, if any
   static std::map<std::string, std::string>* script_env_;
-  static Subprocess* apiserver_;
-  static Subprocess* agent_;
+  static testing::StandIns* stand_ins_;
   static Subprocess* operator_;
   static int ap_port_;
   static bool cluster_started_;
@@ -536,8 +518,7 @@ std::map<std::string, std::string>* RealSlurm::slurm_env_ = nullptr;
 std::string* RealSlurm::skip_reason_ = nullptr;
 std::string* RealSlurm::slurm_dir_ = nullptr;
 std::map<std::string, std::string>* RealSlurm::script_env_ = nullptr;
-Subprocess* RealSlurm::apiserver_ = nullptr;
-Subprocess* RealSlurm::agent_ = nullptr;
+testing::StandIns* RealSlurm::stand_ins_ = nullptr;
 Subprocess* RealSlurm::operator_ = nullptr;
 int RealSlurm::ap_port_ = 0;
 bool RealSlurm::cluster_started_ = false;

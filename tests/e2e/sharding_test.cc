@@ -20,7 +20,6 @@
 
 #include <signal.h>
 
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -34,6 +33,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
 #include "tests/testing/stand_in_admin.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -43,8 +43,6 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::CommandResult;
-using testing::ReadFile;
-using testing::ReadPort;
 using testing::RunCommand;
 using testing::StandInAdmin;
 using testing::Subprocess;
@@ -77,25 +75,16 @@ class Sharding : public ::testing::Test {
   void SetUp() override {
     src_ = SLURMOP_SOURCE_DIR;
     dir_ = testing::MakeTempDir("slurmop-sharding-");
-    apiserver_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kPython, src_ + "/tests/fakes/kube_apiserver.py", "--port", "0",
-                                 "--port-file", dir_ + "/kube.port", "--kubeconfig-out",
-                                 dir_ + "/kubeconfig", "--tls-auto", dir_ + "/tls", "--access-log",
-                                 dir_ + "/access.log"},
-        dir_ + "/kube_apiserver.log");
-    agent_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kPython, src_ + "/tests/fakes/agent_platform.py", "--port", "0",
-                                 "--port-file", dir_ + "/ap.port"},
-        dir_ + "/agent_platform.log");
-    kube_port_ = ReadPort(dir_ + "/kube.port");
-    ASSERT_GT(kube_port_, 0) << ReadFile(dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(dir_ + "/agent_platform.log");
-    ASSERT_TRUE(
-        WaitUntil([&] { return std::filesystem::exists(dir_ + "/kubeconfig"); }, seconds(10)));
-    ASSERT_EQ(Kubectl({"apply", "-k", src_ + "/crds/"}).exit_code, 0);
+    stand_ins_ = std::make_unique<testing::StandIns>(
+        dir_,
+        testing::StandInOptions{.kube_apiserver_flags = {"--access-log", dir_ + "/access.log"},
+                                .kubectl_timeout = seconds(60)});
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    kube_port_ = stand_ins_->kube_port();
+    ap_port_ = stand_ins_->agent_platform_port();
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
     for (const char* ns : {kOperatorNs, kNs}) {
-      ASSERT_EQ(Kubectl({"create", "namespace", ns}).exit_code, 0);
+      ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(ns));
     }
     std::string yaml;
     for (int i = 0; i < kClusters - 1; ++i) {
@@ -108,27 +97,21 @@ class Sharding : public ::testing::Test {
         "---\napiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: ClusterSlurmCluster\n"
         "metadata: {name: shared}\nspec:\n" +
         ClusterSpec() + "  namespaceSelector: {}\n";
-    CommandResult r = Kubectl({"apply", "-f", "-"}, yaml);
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    ASSERT_TRUE(stand_ins_->kubectl().Apply(yaml));
   }
 
   void TearDown() override {
     for (auto& [name, op] : operators_) {
       if (op) op->Stop(SIGTERM, seconds(10));
       if (HasFailure()) {
-        std::string log = ReadFile(dir_ + "/" + name + ".log");
         std::cerr << "---- " << name << " log (tail) ----\n"
-                  << (log.size() > 4000 ? log.substr(log.size() - 4000) : log) << "\n";
+                  << testing::LogTail(dir_ + "/" + name + ".log", 4000) << "\n";
       }
     }
     operators_.clear();
-    agent_.reset();
-    apiserver_.reset();
-    if (!HasFailure() && std::getenv("SHARDING_KEEP_LOGS") == nullptr) {
-      std::filesystem::remove_all(dir_);
-    } else {
-      std::cerr << "logs kept in " << dir_ << "\n";
-    }
+    stand_ins_.reset();
+    testing::RemoveDirUnlessKept(dir_,
+                                 HasFailure() || std::getenv("SHARDING_KEEP_LOGS") != nullptr);
   }
 
   std::string ClusterSpec() const {
@@ -154,17 +137,12 @@ class Sharding : public ::testing::Test {
                                      "--operator-namespace=" + std::string(kOperatorNs),
                                      "--allow-operator-identity-for-namespaced-clusters",
                                      testing::AllowStandInFlag(ap_port_)};
-    operators_[name] = std::make_unique<Subprocess>(
-        argv, dir_ + "/" + name + ".log",
-        std::map<std::string, std::string>{
-            {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-            {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-            {"HOME", dir_}});
+    operators_[name] = std::make_unique<Subprocess>(argv, dir_ + "/" + name + ".log",
+                                                    testing::OperatorEnv(ap_port_, dir_));
   }
 
   CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "") const {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", dir_ + "/kubeconfig"}}, seconds(60), stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data);
   }
 
   // SlurmJobs j<from>..j<to-1>, spread over the clusters.
@@ -271,7 +249,7 @@ class Sharding : public ::testing::Test {
 
   std::string src_, dir_;
   int kube_port_ = 0, ap_port_ = 0;
-  std::unique_ptr<Subprocess> apiserver_, agent_;
+  std::unique_ptr<testing::StandIns> stand_ins_;
   mutable std::unique_ptr<http::CpprestTransport> kube_http_;
   std::map<std::string, std::unique_ptr<Subprocess>> operators_;
 };

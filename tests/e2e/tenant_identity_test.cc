@@ -32,6 +32,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -69,38 +70,27 @@ class TenantIdentity : public ::testing::Test {
   void TearDown() override {
     if (operator_) operator_->Stop(SIGTERM, seconds(10));
     if (HasFailure()) {
-      std::string log = ReadFile(dir_ + "/operator.log");
       std::cerr << "---- operator log (tail) ----\n"
-                << (log.size() > 8000 ? log.substr(log.size() - 8000) : log) << "\n"
+                << testing::LogTail(dir_ + "/operator.log", 8000) << "\n"
                 << "logs kept in " << dir_ << "\n";
     } else {
       operator_.reset();
-      agent_.reset();
-      apiserver_.reset();
+      stand_ins_.reset();
       std::filesystem::remove_all(dir_);
     }
   }
 
   void StartServers() {
-    apiserver_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kPython, src_ + "/tests/fakes/kube_apiserver.py", "--port", "0",
-                                 "--port-file", dir_ + "/kube.port", "--kubeconfig-out",
-                                 dir_ + "/kubeconfig", "--tls-auto", dir_ + "/tls", "--access-log",
-                                 dir_ + "/access.log"},
-        dir_ + "/kube_apiserver.log");
-    agent_ = std::make_unique<Subprocess>(
-        std::vector<std::string>{kPython, src_ + "/tests/fakes/agent_platform.py", "--port", "0",
-                                 "--port-file", dir_ + "/ap.port", "--cluster", kDemoCluster,
-                                 "--cluster", kTenantCluster, "--sa-public-key",
-                                 src_ + "/tests/agentplatform/testdata/test_service_account.json",
-                                 "--verbose"},
-        dir_ + "/agent_platform.log");
-    kube_port_ = ReadPort(dir_ + "/kube.port");
-    ASSERT_GT(kube_port_, 0) << ReadFile(dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(dir_ + "/agent_platform.log");
-    ASSERT_TRUE(
-        WaitUntil([&] { return std::filesystem::exists(dir_ + "/kubeconfig"); }, seconds(10)));
+    stand_ins_ = std::make_unique<testing::StandIns>(
+        dir_,
+        testing::StandInOptions{
+            .kube_apiserver_flags = {"--access-log", dir_ + "/access.log"},
+            .agent_platform_flags = {
+                "--cluster", kDemoCluster, "--cluster", kTenantCluster, "--sa-public-key",
+                src_ + "/tests/agentplatform/testdata/test_service_account.json", "--verbose"}});
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    kube_port_ = stand_ins_->kube_port();
+    ap_port_ = stand_ins_->agent_platform_port();
   }
 
   // A Google service-account key file whose token endpoint is the stand-in's.
@@ -133,10 +123,9 @@ class TenantIdentity : public ::testing::Test {
   }
 
   void SetUpObjects() {
-    CommandResult crds = Kubectl({"apply", "-k", src_ + "/crds/"});
-    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
     for (const char* ns : {kOperatorNs, "team-a", "team-b"}) {
-      ASSERT_EQ(Kubectl({"create", "namespace", ns}).exit_code, 0);
+      ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(ns));
     }
     ASSERT_EQ(Kubectl({"label", "namespace", "team-a", "team=a"}).exit_code, 0);
     ASSERT_EQ(Kubectl({"label", "namespace", "team-b", "team=b"}).exit_code, 0);
@@ -184,19 +173,14 @@ class TenantIdentity : public ::testing::Test {
           "--undefok=operator_namespace,allow_operator_identity_for_namespaced_clusters");
     }
     argv.insert(argv.end(), extra.begin(), extra.end());
-    operator_ = std::make_unique<Subprocess>(
-        argv, dir_ + "/operator.log",
-        std::map<std::string, std::string>{
-            {"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-            {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-            {"HOME", dir_}});
+    operator_ = std::make_unique<Subprocess>(argv, dir_ + "/operator.log",
+                                             testing::OperatorEnv(ap_port_, dir_));
     ASSERT_GT(ReadPort(dir_ + "/health.port"), 0) << ReadFile(dir_ + "/operator.log");
   }
 
   CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "",
                         std::chrono::milliseconds timeout = seconds(90)) {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", dir_ + "/kubeconfig"}}, timeout, stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data, timeout);
   }
 
   std::string Get(const std::string& ns, const std::string& what, const std::string& jsonpath) {
@@ -299,7 +283,8 @@ class TenantIdentity : public ::testing::Test {
 
   std::string dir_, src_;
   int kube_port_ = 0, ap_port_ = 0;
-  std::unique_ptr<Subprocess> apiserver_, agent_, operator_;
+  std::unique_ptr<testing::StandIns> stand_ins_;
+  std::unique_ptr<Subprocess> operator_;
   std::unique_ptr<http::Transport> kube_http_;
 };
 

@@ -23,7 +23,6 @@
 #include <signal.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -36,6 +35,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/http/test_http_server.h"
 #include "tests/testing/manifests.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -49,12 +49,9 @@ using ::testing::Not;
 using testing::ReadFile;
 using testing::ReadPort;
 using testing::ReceivedRequest;
-using testing::RunCommand;
 using testing::Subprocess;
 using testing::TestHttpServer;
-using testing::WaitUntil;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "tenant";
 constexpr char kCanary[] = "CANARY-c0ffee-4f1d-never-leaves";
 constexpr char kUrlCanary[] = "QSCANARY-9b2e";
@@ -96,36 +93,24 @@ class TenantSafety : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(testing::MakeTempDir("slurmop-tenant-"));
-    const std::string src = SLURMOP_SOURCE_DIR;
-    apiserver_ = new Subprocess({kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
-                                 "--port-file", *dir_ + "/kube.port", "--kubeconfig-out",
-                                 *dir_ + "/kubeconfig", "--tls-auto", *dir_ + "/tls"},
-                                *dir_ + "/kube_apiserver.log");
-    agent_ = new Subprocess({kPython, src + "/tests/fakes/agent_platform.py", "--port", "0",
-                             "--port-file", *dir_ + "/ap.port", "--verbose"},
-                            *dir_ + "/agent_platform.log");
+    stand_ins_ = new testing::StandIns(*dir_, {.agent_platform_flags = {"--verbose"}});
     unlisted_ = new TestHttpServer(AnswerOk);
     token_ = new TestHttpServer(AnswerOk);
     subject_url_ = new TestHttpServer(AnswerOk);
     hostile_ = new TestHttpServer(AnswerHostile);
-    ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(*dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
-    ASSERT_TRUE(
-        WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); }, seconds(10)));
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    ap_port_ = stand_ins_->agent_platform_port();
     std::ofstream(*dir_ + "/canary") << kCanary;
 
-    ASSERT_EQ(Kubectl({"apply", "-k", src + "/crds/"}).exit_code, 0);
-    ASSERT_EQ(Kubectl({"create", "namespace", kNs}).exit_code, 0);
-    CommandResult cluster =
-        Kubectl({"apply", "-f", "-"}, testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42"));
-    ASSERT_EQ(cluster.exit_code, 0) << cluster.out << cluster.err;
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
+    ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(kNs));
+    ASSERT_TRUE(
+        stand_ins_->kubectl().Apply(testing::LocalSlurmClusterManifest(kNs, ap_port_, "v0.0.42")));
 
-    const char* binary = std::getenv("SLURMOP_OPERATOR_BINARY");
-    std::vector<std::string> argv = {
-        binary != nullptr && *binary != '\0' ? binary : SLURMOP_OPERATOR_BINARY,
-        "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
-        "--health-port-file=" + *dir_ + "/health.port", "--min-poll-seconds=0.5"};
+    std::vector<std::string> argv = {testing::OperatorBinary(SLURMOP_OPERATOR_BINARY),
+                                     "--kubeconfig=" + *dir_ + "/kubeconfig", "--health-port=0",
+                                     "--health-port-file=" + *dir_ + "/health.port",
+                                     "--min-poll-seconds=0.5"};
     if (std::getenv("SLURMOP_OLD_OPERATOR") == nullptr) {
       // The stand-ins are listed; the `unlisted_` listener is not.
       argv.push_back(testing::AllowStandInFlag(ap_port_) + "," + Hostport(*token_) + "," +
@@ -134,10 +119,8 @@ class TenantSafety : public ::testing::Test {
       // its own, with the operator's identity lent (tenant_identity_test covers the default).
       argv.push_back("--allow-operator-identity-for-namespaced-clusters");
     }
-    operator_ = new Subprocess(argv, *dir_ + "/operator.log",
-                               {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-                                {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-                                {"HOME", *dir_}});
+    operator_ =
+        new Subprocess(argv, *dir_ + "/operator.log", testing::OperatorEnv(ap_port_, *dir_));
     health_port_ = ReadPort(*dir_ + "/health.port");
     ASSERT_GT(health_port_, 0) << ReadFile(*dir_ + "/operator.log");
   }
@@ -149,21 +132,16 @@ class TenantSafety : public ::testing::Test {
     delete subject_url_;
     delete token_;
     delete unlisted_;
-    delete agent_;
-    delete apiserver_;
-    if (::testing::UnitTest::GetInstance()->failed_test_count() == 0) {
-      std::filesystem::remove_all(*dir_);
-    } else {
-      std::cerr << "logs kept in " << *dir_ << "\n";
-    }
+    delete stand_ins_;
+    testing::RemoveDirUnlessKept(*dir_,
+                                 ::testing::UnitTest::GetInstance()->failed_test_count() > 0);
     delete dir_;
   }
 
   void TearDown() override {
     if (HasFailure()) {
-      const std::string log = ReadFile(*dir_ + "/operator.log");
       std::cerr << "---- operator log (tail) ----\n"
-                << (log.size() > 6000 ? log.substr(log.size() - 6000) : log) << "\n";
+                << testing::LogTail(*dir_ + "/operator.log") << "\n";
     }
   }
 
@@ -172,8 +150,7 @@ class TenantSafety : public ::testing::Test {
   }
 
   static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "") {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}}, seconds(90), stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data);
   }
 
   static void ApplyCluster(const std::string& name, const std::string& endpoint,
@@ -244,8 +221,7 @@ class TenantSafety : public ::testing::Test {
   }
 
   static std::string* dir_;
-  static Subprocess* apiserver_;
-  static Subprocess* agent_;
+  static testing::StandIns* stand_ins_;
   static Subprocess* operator_;
   static TestHttpServer* unlisted_;
   static TestHttpServer* token_;
@@ -256,8 +232,7 @@ class TenantSafety : public ::testing::Test {
 };
 
 std::string* TenantSafety::dir_ = nullptr;
-Subprocess* TenantSafety::apiserver_ = nullptr;
-Subprocess* TenantSafety::agent_ = nullptr;
+testing::StandIns* TenantSafety::stand_ins_ = nullptr;
 Subprocess* TenantSafety::operator_ = nullptr;
 TestHttpServer* TenantSafety::unlisted_ = nullptr;
 TestHttpServer* TenantSafety::token_ = nullptr;

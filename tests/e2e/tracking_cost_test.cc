@@ -27,6 +27,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/testing/manifests.h"
 #include "tests/testing/stand_in_admin.h"
+#include "tests/testing/stand_ins.h"
 #include "tests/testing/subprocess.h"
 
 namespace slurmop {
@@ -40,7 +41,6 @@ using testing::RunCommand;
 using testing::Subprocess;
 using testing::WaitUntil;
 
-constexpr char kPython[] = "/usr/bin/python3";
 constexpr char kNs[] = "cost";
 constexpr char kProjectRegion[] = "demo-project/us-central1/";
 constexpr int kJobsPerCluster = 25;
@@ -49,38 +49,21 @@ class TrackingCost : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new std::string(testing::MakeTempDir("slurmop-cost-"));
-    const std::string src = SLURMOP_SOURCE_DIR;
-    apiserver_ = new Subprocess({kPython, src + "/tests/fakes/kube_apiserver.py", "--port", "0",
-                                 "--port-file", *dir_ + "/kube.port", "--kubeconfig-out",
-                                 *dir_ + "/kubeconfig", "--tls-auto", *dir_ + "/tls"},
-                                *dir_ + "/kube_apiserver.log");
-    std::vector<std::string> ap = {kPython,
-                                   src + "/tests/fakes/agent_platform.py",
-                                   "--port",
-                                   "0",
-                                   "--port-file",
-                                   *dir_ + "/ap.port",
-                                   "--slurm-api-version",
-                                   "v0.0.42"};
+    std::vector<std::string> ap = {"--slurm-api-version", "v0.0.42"};
     for (const char* c : {"alpha", "beta", "hole", "quiet"}) {
       ap.push_back("--cluster");
       ap.push_back(absl::StrCat(kProjectRegion, c));
     }
-    agent_ = new Subprocess(ap, *dir_ + "/agent_platform.log");
-    ASSERT_GT(ReadPort(*dir_ + "/kube.port"), 0) << ReadFile(*dir_ + "/kube_apiserver.log");
-    ap_port_ = ReadPort(*dir_ + "/ap.port");
-    ASSERT_GT(ap_port_, 0) << ReadFile(*dir_ + "/agent_platform.log");
-    ASSERT_TRUE(
-        WaitUntil([] { return std::filesystem::exists(*dir_ + "/kubeconfig"); }, seconds(10)));
-    CommandResult crds = Kubectl({"apply", "-k", src + "/crds/"});
-    ASSERT_EQ(crds.exit_code, 0) << crds.out << crds.err;
-    ASSERT_EQ(Kubectl({"create", "namespace", kNs}).exit_code, 0);
+    stand_ins_ = new testing::StandIns(*dir_, {.agent_platform_flags = ap});
+    ASSERT_TRUE(stand_ins_->WaitUntilServing());
+    ap_port_ = stand_ins_->agent_platform_port();
+    ASSERT_TRUE(stand_ins_->kubectl().InstallCrds());
+    ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(kNs));
     std::string clusters;
     for (const char* c : {"alpha", "beta", "hole", "quiet", "missing"}) {
       clusters += ClusterManifest(c);
     }
-    CommandResult applied = Kubectl({"apply", "-f", "-"}, clusters);
-    ASSERT_EQ(applied.exit_code, 0) << applied.out << applied.err;
+    ASSERT_TRUE(stand_ins_->kubectl().Apply(clusters));
 
     StartOperator("operator.log");
   }
@@ -95,10 +78,7 @@ class TrackingCost : public ::testing::Test {
          "--health-port-file=" + *dir_ + "/health.port",
          absl::StrCat("--submit-settle-seconds=", kSettleSeconds),
          "--allow-operator-identity-for-namespaced-clusters", testing::AllowStandInFlag(ap_port_)},
-        *operator_log_,
-        {{"GCE_METADATA_HOST", "127.0.0.1:" + std::to_string(ap_port_)},
-         {"GOOGLE_APPLICATION_CREDENTIALS", ""},
-         {"HOME", *dir_}});
+        *operator_log_, testing::OperatorEnv(ap_port_, *dir_));
     ASSERT_GT(ReadPort(*dir_ + "/health.port"), 0) << ReadFile(*operator_log_);
   }
   static void StopOperator() {
@@ -109,8 +89,7 @@ class TrackingCost : public ::testing::Test {
 
   static void TearDownTestSuite() {
     StopOperator();
-    delete agent_;
-    delete apiserver_;
+    delete stand_ins_;
     testing::RemoveDirUnlessKept(*dir_,
                                  ::testing::UnitTest::GetInstance()->failed_test_count() > 0);
     delete dir_;
@@ -146,8 +125,7 @@ class TrackingCost : public ::testing::Test {
   }
 
   static CommandResult Kubectl(std::vector<std::string> args, const std::string& stdin_data = "") {
-    args.insert(args.begin(), "kubectl");
-    return RunCommand(args, {{"KUBECONFIG", *dir_ + "/kubeconfig"}}, seconds(90), stdin_data);
+    return stand_ins_->kubectl().Run(std::move(args), stdin_data);
   }
 
   static nlohmann::json AdminCall(const std::string& method, const std::string& path,
@@ -212,16 +190,14 @@ class TrackingCost : public ::testing::Test {
 
   static std::string* dir_;
   static std::string* operator_log_;
-  static Subprocess* apiserver_;
-  static Subprocess* agent_;
+  static testing::StandIns* stand_ins_;
   static Subprocess* operator_;
   static int ap_port_;
 };
 
 std::string* TrackingCost::dir_ = nullptr;
 std::string* TrackingCost::operator_log_ = new std::string();
-Subprocess* TrackingCost::apiserver_ = nullptr;
-Subprocess* TrackingCost::agent_ = nullptr;
+testing::StandIns* TrackingCost::stand_ins_ = nullptr;
 Subprocess* TrackingCost::operator_ = nullptr;
 int TrackingCost::ap_port_ = 0;
 
