@@ -39,8 +39,10 @@ fi
 launcher=()
 command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 start=$(date +%s)
+# -O1 -g1: libFuzzer's own recommendation (-O1 -g), with line tables only for the reports.
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER="${CXX_CLANG:-clang++}" -DSLURMOP_FUZZ=ON "${launcher[@]}" >/dev/null
+  -DCMAKE_CXX_COMPILER="${CXX_CLANG:-clang++}" -DSLURMOP_FUZZ=ON \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "${launcher[@]}" >/dev/null
 ninja -C "$BUILD" -j "$JOBS" "${targets[@]/#/fuzz_}"
 echo "fuzz build: $(($(date +%s) - start)) s"
 

@@ -2,7 +2,7 @@
 # File: scripts/test-sanitizers.sh
 #
 # The unit and integration tests under AddressSanitizer (with LeakSanitizer)
-# and UndefinedBehaviorSanitizer: configures a -DSLURMOP_SANITIZE=ON build in
+# and UndefinedBehaviorSanitizer: configures a clang -DSLURMOP_SANITIZE=ON build in
 # its own directory, builds it, and runs ctest without the real-Slurm suite.
 #
 # Contract: exits non-zero when the build fails or any test fails; an ASan
@@ -16,6 +16,7 @@
 # Usage (as root on Debian bookworm, after scripts/install-deps.sh):
 #   scripts/test-sanitizers.sh [extra ctest args...]
 # Environment: SANITIZE_EXCLUDE (ctest -LE regex, default real-slurm),
+#   CXX_SANITIZE (the compiler, default clang++),
 #   SANITIZE_BUILD_DIR (default build/asan), JOBS (build jobs,
 #   default nproc), TEST_JOBS (ctest -j, default 2).
 set -euo pipefail
@@ -27,10 +28,14 @@ case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 launcher=()
 command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 start=$(date +%s)
-# -O1 -g1: the usual sanitizer optimisation level, with line tables for the
-# reports; compiles markedly faster than the default -O2 -g.
+# clang at -O0 -g1 (line tables for the reports). Measured 2026-12-07 on a 2-core machine, the
+# same tests: g++ 12 at -O1 built in 1,533 s and ran them in 283 s; clang 14 at -O1 in 1,133 s; clang
+# 14 at -O0 in 672 s and ran them in 261 s. The end-to-end suites and the benches are not built:
+# this run leaves them out (scripts/test.sh runs them on the plain build).
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLURMOP_SANITIZE=ON \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "${launcher[@]}" >/dev/null
+  -DCMAKE_CXX_COMPILER="${CXX_SANITIZE:-clang++}" -DSLURMOP_BUILD_E2E=OFF \
+  -DSLURMOP_BUILD_BENCH=OFF "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O0 -g1 -DNDEBUG" \
+  "${launcher[@]}" >/dev/null
 ninja -C "$BUILD" -j "${JOBS:-$(nproc)}"
 built=$(date +%s)
 echo "sanitizer build: $((built - start)) s"

@@ -34,15 +34,13 @@
 #include "glog/logging.h"
 #include "gtest/gtest.h"
 #include "tests/reconcile/sim/schedule.h"
+#include "tests/testing/sanitizers.h"
 
 namespace slurmop::reconcile::sim {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr uint64_t kDefaultSchedules = 1000;
-#else
-constexpr uint64_t kDefaultSchedules = 10000;
-#endif
+constexpr uint64_t kDefaultSchedules =
+    slurmop::testing::kAddressSanitizer || slurmop::testing::kThreadSanitizer ? 1000 : 10000;
 
 struct Settings {
   uint64_t schedules = kDefaultSchedules;
