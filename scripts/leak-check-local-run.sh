@@ -43,7 +43,9 @@ export KUBECONFIG="$WORK/kubeconfig"
 kubectl apply -k crds/ >/dev/null
 sed "s#http://127.0.0.1:18443#http://127.0.0.1:$AP_PORT#" examples/hello-slurmjob.yaml >"$WORK/hello.yaml"
 
-export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1"
+# fast_unwind_on_malloc=0: whole stacks through uninstrumented libraries (libcrypto has no frame
+# pointers), so that tests/sanitizers/lsan.supp can name their functions; slower, fine for one run.
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:fast_unwind_on_malloc=0"
 export LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$ROOT/tests/sanitizers/ubsan.supp"
 GCE_METADATA_HOST=127.0.0.1:$AP_PORT GOOGLE_APPLICATION_CREDENTIALS="" HOME="$WORK" \
