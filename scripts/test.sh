@@ -44,6 +44,14 @@ if [ "$sanitizers" != 0 ]; then
   # The operator as a process (labels e2e, chaos, real-slurm), left to the plain build: cpprestsdk's
   # set_body type-puns its stream buffers, and UBSan's vptr report of it from the operator
   # subprocess is not reliably suppressed.
+  # The sanitizer build leaves tests/e2e out, so a test of it with none of these labels would run
+  # nowhere: refuse one.
+  unlabelled=$(cd tests/e2e && ctest -N -LE 'e2e|chaos|real-slurm' | awk '/^Total Tests:/{print $3}')
+  if [ "$unlabelled" != 0 ]; then
+    echo "tests/e2e: $unlabelled test(s) without the label e2e, chaos or real-slurm:" >&2
+    (cd tests/e2e && ctest -N -LE 'e2e|chaos|real-slurm') >&2
+    exit 1
+  fi
   labels='e2e|chaos'
   [ "${SLURMOP_REAL_SLURM:-1}" != 0 ] && labels+='|real-slurm'
   # Three at a time: these wait on the stand-ins and on the operator's timers more than they
