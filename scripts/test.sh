@@ -10,7 +10,7 @@
 # Environment: SLURMOP_REAL_SLURM=0 skips the real-Slurm suite,
 #   SLURMOP_SANITIZERS=0 the sanitizer run, FUZZ_SECONDS=0 the fuzzing
 #   (default 20 s per target); TEST_JOBS sets ctest -j (default 2), E2E_TEST_JOBS that of the
-#   operator-as-a-process suites when the sanitizer run is on (default 3).
+#   operator-as-a-process suites when the sanitizer run is on (default 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -54,9 +54,11 @@ if [ "$sanitizers" != 0 ]; then
   fi
   labels='e2e|chaos'
   [ "${SLURMOP_REAL_SLURM:-1}" != 0 ] && labels+='|real-slurm'
-  # Three at a time: these wait on the stand-ins and on the operator's timers more than they
-  # compute (30% of a 2-core machine idle at 3, 52% at 2; 567 s for all of them at 3, 2026-12-07).
-  ctest --output-on-failure --timeout 900 -j "${E2E_TEST_JOBS:-3}" -L "$labels"
+  # Two at a time by default. These wait more than they compute (52% of a 2-core machine idle at 2,
+  # 30% at 3, where all 80 took 567 s on 2026-12-07), but at 3 one fresh-clone run in three failed
+  # TenantIdentity.RbacMatchesTheCode on a race in the test that the load exposed (since fixed);
+  # E2E_TEST_JOBS=3 is there for whoever wants the time and will watch for more of those.
+  ctest --output-on-failure --timeout 900 -j "${E2E_TEST_JOBS:-2}" -L "$labels"
   ctest --output-on-failure --timeout 900 -j "${TEST_JOBS:-2}" -R "$plain_only_tests" \
     --no-tests=error
 else

@@ -475,6 +475,12 @@ TEST_F(TenantIdentity, RbacMatchesTheCode) {
            "  scriptFrom: {configMapKeyRef: {name: scripts, key: run.sh}}\n"
            "  environment:\n    - name: API_KEY\n"
            "      valueFrom: {secretKeyRef: {name: wandb, key: api-key}}\n");
+  // A status write that conflicts once: the SlurmJob is read again (slurmjobs get). Set before
+  // the SlurmJob exists: set after, it raced the job's end (a fresh-clone CI run on 2026-12-07
+  // saw shared-job COMPLETED before the fault was in place, and no get).
+  const json conflict = {
+      {"method", "PUT"}, {"path", "/slurmjobs/shared-job/status"}, {"status", 409}, {"count", 1}};
+  ASSERT_EQ(Send(true, "POST", "/__admin/faults", conflict.dump()).status, 200);
   ApplyJob("team-a", "shared-job", "{kind: ClusterSlurmCluster, name: shared}");
   // spec.ttlSecondsAfterFinished: the finished SlurmJob is deleted (slurmjobs delete).
   ApplyJob("team-a", "short-lived", "{kind: ClusterSlurmCluster, name: shared}",
@@ -487,10 +493,6 @@ TEST_F(TenantIdentity, RbacMatchesTheCode) {
       "spec:\n  schedule: \"* * * * *\"\n  jobTemplate:\n    spec:\n"
       "      clusterRef: {kind: ClusterSlurmCluster, name: shared}\n"
       "      script: \"#!/bin/bash\\ntrue\\n\"\n");
-  // A status write that conflicts once: the SlurmJob is read again (slurmjobs get).
-  const json conflict = {
-      {"method", "PUT"}, {"path", "/slurmjobs/shared-job/status"}, {"status", 409}, {"count", 1}};
-  ASSERT_EQ(Send(true, "POST", "/__admin/faults", conflict.dump()).status, 200);
   CommandResult running = WaitJobState("team-a", "sj/long", "RUNNING");
   ASSERT_EQ(running.exit_code, 0) << running.err;
   CommandResult done = WaitJobState("team-a", "sj/shared-job", "COMPLETED");
