@@ -569,7 +569,8 @@ MainLoop SingleLoop(slurmop::reconcile::Manager& manager, slurmop::cron::CronCon
           .synced =
               [&manager, &cron](bool leading_started) {
                 return leading_started && manager.Synced() && cron.Synced();
-              }};
+              },
+          .each_turn = {}};
 }
 
 // Submits only while the Lease has more than leaseDuration - renewDeadline

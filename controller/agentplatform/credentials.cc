@@ -103,7 +103,59 @@ absl::Status RefuseTenantExternalAccount(const nlohmann::json& file) {
       "authorized_user or impersonated_service_account credentials"));
 }
 
-// `opts` is resolved.
+absl::StatusOr<std::shared_ptr<TokenSource>> FromParsedJson(const nlohmann::json& file,
+                                                            const CredentialsOptions& opts,
+                                                            int depth);
+
+// An impersonated_service_account file: its source credentials (at `depth` + 1, which may not
+// be impersonated themselves) with the cloud-platform scope, exchanged for the target's token.
+absl::StatusOr<std::shared_ptr<TokenSource>> FromImpersonated(const nlohmann::json& file,
+                                                              const CredentialsOptions& opts,
+                                                              int depth) {
+  const std::string type = "impersonated_service_account";
+  if (depth > 0) {
+    return absl::InvalidArgumentError(
+        "impersonated_service_account credentials: source_credentials may not themselves be "
+        "impersonated");
+  }
+  nlohmann::json source_json;
+  absl::StatusOr<Impersonation> imp = ParseImpersonatedServiceAccount(file, &source_json);
+  if (!imp.ok()) return imp.status();
+  if (absl::Status s = CheckTenantUrl(opts, type, "service_account_impersonation_url", imp->url);
+      !s.ok()) {
+    return s;
+  }
+  CredentialsOptions source_opts = opts;
+  source_opts.scopes = {kCloudPlatformScope};
+  absl::StatusOr<std::shared_ptr<TokenSource>> source =
+      FromParsedJson(source_json, source_opts, depth + 1);
+  if (!source.ok()) {
+    return absl::Status(source.status().code(),
+                        absl::StrCat("impersonated_service_account source_credentials: ",
+                                     source.status().message()));
+  }
+  return Cache(NewImpersonationFetcher(*std::move(source), *std::move(imp), opts), opts);
+}
+
+// An external_account file (never a tenant's): an STS exchange, then an impersonation when the
+// file names a service account.
+absl::StatusOr<std::shared_ptr<TokenSource>> FromExternalAccount(const nlohmann::json& file,
+                                                                 const CredentialsOptions& opts) {
+  if (Tenant(opts)) return RefuseTenantExternalAccount(file);
+  absl::StatusOr<ExternalAccount> account = ParseExternalAccount(file);
+  if (!account.ok()) return account.status();
+  if (account->service_account_impersonation_url.empty()) {
+    return Cache(NewStsFetcher(*std::move(account), opts.scopes, opts), opts);
+  }
+  Impersonation imp;
+  imp.url = account->service_account_impersonation_url;
+  imp.lifetime = account->impersonation_lifetime;
+  std::shared_ptr<TokenSource> sts =
+      Cache(NewStsFetcher(*std::move(account), {kCloudPlatformScope}, opts), opts);
+  return Cache(NewImpersonationFetcher(std::move(sts), std::move(imp), opts), opts);
+}
+
+// `opts` is resolved; `depth` is 1 for an impersonation's source credentials.
 absl::StatusOr<std::shared_ptr<TokenSource>> FromParsedJson(const nlohmann::json& file,
                                                             const CredentialsOptions& opts,
                                                             int depth) {
@@ -130,44 +182,8 @@ absl::StatusOr<std::shared_ptr<TokenSource>> FromParsedJson(const nlohmann::json
     }
     return Cache(NewAuthorizedUserFetcher(*std::move(user), opts), opts);
   }
-  if (type == "impersonated_service_account") {
-    if (depth > 0) {
-      return absl::InvalidArgumentError(
-          "impersonated_service_account credentials: source_credentials may not themselves be "
-          "impersonated");
-    }
-    nlohmann::json source_json;
-    absl::StatusOr<Impersonation> imp = ParseImpersonatedServiceAccount(file, &source_json);
-    if (!imp.ok()) return imp.status();
-    if (absl::Status s = CheckTenantUrl(opts, type, "service_account_impersonation_url", imp->url);
-        !s.ok()) {
-      return s;
-    }
-    CredentialsOptions source_opts = opts;
-    source_opts.scopes = {kCloudPlatformScope};
-    absl::StatusOr<std::shared_ptr<TokenSource>> source =
-        FromParsedJson(source_json, source_opts, depth + 1);
-    if (!source.ok()) {
-      return absl::Status(source.status().code(),
-                          absl::StrCat("impersonated_service_account source_credentials: ",
-                                       source.status().message()));
-    }
-    return Cache(NewImpersonationFetcher(*std::move(source), *std::move(imp), opts), opts);
-  }
-  if (type == "external_account") {
-    if (Tenant(opts)) return RefuseTenantExternalAccount(file);
-    absl::StatusOr<ExternalAccount> account = ParseExternalAccount(file);
-    if (!account.ok()) return account.status();
-    if (account->service_account_impersonation_url.empty()) {
-      return Cache(NewStsFetcher(*std::move(account), opts.scopes, opts), opts);
-    }
-    Impersonation imp;
-    imp.url = account->service_account_impersonation_url;
-    imp.lifetime = account->impersonation_lifetime;
-    std::shared_ptr<TokenSource> sts =
-        Cache(NewStsFetcher(*std::move(account), {kCloudPlatformScope}, opts), opts);
-    return Cache(NewImpersonationFetcher(std::move(sts), std::move(imp), opts), opts);
-  }
+  if (type == "impersonated_service_account") return FromImpersonated(file, opts, depth);
+  if (type == "external_account") return FromExternalAccount(file, opts);
   if (type.empty()) {
     return absl::InvalidArgumentError("credentials JSON has no \"type\" field");
   }

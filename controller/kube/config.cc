@@ -94,6 +94,63 @@ absl::StatusOr<ExecConfig> ParseExec(const YAML::Node& exec, const std::filesyst
   return config;
 }
 
+// Decodes the base64 `field` of `node` into `out` when it is present; leaves `out` alone otherwise.
+absl::Status ReadData(const YAML::Node& node, const char* field, std::string& out) {
+  const std::string data = Scalar(node, field);
+  if (data.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> decoded = DecodeData(data, field);
+  if (!decoded.ok()) return decoded.status();
+  out = *std::move(decoded);
+  return absl::OkStatus();
+}
+
+// The server and its TLS settings from the `cluster` map named `cluster_name`.
+absl::Status ParseCluster(const YAML::Node& cluster, const std::string& cluster_name,
+                          const std::filesystem::path& dir, ClientConfig& config) {
+  config.server = Scalar(cluster, "server");
+  if (config.server.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kubeconfig: cluster \"", cluster_name, "\" has no server"));
+  }
+  while (config.server.size() > 1 && config.server.back() == '/') config.server.pop_back();
+  config.ca_file = Absolute(Scalar(cluster, "certificate-authority"), dir);
+  if (absl::Status s = ReadData(cluster, "certificate-authority-data", config.ca_data); !s.ok()) {
+    return s;
+  }
+  config.insecure_skip_tls_verify = Bool(cluster, "insecure-skip-tls-verify");
+  if (config.insecure_skip_tls_verify && (!config.ca_file.empty() || !config.ca_data.empty())) {
+    return absl::InvalidArgumentError(
+        "kubeconfig: specifying a root certificates file with the insecure flag is not allowed");
+  }
+  config.tls_server_name = Scalar(cluster, "tls-server-name");
+  return absl::OkStatus();
+}
+
+// The client certificate, token or exec plugin of the `user` map.
+absl::Status ParseUser(const YAML::Node& user, const std::filesystem::path& dir,
+                       ClientConfig& config) {
+  if (user["auth-provider"]) {
+    return absl::UnimplementedError("kubeconfig: auth-provider is not supported; use exec");
+  }
+  config.client_cert_file = Absolute(Scalar(user, "client-certificate"), dir);
+  if (absl::Status s = ReadData(user, "client-certificate-data", config.client_cert_data);
+      !s.ok()) {
+    return s;
+  }
+  config.client_key_file = Absolute(Scalar(user, "client-key"), dir);
+  if (absl::Status s = ReadData(user, "client-key-data", config.client_key_data); !s.ok()) {
+    return s;
+  }
+  config.token = Scalar(user, "token");
+  if (config.token.empty()) config.token_file = Absolute(Scalar(user, "tokenFile"), dir);
+  if (const YAML::Node exec = user["exec"]; exec && exec.IsMap()) {
+    absl::StatusOr<ExecConfig> parsed = ParseExec(exec, dir);
+    if (!parsed.ok()) return parsed.status();
+    config.exec = *std::move(parsed);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ClientConfig> ParseKubeconfig(const YAML::Node& root,
                                              const std::filesystem::path& dir,
                                              const std::string& requested_context) {
@@ -115,54 +172,14 @@ absl::StatusOr<ClientConfig> ParseKubeconfig(const YAML::Node& root,
         "kubeconfig: cluster \"", cluster_name, "\" of context \"", context_name, "\" not found"));
   }
   ClientConfig config;
-  config.server = Scalar(cluster, "server");
-  if (config.server.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kubeconfig: cluster \"", cluster_name, "\" has no server"));
-  }
-  while (config.server.size() > 1 && config.server.back() == '/') config.server.pop_back();
-  config.ca_file = Absolute(Scalar(cluster, "certificate-authority"), dir);
-  if (std::string data = Scalar(cluster, "certificate-authority-data"); !data.empty()) {
-    absl::StatusOr<std::string> pem = DecodeData(data, "certificate-authority-data");
-    if (!pem.ok()) return pem.status();
-    config.ca_data = *std::move(pem);
-  }
-  config.insecure_skip_tls_verify = Bool(cluster, "insecure-skip-tls-verify");
-  if (config.insecure_skip_tls_verify && (!config.ca_file.empty() || !config.ca_data.empty())) {
-    return absl::InvalidArgumentError(
-        "kubeconfig: specifying a root certificates file with the insecure flag is not allowed");
-  }
-  config.tls_server_name = Scalar(cluster, "tls-server-name");
-
-  const std::string user_name = Scalar(context, "user");
-  if (!user_name.empty()) {
+  if (absl::Status s = ParseCluster(cluster, cluster_name, dir, config); !s.ok()) return s;
+  if (const std::string user_name = Scalar(context, "user"); !user_name.empty()) {
     const YAML::Node user = FindNamed(root, "users", user_name, "user");
     if (!user.IsDefined()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "kubeconfig: user \"", user_name, "\" of context \"", context_name, "\" not found"));
     }
-    if (user["auth-provider"]) {
-      return absl::UnimplementedError("kubeconfig: auth-provider is not supported; use exec");
-    }
-    config.client_cert_file = Absolute(Scalar(user, "client-certificate"), dir);
-    if (std::string data = Scalar(user, "client-certificate-data"); !data.empty()) {
-      absl::StatusOr<std::string> pem = DecodeData(data, "client-certificate-data");
-      if (!pem.ok()) return pem.status();
-      config.client_cert_data = *std::move(pem);
-    }
-    config.client_key_file = Absolute(Scalar(user, "client-key"), dir);
-    if (std::string data = Scalar(user, "client-key-data"); !data.empty()) {
-      absl::StatusOr<std::string> pem = DecodeData(data, "client-key-data");
-      if (!pem.ok()) return pem.status();
-      config.client_key_data = *std::move(pem);
-    }
-    config.token = Scalar(user, "token");
-    if (config.token.empty()) config.token_file = Absolute(Scalar(user, "tokenFile"), dir);
-    if (const YAML::Node exec = user["exec"]; exec && exec.IsMap()) {
-      absl::StatusOr<ExecConfig> parsed = ParseExec(exec, dir);
-      if (!parsed.ok()) return parsed.status();
-      config.exec = *std::move(parsed);
-    }
+    if (absl::Status s = ParseUser(user, dir, config); !s.ok()) return s;
   }
   config.default_namespace = Scalar(context, "namespace");
   if (config.default_namespace.empty()) config.default_namespace = "default";

@@ -181,10 +181,7 @@ bool LeaderElector::CreateLease(Time now) {
   return true;
 }
 
-bool LeaderElector::TryAcquireOrRenew() {
-  const Time now = clock_.Now();
-
-  // 1. Fast path: the leader renews the Lease it wrote last.
+bool LeaderElector::RenewKnownLease(Time now) {
   std::optional<nlohmann::json> known_lease;
   nlohmann::json known_spec;
   {
@@ -194,17 +191,47 @@ bool LeaderElector::TryAcquireOrRenew() {
       known_spec = observed_spec_;
     }
   }
-  if (known_lease.has_value()) {
-    absl::StatusOr<nlohmann::json> renewed =
-        WriteLease(*known_lease, NewSpec(now, known_spec, /*keep_acquire=*/true));
-    if (renewed.ok()) {
-      Observe(*renewed);
-      Renewed(now);
-      return true;
-    }
+  if (!known_lease.has_value()) return false;
+  absl::StatusOr<nlohmann::json> renewed =
+      WriteLease(*known_lease, NewSpec(now, known_spec, /*keep_acquire=*/true));
+  if (!renewed.ok()) {
     LOG(WARNING) << "lease " << config_.lease_name
                  << ": optimistic renewal failed, falling back: " << renewed.status();
+    return false;
   }
+  Observe(*renewed);
+  Renewed(now);
+  return true;
+}
+
+bool LeaderElector::HeldByAnother(const nlohmann::json& current, Time now, bool& was_leader) {
+  const nlohmann::json spec = current.value("spec", nlohmann::json::object());
+  bool held_by_other = false;
+  std::string new_leader;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lease_ = current;
+    if (spec != observed_spec_) {
+      observed_spec_ = spec;
+      observed_time_ = clock_.Now();
+    }
+    const std::string holder = Holder(spec);
+    if (holder != reported_leader_) {
+      reported_leader_ = holder;
+      new_leader = holder;
+    }
+    was_leader = IsLeaderLocked();
+    held_by_other = !holder.empty() && IsLeaseValidLocked(now) && !was_leader;
+  }
+  if (!new_leader.empty() && config_.on_new_leader) config_.on_new_leader(new_leader);
+  return held_by_other;
+}
+
+bool LeaderElector::TryAcquireOrRenew() {
+  const Time now = clock_.Now();
+
+  // 1. Fast path: the leader renews the Lease it wrote last.
+  if (RenewKnownLease(now)) return true;
 
   // 2. Read the Lease, or create it.
   absl::StatusOr<nlohmann::json> current =
@@ -218,29 +245,11 @@ bool LeaderElector::TryAcquireOrRenew() {
   }
 
   // 3. Remember when the record last changed, on the local clock.
-  const nlohmann::json old_spec = current->value("spec", nlohmann::json::object());
-  bool held_by_other = false;
   bool was_leader = false;
-  std::string new_leader;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    lease_ = *current;
-    if (old_spec != observed_spec_) {
-      observed_spec_ = old_spec;
-      observed_time_ = clock_.Now();
-    }
-    const std::string holder = Holder(old_spec);
-    if (holder != reported_leader_) {
-      reported_leader_ = holder;
-      new_leader = holder;
-    }
-    was_leader = IsLeaderLocked();
-    held_by_other = !holder.empty() && IsLeaseValidLocked(now) && !was_leader;
-  }
-  if (!new_leader.empty() && config_.on_new_leader) config_.on_new_leader(new_leader);
-  if (held_by_other) return false;
+  if (HeldByAnother(*current, now, was_leader)) return false;
 
   // 4. Take it over (or renew it after a failed fast path).
+  const nlohmann::json old_spec = current->value("spec", nlohmann::json::object());
   absl::StatusOr<nlohmann::json> written =
       WriteLease(*current, NewSpec(now, old_spec, /*keep_acquire=*/was_leader));
   if (!written.ok()) {

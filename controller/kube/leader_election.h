@@ -113,6 +113,12 @@ class LeaderElector {
   bool Sleep(Duration d);  // false if stopped
   // Creates the Lease held by this replica (there was none); true on success.
   bool CreateLease(Time now);
+  // Step 1 of a round: the leader renews the Lease it wrote last, without reading it first.
+  // False when this replica is not the leader with a valid lease, or the write failed.
+  bool RenewKnownLease(Time now);
+  // Step 3: remembers the Lease just read (when its spec changed, on the local clock) and
+  // reports a new holder. Sets `was_leader`; true when another replica holds it validly.
+  bool HeldByAnother(const nlohmann::json& current, Time now, bool& was_leader);
   // To the leader metrics hook (leader_election_master_status{name=<lease name>}).
   void ReportLeading(bool leading) const;
   Duration Jittered(Duration d);

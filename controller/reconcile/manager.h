@@ -101,6 +101,10 @@ class Manager {
   void AnchorSettleWindow(Time t) { executor_.AnchorSettleWindow(t); }
 
  private:
+  // The two halves of RegisterGauges: the work queue and workers; the jobs and clusters.
+  static void RegisterWorkGauges(const ManagerList& list);
+  static void RegisterStateGauges(const ManagerList& list);
+
   class CacheView : public ObjectCache {
    public:
     explicit CacheView(const std::unique_ptr<kube::Informer>& informer) : informer_(informer) {}

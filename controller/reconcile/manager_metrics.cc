@@ -88,33 +88,37 @@ void Manager::RegisterMetrics() {
   });
 }
 
+namespace {
+
+// The sum of `value` over the managers `list` returns now.
+template <typename Value>
+double SumOver(const Manager::ManagerList& list, Value value) {
+  double total = 0;
+  for (const auto& mgr : list()) total += value(*mgr);
+  return total;
+}
+
+}  // namespace
+
 // Sums (or, for ages and durations, the largest) over the managers `list` returns at scrape
 // time: one manager, or those of the shards a replica holds (they keep them alive meanwhile).
 void Manager::RegisterGauges(ManagerList list) {
+  RegisterWorkGauges(list);
+  RegisterStateGauges(list);
+}
+
+void Manager::RegisterWorkGauges(const ManagerList& list) {
   Metrics& m = server::GlobalMetrics();
-  auto sum = [list](auto value) {
-    double total = 0;
-    for (const auto& mgr : list()) total += value(*mgr);
-    return total;
-  };
-  m.SetCallback(metric::kTrackedJobs, [sum] {
-    return Series{{{}, sum([](const Manager& g) {
-                     return g.tracker_ ? static_cast<double>(g.tracker_->TrackedCount()) : 0.0;
-                   })}};
-  });
-  m.SetCallback(metric::kOrphansCancelledTotal, [sum] {
-    return Series{{{}, sum([](const Manager& g) {
-                     return g.tracker_ ? static_cast<double>(g.tracker_->OrphansCancelled()) : 0.0;
-                   })}};
-  });
   const server::Labels queue = {{"name", "slurmjob"}, {"controller", "slurmjob"}};
-  m.SetCallback(metric::kWorkqueueDepth, [sum, queue] {
-    return Series{
-        {queue, sum([](const Manager& g) { return static_cast<double>(g.queue_.Len()); })}};
+  m.SetCallback(metric::kWorkqueueDepth, [list, queue] {
+    return Series{{queue, SumOver(list, [](const Manager& g) {
+                     return static_cast<double>(g.queue_.Len());
+                   })}};
   });
-  m.SetCallback(metric::kWorkqueueUnfinishedWorkSeconds, [sum, queue] {
-    return Series{
-        {queue, sum([](const Manager& g) { return g.queue_.Processing().unfinished_seconds; })}};
+  m.SetCallback(metric::kWorkqueueUnfinishedWorkSeconds, [list, queue] {
+    return Series{{queue, SumOver(list, [](const Manager& g) {
+                     return g.queue_.Processing().unfinished_seconds;
+                   })}};
   });
   m.SetCallback(metric::kWorkqueueLongestRunningProcessorSeconds, [list, queue] {
     double longest = 0;
@@ -123,17 +127,34 @@ void Manager::RegisterGauges(ManagerList list) {
     return Series{{queue, longest}};
   });
   // One pool of workers serves both controllers: each may use all of them.
-  m.SetCallback(metric::kMaxConcurrentReconciles, [sum] {
-    const double workers =
-        sum([](const Manager& g) { return static_cast<double>(std::max(1, g.options_.workers)); });
+  m.SetCallback(metric::kMaxConcurrentReconciles, [list] {
+    const double workers = SumOver(list, [](const Manager& g) {
+      return static_cast<double>(std::max(1, g.options_.workers));
+    });
     return Series{{{{"controller", "slurmcluster"}}, workers},
                   {{{"controller", "slurmjob"}}, workers}};
   });
-  m.SetCallback(metric::kActiveWorkers, [sum] {
-    return Series{{{{"controller", "slurmcluster"}},
-                   sum([](const Manager& g) { return static_cast<double>(g.active_[1].load()); })},
-                  {{{"controller", "slurmjob"}},
-                   sum([](const Manager& g) { return static_cast<double>(g.active_[0].load()); })}};
+  m.SetCallback(metric::kActiveWorkers, [list] {
+    auto active = [&list](int i) {
+      return SumOver(list,
+                     [i](const Manager& g) { return static_cast<double>(g.active_[i].load()); });
+    };
+    return Series{{{{"controller", "slurmcluster"}}, active(1)},
+                  {{{"controller", "slurmjob"}}, active(0)}};
+  });
+}
+
+void Manager::RegisterStateGauges(const ManagerList& list) {
+  Metrics& m = server::GlobalMetrics();
+  m.SetCallback(metric::kTrackedJobs, [list] {
+    return Series{{{}, SumOver(list, [](const Manager& g) {
+                     return g.tracker_ ? static_cast<double>(g.tracker_->TrackedCount()) : 0.0;
+                   })}};
+  });
+  m.SetCallback(metric::kOrphansCancelledTotal, [list] {
+    return Series{{{}, SumOver(list, [](const Manager& g) {
+                     return g.tracker_ ? static_cast<double>(g.tracker_->OrphansCancelled()) : 0.0;
+                   })}};
   });
   m.SetCallback(metric::kSlurmJobs, [list] {
     std::map<std::string, double> by_phase;
