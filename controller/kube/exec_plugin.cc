@@ -113,16 +113,15 @@ absl::StatusOr<ExecCredential> ParseExecCredential(const std::string& output,
   return result;
 }
 
-absl::StatusOr<ExecCredential> RunExecPlugin(const ExecConfig& config,
-                                             const ExecClusterInfo& cluster,
-                                             std::chrono::milliseconds timeout) {
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return PluginError(config, "pipe failed");
+namespace {
 
+// Starts the plugin with stdin on /dev/null and stdout on `stdout_fd`; its pid, or errno.
+absl::StatusOr<pid_t> SpawnPlugin(const ExecConfig& config, const ExecClusterInfo& cluster,
+                                  int stdout_fd) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, stdout_fd, STDOUT_FILENO);
 
   std::vector<std::string> argv_strings = {config.command};
   argv_strings.insert(argv_strings.end(), config.args.begin(), config.args.end());
@@ -137,47 +136,78 @@ absl::StatusOr<ExecCredential> RunExecPlugin(const ExecConfig& config,
           ? posix_spawn(&pid, config.command.c_str(), &actions, nullptr, argv.data(), envp.data())
           : posix_spawnp(&pid, config.command.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  close(pipe_fds[1]);
   if (spawn_error != 0) {
-    close(pipe_fds[0]);
-    return PluginError(config, absl::StrCat("cannot run: ", std::strerror(spawn_error)));
+    return absl::InternalError(absl::StrCat("cannot run: ", std::strerror(spawn_error)));
   }
+  return pid;
+}
 
-  std::string output;
+// What the plugin printed before it closed stdout, the deadline passed or it printed more
+// than kMaxExecOutputBytes.
+struct PluginOutput {
+  std::string text;
   bool timed_out = false;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool too_large = false;
+};
+
+PluginOutput ReadOutput(int fd, std::chrono::steady_clock::time_point deadline) {
+  PluginOutput out;
   char buffer[4096];
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      timed_out = true;
-      break;
+      out.timed_out = true;
+      return out;
     }
-    pollfd fd = {pipe_fds[0], POLLIN, 0};
-    const int ready = poll(&fd, 1, static_cast<int>(left.count()));
+    pollfd pfd = {fd, POLLIN, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) {
-      timed_out = ready == 0;
-      break;
+      out.timed_out = ready == 0;
+      return out;
     }
-    const ssize_t n = read(pipe_fds[0], buffer, sizeof(buffer));
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    output.append(buffer, static_cast<size_t>(n));
+    if (n <= 0) return out;
+    if (out.text.size() + static_cast<size_t>(n) > kMaxExecOutputBytes) {
+      out.too_large = true;
+      return out;
+    }
+    out.text.append(buffer, static_cast<size_t>(n));
   }
+}
+
+}  // namespace
+
+absl::StatusOr<ExecCredential> RunExecPlugin(const ExecConfig& config,
+                                             const ExecClusterInfo& cluster,
+                                             std::chrono::milliseconds timeout) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return PluginError(config, "pipe failed");
+  absl::StatusOr<pid_t> pid = SpawnPlugin(config, cluster, pipe_fds[1]);
+  close(pipe_fds[1]);
+  if (!pid.ok()) {
+    close(pipe_fds[0]);
+    return PluginError(config, std::string(pid.status().message()));
+  }
+  const PluginOutput output = ReadOutput(pipe_fds[0], std::chrono::steady_clock::now() + timeout);
   close(pipe_fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
+  if (output.timed_out || output.too_large) kill(*pid, SIGKILL);
   int wait_status = 0;
-  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+  while (waitpid(*pid, &wait_status, 0) < 0 && errno == EINTR) {
   }
-  if (timed_out) return PluginError(config, "timed out");
+  if (output.timed_out) return PluginError(config, "timed out");
+  if (output.too_large) {
+    return PluginError(config, absl::StrCat("printed more than ", kMaxExecOutputBytes,
+                                            " bytes; an ExecCredential is a few kilobytes"));
+  }
   if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0) {
     return PluginError(config,
                        absl::StrCat("failed with exit status ",
                                     WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1));
   }
-  absl::StatusOr<ExecCredential> credential = ParseExecCredential(output, config.api_version);
+  absl::StatusOr<ExecCredential> credential = ParseExecCredential(output.text, config.api_version);
   if (!credential.ok()) return PluginError(config, std::string(credential.status().message()));
   return credential;
 }

@@ -10,7 +10,8 @@
 //    stdin is /dev/null (never interactive); stderr is inherited.
 //  * A plugin that exits non-zero, prints no valid ExecCredential of the
 //    configured apiVersion, or runs longer than `timeout` (then killed) is
-//    kUnauthenticated; the message includes the installHint when the command
+//    kUnauthenticated, as is one that prints more than kMaxExecOutputBytes
+//    (then killed); the message includes the installHint when the command
 //    is missing. stdout is never logged (it holds credentials).
 //  * status.token or status.clientCertificateData + clientKeyData must be set;
 //    status.expirationTimestamp (RFC 3339) is optional.
@@ -19,6 +20,7 @@
 #define SLURMOP_CONTROLLER_KUBE_EXEC_PLUGIN_H_
 
 #include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -41,6 +43,9 @@ struct ExecClusterInfo {
   std::string tls_server_name;
   bool insecure_skip_tls_verify = false;
 };
+
+// Bounds what the plugin's stdout may hold (a credential is a few kilobytes).
+inline constexpr size_t kMaxExecOutputBytes = 1 << 20;
 
 absl::StatusOr<ExecCredential> RunExecPlugin(
     const ExecConfig& config, const ExecClusterInfo& cluster,

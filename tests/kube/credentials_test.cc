@@ -187,6 +187,18 @@ TEST_F(CredentialsTest, ExecPluginTimesOut) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+// A plugin that prints without end must not hold the operator's memory: its output is
+// bounded and the plugin killed (before, 2 MB were read whole and parsed).
+TEST_F(CredentialsTest, ExecPluginPrintingTooMuchIsRefused) {
+  ExecConfig chatty;
+  chatty.api_version = "client.authentication.k8s.io/v1";
+  chatty.command = "/usr/bin/head";
+  chatty.args = {"-c", std::to_string(2 * kMaxExecOutputBytes), "/dev/zero"};
+  absl::Status status = RunExecPlugin(chatty, {}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("printed more than 1048576 bytes"));
+}
+
 TEST_F(CredentialsTest, ParsesClientCertificateCredentials) {
   absl::StatusOr<ExecCredential> credential = RunExecPlugin(PluginConfig("cert"), {});
   ASSERT_TRUE(credential.ok()) << credential.status();
