@@ -204,6 +204,27 @@ bool IsUnreachable(const absl::Status& status) {
          HttpStatusCode(status) == 0;
 }
 
+bool MayHaveBeenApplied(const absl::Status& status) {
+  if (status.ok()) return true;
+  const int http_status = HttpStatusCode(status);
+  if (http_status >= 400 && http_status < 500) return false;
+  if (http_status >= 500) return true;
+  switch (status.code()) {
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kOutOfRange:
+      return false;
+    default:
+      return http::MayHaveBeenDelivered(status);
+  }
+}
+
 bool IsResourceVersionTooLarge(const absl::Status& status) {
   if (HttpStatusCode(status) != 504) return false;
   const std::string causes = PayloadString(status, kCausesUrl);

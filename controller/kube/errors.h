@@ -59,6 +59,14 @@ bool IsTooManyRequests(const absl::Status& status);  // kResourceExhausted (429)
 // out (a transport failure: kUnavailable or kDeadlineExceeded without an HTTP
 // code). A 503 or 504 is an answer: that server is reachable.
 bool IsUnreachable(const absl::Status& status);
+// Whether a failed write may still have been applied. A 4xx answer (a conflict, not found,
+// invalid, too many requests) says it was not. A 5xx may come after the commit (the API server's
+// 504 Timeout says the operation may still complete), and so may a broken connection once the
+// request was written (http::MayHaveBeenDelivered). A Status without an HTTP code (a fake
+// client's) counts by its code: kAborted, kNotFound, kAlreadyExists, kInvalidArgument,
+// kFailedPrecondition, kPermissionDenied, kUnauthenticated, kResourceExhausted and kOutOfRange
+// are answers.
+bool MayHaveBeenApplied(const absl::Status& status);
 // 504 "Too large resource version" (cause ResourceVersionTooLarge): the
 // informer relists with resourceVersion "" for it, as for IsGone().
 bool IsResourceVersionTooLarge(const absl::Status& status);

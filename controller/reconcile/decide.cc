@@ -1067,6 +1067,9 @@ Decision DecideStage(const Known& k, Assessment a) {
       return Do(Action::kLoadScript, "read the script from its ConfigMap");
     case Stage::kUnprotected:
       return Protecting(k, *a.plan);
+    case Stage::kConfirmingWrite:
+      return Do(Action::kReread,
+                "a write of this SlurmJob got no answer: read what is stored before submitting");
     case Stage::kRefused:
       return Refused(k);
     case Stage::kSettling:
@@ -1216,12 +1219,80 @@ Time SearchNotBefore(const Memo& memo, const DecideOptions& options, Time now) {
   return options.process_start;
 }
 
+namespace {
+
+// What a submit's outcome proves: the id it got, that it may have landed unseen, or that
+// Slurm refused this generation of the SlurmJob on this generation of the cluster.
+void RememberSubmit(Memo* memo, const Outcomes& out, const JobFacts& job,
+                    const ClusterFacts& cluster, Time now) {
+  if (!memo->submit_attempt_at || out.submit_sent_at > *memo->submit_attempt_at) {
+    memo->submit_attempt_at = out.submit_sent_at;
+  }
+  memo->submit_target = LocationOf(cluster.spec);  // where Submit sent it
+  if (out.submit->ok()) {
+    memo->submitted_job_id = out.submit->value();
+    memo->submitted_to = LocationOf(cluster.spec);
+    memo->submitted_job_adopted = false;
+    memo->submit_outcome_unknown = false;
+    // Just submitted: Slurm would only say PENDING; the first look can wait
+    // one poll interval.
+    memo->last_query_at = now;
+  } else if (out.submit_may_have_been_delivered) {
+    memo->submit_outcome_unknown = true;
+  } else if (!IsTransient(out.submit->status().code()) &&
+             (!memo->submit_refused_at || memo->refused_generation != job.generation ||
+              memo->refused_cluster_generation != cluster.generation)) {
+    memo->submit_refused_at = now;
+    memo->refused_generation = job.generation;
+    memo->refused_cluster_generation = cluster.generation;
+  }
+}
+
+// What a completed search for the tag proves: the job it found is ours (adopted), or,
+// once every submit that may still be in flight would have landed, that there was none.
+void RememberTagLookup(Memo* memo, const Outcomes& out, const ClusterFacts& cluster,
+                       const DecideOptions& opt) {
+  if (out.tag_lookup->value()) {
+    memo->submitted_job_id = *out.tag_lookup->value();
+    memo->submitted_to = out.tag_lookup_where.value_or(LocationOf(cluster.spec));
+    memo->submitted_job_adopted = true;
+    memo->submit_outcome_unknown = false;
+    memo->settle_until.reset();
+    return;
+  }
+  const Time settle_until = SettleEnd(*memo, opt);
+  if (out.tag_lookup_at >= settle_until) {
+    memo->no_earlier_submit = true;
+    memo->submit_outcome_unknown = false;
+    memo->settle_until.reset();
+  } else {
+    memo->settle_until = settle_until;
+  }
+}
+
+// A successful look at the job: when, and since when Slurm has not known it.
+void RememberQuery(Memo* memo, const Outcomes& out, Time now) {
+  memo->last_query_at = now;
+  memo->look_unrecorded = false;
+  if (out.query->value().job) {
+    memo->not_found_since.reset();
+  } else if (!memo->not_found_since) {
+    memo->not_found_since = now;
+  }
+}
+
+}  // namespace
+
 void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const ClusterFacts& cluster,
                 Time now, const DecideOptions& opt) {
   // A new incarnation, or a newer run: start afresh. A status showing an
   // older run than the memo is a stale cache; the memo stays.
   if (memo->uid != job.id.uid || CurrentRun(job.status) > memo->run) {
+    // What this process knows of the stored object is not the run's: it stays with the
+    // incarnation.
+    const bool write_outcome_unknown = memo->uid == job.id.uid && memo->write_outcome_unknown;
     *memo = Memo{};
+    memo->write_outcome_unknown = write_outcome_unknown;
     memo->uid = job.id.uid;
     memo->run = CurrentRun(job.status);
     if (out.started_run) {
@@ -1229,59 +1300,10 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
       memo->no_earlier_submit = true;
     }
   }
-  if (out.submit) {
-    if (!memo->submit_attempt_at || out.submit_sent_at > *memo->submit_attempt_at) {
-      memo->submit_attempt_at = out.submit_sent_at;
-    }
-    memo->submit_target = LocationOf(cluster.spec);  // where Submit sent it
-    if (out.submit->ok()) {
-      memo->submitted_job_id = out.submit->value();
-      memo->submitted_to = LocationOf(cluster.spec);
-      memo->submitted_job_adopted = false;
-      memo->submit_outcome_unknown = false;
-      // Just submitted: Slurm would only say PENDING; the first look can wait
-      // one poll interval.
-      memo->last_query_at = now;
-    } else if (out.submit_may_have_been_delivered) {
-      memo->submit_outcome_unknown = true;
-    } else if (!IsTransient(out.submit->status().code()) &&
-               (!memo->submit_refused_at || memo->refused_generation != job.generation ||
-                memo->refused_cluster_generation != cluster.generation)) {
-      memo->submit_refused_at = now;
-      memo->refused_generation = job.generation;
-      memo->refused_cluster_generation = cluster.generation;
-    }
-  }
-  if (out.tag_lookup && out.tag_lookup->ok()) {
-    if (out.tag_lookup->value()) {
-      memo->submitted_job_id = *out.tag_lookup->value();
-      memo->submitted_to = out.tag_lookup_where.value_or(LocationOf(cluster.spec));
-      memo->submitted_job_adopted = true;
-      memo->submit_outcome_unknown = false;
-      memo->settle_until.reset();
-    } else {
-      // Nothing found proves no earlier submit only once a submit that may
-      // still be in flight (ours, or an earlier process's) would have landed.
-      const Time settle_until = SettleEnd(*memo, opt);
-      if (out.tag_lookup_at >= settle_until) {
-        memo->no_earlier_submit = true;
-        memo->submit_outcome_unknown = false;
-        memo->settle_until.reset();
-      } else {
-        memo->settle_until = settle_until;
-      }
-    }
-  }
+  if (out.submit) RememberSubmit(memo, out, job, cluster, now);
+  if (out.tag_lookup && out.tag_lookup->ok()) RememberTagLookup(memo, out, cluster, opt);
   if (out.added_finalizer) memo->no_earlier_submit = true;
-  if (out.query && out.query->ok()) {
-    memo->last_query_at = now;
-    memo->look_unrecorded = false;
-    if (out.query->value().job) {
-      memo->not_found_since.reset();
-    } else if (!memo->not_found_since) {
-      memo->not_found_since = now;
-    }
-  }
+  if (out.query && out.query->ok()) RememberQuery(memo, out, now);
   if (out.cancel && out.cancel->ok()) memo->cancel_requested_at = now;
   if (out.update && out.update->ok() && job.deleting) memo->disowned = true;
 }

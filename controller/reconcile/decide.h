@@ -185,6 +185,13 @@ struct Memo {
   // This process wrote the status that started this run: no submit of it
   // happened before.
   bool started_run = false;
+  // A write of this SlurmJob (status write, finalizer patch) got no answer that says it was not
+  // applied (no answer at all, or a 5xx): it may have landed. The stored object may then differ
+  // from both this process's last view and the cache, which need not ever show that write (a
+  // watch can lag or drop events), so where the stored status says a submit goes is unknown.
+  // No submission stage acts on it until a fresh read or another write's answer shows the stored
+  // object (stage kConfirmingWrite). Set and cleared by the executor; kept across runs.
+  bool write_outcome_unknown = false;
 };
 
 // Tunables, with the defaults used in production.
@@ -236,6 +243,7 @@ enum class Action {
   kUpdateJob,    // job_id + update (hold, release, disown)
   kWriteStatus,  // status
   kDeleteJob,    // the SlurmJob itself, uid as precondition (spec.ttlSecondsAfterFinished)
+  kReread,       // the SlurmJob from the API server, not the cache (Memo::write_outcome_unknown)
 };
 
 struct Decision {

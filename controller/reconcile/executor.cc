@@ -78,6 +78,8 @@ const char* ActionName(Action a) {
       return "write-status";
     case Action::kDeleteJob:
       return "delete-job";
+    case Action::kReread:
+      return "reread";
   }
   return "?";
 }
@@ -305,6 +307,8 @@ class Executor::Attempt {
         return WriteStatus(d);
       case Action::kDeleteJob:
         return DeleteJob(d);
+      case Action::kReread:
+        return Reread();
     }
     return Finish({std::nullopt, true});
   }
@@ -410,6 +414,8 @@ class Executor::Attempt {
     if (kube::IsNotFound(s)) return Finish({});
     if (kube::IsConflict(s) && Refresh()) return kDecideAgain;
     write_failed_ = true;
+    // Applied but unanswered, it is in no view of ours: stage kConfirmingWrite reads it back.
+    if (kube::MayHaveBeenApplied(s)) memo_.write_outcome_unknown = true;
     LOG(WARNING) << key_ << ": " << what << " failed: " << s;
     std::optional<Duration> after = honour_retry_after ? kube::RetryAfter(s) : std::nullopt;
     if (after) return Finish({*after, false});
@@ -718,14 +724,24 @@ class Executor::Attempt {
     NoteSuperseded(*fresh);
     object_ = std::move(*fresh);
     facts_ = std::move(*f);
+    memo_.write_outcome_unknown = false;  // the stored object, after any write of ours
     Resolve();
     return true;
+  }
+
+  // Stage kConfirmingWrite: the stored object replaces this reconcile's view.
+  Next Reread() {
+    if (Refresh()) return kDecideAgain;
+    return Finish({std::nullopt, true});
   }
 
   // Our own write's response is the object from now on.
   void AdoptResponse(nlohmann::json response) {
     absl::StatusOr<JobFacts> f = FactsFromObject(response, ex_.options_);
     if (!f.ok()) return;
+    // A conditional write answered: the store held the version it was based on, so an earlier
+    // write without an answer either landed before it (and is in it) or never will.
+    memo_.write_outcome_unknown = false;
     NoteSuperseded(response);
     object_ = std::move(response);
     facts_ = std::move(*f);

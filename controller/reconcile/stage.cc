@@ -93,6 +93,8 @@ bool RecordNotOurs(const Known& k) {
   return !IsOurRecord(k.job, *k.out.query->value().job, k.out.query->value().from_accounting);
 }
 
+bool WriteOutcomeUnknown(const Memo& memo) { return memo.write_outcome_unknown; }
+
 bool EarlierSubmitPossible(const Memo& memo) {
   // UpdateMemo sets no_earlier_submit with started_run; both are read so
   // that a memo built by hand means the same.
@@ -372,6 +374,10 @@ Stage DeletionStage(const Known& k) {
 // The submission stages after kLoadingScript, given a plan without blocker.
 Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
   if (!k.job.has_finalizer) return Stage::kUnprotected;
+  // Every row below reads where the stored status says a submit goes (to search there, or to
+  // submit without recording it first): after a write without an answer, not from a view that
+  // may predate it.
+  if (WriteOutcomeUnknown(k.memo)) return Stage::kConfirmingWrite;
   if (!SubmitTried(k.out) && (RejectedForThisGeneration(k) || RefusedRecently(k))) {
     return Stage::kRefused;
   }
@@ -481,6 +487,8 @@ const char* StageName(Stage s) {
       return "LoadingScript";
     case Stage::kUnprotected:
       return "Unprotected";
+    case Stage::kConfirmingWrite:
+      return "ConfirmingWrite";
     case Stage::kRefused:
       return "Refused";
     case Stage::kSettling:

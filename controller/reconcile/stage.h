@@ -66,6 +66,10 @@
 //                                                  patch records the target
 //                                                  (TargetRidesWithFinalizer,
 //                                                  submit_target_note.h)
+// kConfirmingWrite    WriteOutcomeUnknown (a       Reread (from the API server, the stage the
+//                     write of this SlurmJob got   not the cache; failed:       stored object
+//                     no answer: it may have       backoff)                     shows
+//                     landed unseen)
 // kRefused            !SubmitTried and (Rejected-  stop (RefusedRecently:       kReadyToSubmit
 //                     ForThisGeneration or         requeue at permission_retry) on a spec or
 //                     RefusedRecently)                                          cluster change
@@ -188,6 +192,7 @@ enum class Stage {
   kBlocked,
   kLoadingScript,
   kUnprotected,
+  kConfirmingWrite,
   kRefused,
   kSettling,
   kSearching,
@@ -323,6 +328,8 @@ bool RecordNotOurs(const Known& k);
 // An earlier submit of this run (ours with an unknown outcome, or one by an
 // earlier process) may have reached Slurm.
 bool EarlierSubmitPossible(const Memo& memo);
+// A write of this SlurmJob may have landed without this process seeing it.
+bool WriteOutcomeUnknown(const Memo& memo);
 bool SubmitTried(const Outcomes& out);
 bool SubmitReturnedId(const Outcomes& out);
 bool TagSearchDone(const Outcomes& out);

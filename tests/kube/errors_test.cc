@@ -83,6 +83,27 @@ TEST(ErrorsTest, GoneFromHttpOrReason) {
   EXPECT_FALSE(kube::IsGone(absl::UnavailableError("connection refused")));
 }
 
+// A write may have been applied unless the API server answered it with a 4xx (or, from a fake,
+// the code of one), or the transport says the request never left.
+TEST(ErrorsTest, AWriteMayHaveBeenAppliedUnlessAnsweredOrNeverSent) {
+  EXPECT_TRUE(kube::MayHaveBeenApplied(
+      http::TransportError(absl::StatusCode::kUnavailable, "connection reset", true)));
+  EXPECT_TRUE(kube::MayHaveBeenApplied(
+      http::TransportError(absl::StatusCode::kDeadlineExceeded, "request timed out", true)));
+  EXPECT_FALSE(kube::MayHaveBeenApplied(
+      http::TransportError(absl::StatusCode::kUnavailable, "connection refused", false)));
+  EXPECT_TRUE(kube::MayHaveBeenApplied(StatusFromResponse(StatusResponse(504, "Timeout", ""))));
+  EXPECT_TRUE(
+      kube::MayHaveBeenApplied(StatusFromResponse(StatusResponse(500, "InternalError", ""))));
+  EXPECT_FALSE(kube::MayHaveBeenApplied(StatusFromResponse(StatusResponse(409, "Conflict", ""))));
+  EXPECT_FALSE(
+      kube::MayHaveBeenApplied(StatusFromResponse(StatusResponse(429, "TooManyRequests", ""))));
+  EXPECT_FALSE(kube::MayHaveBeenApplied(StatusFromResponse(StatusResponse(422, "Invalid", ""))));
+  EXPECT_TRUE(kube::MayHaveBeenApplied(absl::UnavailableError("http2: client connection lost")));
+  EXPECT_FALSE(kube::MayHaveBeenApplied(absl::AbortedError("the object has been modified")));
+  EXPECT_FALSE(kube::MayHaveBeenApplied(absl::NotFoundError("gone")));
+}
+
 // Only a request that got no HTTP answer at all says the API server cannot be
 // reached; any answer (a 503, a 504) says it can.
 TEST(ErrorsTest, UnreachableOnlyWithoutAnHttpAnswer) {

@@ -1144,6 +1144,52 @@ TEST_F(ExecutorTest, ACacheBehindOurOwnWritesIsWaitedForNotActedOn) {
   EXPECT_EQ(Submits(), 0);
 }
 
+// A status write recording a new target landed but its answer was lost, and the cache never
+// showed it (a lagging watch): the view still names the old target, where the SlurmCluster
+// points again. Submitting on that view sent the job to c1 while the stored status said c2, so
+// a crash before the jobId was written searched c2, found nothing and submitted a second job
+// (seed 7268161 of the simulation). The stored object is read first, and the submit follows a
+// record of where it goes.
+TEST_F(ExecutorTest, AStatusWriteWithoutAnAnswerIsReadBackBeforeTheSubmit) {
+  AddJob();
+  ap_.On(kPost, kSubmit42, GoogleErrorReply(403, kPermissionDenied),
+         StructuredBody(200, SubmitOk42(42)));
+  Reconcile();  // finalizer, target c1 recorded, the submit refused
+  ASSERT_EQ(Status().submit_target().cluster_id(), "c1");
+  jobs_.Freeze();  // from here the cache shows target c1
+
+  auto point_at = [&](const std::string& cluster_id) {
+    kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", [&](nlohmann::json& o) {
+      o["spec"]["clusterId"] = cluster_id;
+      o["metadata"]["generation"] = o["metadata"].value("generation", 1) + 1;
+    });
+  };
+  point_at("c2");
+  kube_.LoseNextReply("update-status");
+  clock_.Advance(seconds(1));
+  EXPECT_TRUE(Reconcile().retry_with_backoff);
+  ASSERT_EQ(Status().submit_target().cluster_id(), "c2") << "the write without an answer landed";
+  EXPECT_EQ(Submits(), 1);
+
+  point_at("c1");
+  // The jobId's status write gets no answer either: what the store says then is all a
+  // restarted operator would know of where the job went.
+  kube_.on_request = [&](const testing::KubeCall& c) {
+    if (c.verb == "update-status" && Submits() == 2) {
+      kube_.FailNext("update-status", http::TransportError(absl::StatusCode::kUnavailable,
+                                                           "connection refused", false));
+    }
+  };
+  clock_.Advance(seconds(1));
+  Reconcile();
+  kube_.on_request = nullptr;
+  ASSERT_EQ(Submits(), 2);
+  EXPECT_EQ(Status().submit_target().cluster_id(), "c1")
+      << "submitted to c1 while the stored status says the submit went to "
+      << Status().submit_target().cluster_id();
+  jobs_.Thaw();
+}
+
 // ---------------------------------------------------------------- deletion
 
 TEST_F(ExecutorTest, DeletingARunningJobCancelsItThenReleasesTheFinalizer) {

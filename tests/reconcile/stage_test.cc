@@ -615,6 +615,30 @@ void RecordingTarget() {
   EXPECT_EQ(w.decide().status.submit_target().cluster_id(), "c2");
 }
 
+// A status write that recorded the target got no answer (it may have landed), and the view
+// still shows the record as it was: the stored object is read before anything acts on where
+// the submit goes (seed 7268161 of the simulation submitted twice without this).
+void ConfirmingWrite() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  w.TargetRecorded();  // c1, as the view shows it
+  w.memo.write_outcome_unknown = true;
+  ExpectRow(w, Stage::kConfirmingWrite, Action::kReread);
+  // The stored object names c2 (the unanswered write landed); the SlurmCluster points at c1
+  // again: the record is rewritten before the submit, not trusted from the view.
+  w.job.status.mutable_submit_target()->set_cluster_id("c2");
+  w.memo.write_outcome_unknown = false;  // the executor's Reread
+  ExpectRow(w, Stage::kRecordingTarget, Action::kWriteStatus);
+  EXPECT_EQ(w.decide().status.submit_target().cluster_id(), "c1");
+  // The flag belongs to the incarnation, not the run: a new run keeps it.
+  w.memo.write_outcome_unknown = true;
+  w.job.status.set_run(2);
+  w.step();
+  EXPECT_TRUE(w.memo.write_outcome_unknown);
+  EXPECT_EQ(w.stage(), Stage::kConfirmingWrite);
+}
+
 void ReadyToSubmit() {
   World w;
   w.job.has_finalizer = true;
@@ -1191,6 +1215,7 @@ const std::vector<std::pair<Stage, void (*)()>>& Rows() {
       {Stage::kBlocked, Blocked},
       {Stage::kLoadingScript, LoadingScript},
       {Stage::kUnprotected, Unprotected},
+      {Stage::kConfirmingWrite, ConfirmingWrite},
       {Stage::kRefused, Refused},
       {Stage::kSettling, Settling},
       {Stage::kSearching, Searching},

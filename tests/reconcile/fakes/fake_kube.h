@@ -27,7 +27,9 @@
 //    patch, delete, watch) unless record_calls is false; WriteCount() counts
 //    the writes; Revision() moves with every write call.
 //  * Faults: FailNext(verb, status) answers the next call of that verb with
-//    `status` before touching the store. on_request runs first on every call
+//    `status` before touching the store; LoseNextReply(verb) applies the next
+//    call of that verb and answers it with a transport error after the request
+//    was sent (the connection broke after the commit). on_request runs first on every call
 //    (outside the lock) so a test can play a concurrent writer.
 //  * CacheView: ObjectCache over one plural. Live by default (an informer
 //    that has caught up); Freeze() serves a snapshot until Thaw() (an
@@ -50,6 +52,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "controller/http/http_transport.h"
 #include "controller/kube/client.h"
 #include "controller/reconcile/ports.h"
 #include "nlohmann/json.hpp"
@@ -122,6 +125,10 @@ class InMemoryKube : public kube::Client {
   void FailNext(const std::string& verb, absl::Status status) {
     std::lock_guard<std::mutex> lock(mu_);
     faults_[verb].push_back(std::move(status));
+  }
+  void LoseNextReply(const std::string& verb) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++lost_replies_[verb];
   }
 
   std::vector<KubeCall> calls() const {
@@ -373,6 +380,11 @@ class InMemoryKube : public kube::Client {
       f->second.pop_front();
     } else {
       result = body();
+      if (int& lost = lost_replies_[call.verb]; lost > 0) {
+        --lost;
+        result = http::TransportError(absl::StatusCode::kUnavailable,
+                                      "http2: client connection lost", /*request_sent=*/true);
+      }
     }
     call.result = result.status();
     if (call.verb != "get" && call.verb != "list" && call.verb != "watch") ++writes_;
@@ -384,6 +396,7 @@ class InMemoryKube : public kube::Client {
   mutable std::mutex mu_;
   std::map<ObjKey, nlohmann::json> objects_;
   std::map<std::string, std::deque<absl::Status>> faults_;
+  std::map<std::string, int> lost_replies_;
   std::vector<KubeCall> calls_;
   int64_t rv_ = 100;
   int64_t writes_ = 0;  // Revision()
