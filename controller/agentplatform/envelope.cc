@@ -173,6 +173,9 @@ class BodyReader {
   }
   bool Scalar(Json v);
   bool Open(bool object);
+  // Open's two cases: inside a value being built, or a value at the envelope's top level.
+  bool OpenNested(Json fresh, bool object);
+  bool OpenTopLevel(Json fresh, bool object);
   bool Close();
   bool SetStatus(const Json& v);
   // A new effective body replaces one whose records the sink may hold.
@@ -303,27 +306,33 @@ bool BodyReader::Open(bool object) {
   }
   if (!Deeper()) return false;
   Json fresh = object ? Json::object() : Json::array();
-  if (!stack_.empty()) {
-    const Kind parent = stack_.back().kind;
-    if (parent == Kind::kWrapper) {  // the Slurm body a `body` string holds
-      if (wrapper_values_++ > 0) return Fail("its body string holds more than one JSON value");
-      body = std::move(fresh);
-      root_has_jobs_ = false;
-      stack_.push_back({&body, object ? Kind::kBodyRoot : Kind::kOther, object && BodyStreams()});
-      return true;
-    }
-    const bool streams = stack_.back().streams;
-    Kind kind = Kind::kOther;
-    if (!object && parent == Kind::kBodyRoot && next_is_jobs_) kind = Kind::kJobs;
-    if (object && parent == Kind::kJobs) kind = Kind::kJob;
-    Json* value = Put(std::move(fresh));
-    // Every element of a streaming jobs array is a record (objects are
-    // filtered as kJob; anything else goes to the sink as it is, in order).
-    const bool record = streams && parent == Kind::kJobs;
-    if (record) stream_->SetRecordLimit(kMaxJobRecordBytes);
-    stack_.push_back({value, kind, streams && (kind == Kind::kJobs || record), record});
+  if (!stack_.empty()) return OpenNested(std::move(fresh), object);
+  return OpenTopLevel(std::move(fresh), object);
+}
+
+bool BodyReader::OpenNested(Json fresh, bool object) {
+  const Kind parent = stack_.back().kind;
+  if (parent == Kind::kWrapper) {  // the Slurm body a `body` string holds
+    if (wrapper_values_++ > 0) return Fail("its body string holds more than one JSON value");
+    body = std::move(fresh);
+    root_has_jobs_ = false;
+    stack_.push_back({&body, object ? Kind::kBodyRoot : Kind::kOther, object && BodyStreams()});
     return true;
   }
+  const bool streams = stack_.back().streams;
+  Kind kind = Kind::kOther;
+  if (!object && parent == Kind::kBodyRoot && next_is_jobs_) kind = Kind::kJobs;
+  if (object && parent == Kind::kJobs) kind = Kind::kJob;
+  Json* value = Put(std::move(fresh));
+  // Every element of a streaming jobs array is a record (objects are
+  // filtered as kJob; anything else goes to the sink as it is, in order).
+  const bool record = streams && parent == Kind::kJobs;
+  if (record) stream_->SetRecordLimit(kMaxJobRecordBytes);
+  stack_.push_back({value, kind, streams && (kind == Kind::kJobs || record), record});
+  return true;
+}
+
+bool BodyReader::OpenTopLevel(Json fresh, bool object) {
   const Kind kind = object ? Kind::kBodyRoot : Kind::kOther;
   if (mode_ == Mode::kPlain) {
     root = std::move(fresh);

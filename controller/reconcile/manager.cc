@@ -103,41 +103,47 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
         OnJobEvent(type, obj);
       },
       clock, JobInformerOptions(options_.label_selector));
-  if (options_.batched_tracking) {
-    tracker_ = std::make_unique<JobTracker>(
-        [this](const ClusterEndpoint& c, agentplatform::HttpMethod m, const std::string& path,
-               const agentplatform::CallOptions& options) {
-          return executor_.CallSlurm(c.where, *c.credentials, m, path, nullptr, options);
-        },
-        clock,
-        [this](const std::string& key) {
-          executor_.MarkChanged(key);
-          queue_.Add(key);
-        },
-        [this](const std::string& ns, const std::string& uid) { return KnownUid(ns, uid); },
-        SweepOptions());
-    executor_.SetTracker(tracker_.get());
-    cluster_reconciler_.SetTracker(tracker_.get());
-  }
+  if (options_.batched_tracking) MakeTracker();
+  MakeClusterInformers(kube);
+}
+
+void Manager::MakeTracker() {
+  tracker_ = std::make_unique<JobTracker>(
+      [this](const ClusterEndpoint& c, agentplatform::HttpMethod m, const std::string& path,
+             const agentplatform::CallOptions& options) {
+        return executor_.CallSlurm(c.where, *c.credentials, m, path, nullptr, options);
+      },
+      clock_,
+      [this](const std::string& key) {
+        executor_.MarkChanged(key);
+        queue_.Add(key);
+      },
+      [this](const std::string& ns, const std::string& uid) { return KnownUid(ns, uid); },
+      SweepOptions());
+  executor_.SetTracker(tracker_.get());
+  cluster_reconciler_.SetTracker(tracker_.get());
+}
+
+void Manager::MakeClusterInformers(kube::Client& kube) {
   clusters_ = std::make_unique<kube::Informer>(
       kube, SlurmClustersResource(), options_.watch_namespace,
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
         OnClusterEvent(type, obj);
       },
-      clock, Selecting(options_.label_selector));
+      clock_, Selecting(options_.label_selector));
   // Cluster-scoped: watched across the cluster even with --namespace.
   cluster_clusters_ = std::make_unique<kube::Informer>(
       kube, ClusterSlurmClustersResource(), "",
       [this](const std::string& type, const std::shared_ptr<const nlohmann::json>& obj) {
         OnClusterEvent(type, obj, /*cluster_scoped=*/true);
       },
-      clock, Selecting(options_.label_selector));
+      clock_, Selecting(options_.label_selector));
   namespaces_ = std::make_unique<kube::Informer>(
       kube, kube::Namespaces(), "",
       [this](const std::string&, const std::shared_ptr<const nlohmann::json>& obj) {
         OnNamespaceEvent(obj);
       },
-      clock);
+      clock_);
 }
 
 Manager::~Manager() { Stop(); }

@@ -121,6 +121,10 @@ class Manager {
   // The tracker's options with what its orphan sweep leaves alone
   // (TrackerOptions::installation, named_by_status).
   TrackerOptions SweepOptions();
+  // Parts of the constructor: the batched tracker; the SlurmCluster, ClusterSlurmCluster and
+  // Namespace informers.
+  void MakeTracker();
+  void MakeClusterInformers(kube::Client& kube);
   // SlurmClusters and ClusterSlurmClusters (cluster_scoped) alike.
   void OnClusterEvent(const std::string& type, const std::shared_ptr<const nlohmann::json>& obj,
                       bool cluster_scoped = false);
