@@ -550,6 +550,11 @@ Decision Protecting(const Known& k, const SubmitPlan& plan) {
 Decision RecordingTarget(const Known& k) {
   v1alpha1::SlurmJobStatus s = k.job.status;
   *s.mutable_submit_target() = LocationOf(k.cluster.spec);
+  if (guards::StatusSaysRejected(k)) {
+    SetCondition(s.mutable_conditions(), kStalled, ConditionStatus::kFalse, "Resubmitting",
+                 "The SlurmCluster changed since Slurm rejected the submit: it is sent again.",
+                 k.job.generation, k.now);
+  }
   Decision d = Do(Action::kWriteStatus, "record where the submit goes before sending it");
   d.status = std::move(s);
   return d;

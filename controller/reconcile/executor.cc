@@ -620,7 +620,7 @@ class Executor::Attempt {
     if (!r.ok()) return r.status();
     absl::StatusOr<slurm::JobLookup> live = (*s.dialect)->ParseJob(r->status, r->body, d.job_id);
     if (!live.ok()) return live.status();
-    return JobTracker::Answer{std::move(live->job), std::nullopt};
+    return JobTracker::Answer{std::move(live->job), std::nullopt, std::nullopt};
   }
 
   // The allocation of a job the live queue shows final, from its accounting record when that

@@ -278,7 +278,7 @@ absl::StatusOr<JobTracker::Answer> JobTracker::Get(const ClusterEndpoint& cluste
       // absence counts only in a list sent after the tracking began.
       if (c.fetched_at && *c.fetched_at >= not_before) {
         if (std::optional<slurm::JobInfo> job = c.jobs.Find(job_id)) {
-          return Answer{std::move(job), AccountedLocked(c, job_id)};
+          return Answer{std::move(job), AccountedLocked(c, job_id), std::nullopt};
         }
       }
       not_before = std::max(not_before, k->second.since());

@@ -126,11 +126,15 @@ bool ClusterChangedSinceRefusal(const Known& k) {
 }
 }  // namespace
 
-bool RejectedForThisGeneration(const Known& k) {
+bool StatusSaysRejected(const Known& k) {
   const v1alpha1::Condition* stalled = FindCondition(k.job.status.conditions(), kStalled);
   return stalled != nullptr && stalled->status() == "True" &&
          stalled->reason() == "SubmitRejected" &&
-         stalled->observed_generation() == k.job.generation && !ClusterChangedSinceRefusal(k);
+         stalled->observed_generation() == k.job.generation;
+}
+
+bool RejectedForThisGeneration(const Known& k) {
+  return StatusSaysRejected(k) && !ClusterChangedSinceRefusal(k);
 }
 
 bool RefusedRecently(const Known& k) {
@@ -389,7 +393,9 @@ Stage ReadySubmissionStage(const Known& k, const SubmitPlan& plan) {
   if (k.job.spec.suspend()) return Stage::kSuspended;
   if (DependenciesUnmet(k, plan.dependencies)) return Stage::kWaitingForDeps;
   if (ClusterUnprotected(k.cluster)) return Stage::kClusterUnprotected;
-  if (!SubmitTargetRecorded(k)) return Stage::kRecordingTarget;
+  // A retry of a rejected spec (the SlurmCluster changed since) first takes the rejection out of
+  // the stored status: a restart would otherwise read it as final and never look for this submit.
+  if (!SubmitTargetRecorded(k) || StatusSaysRejected(k)) return Stage::kRecordingTarget;
   return Stage::kReadyToSubmit;
 }
 

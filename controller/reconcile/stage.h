@@ -90,10 +90,12 @@
 //                     SlurmCluster does not carry  protector adds it; the
 //                     cluster-in-use yet)          cluster's change wakes us)
 // kRecordingTarget    !SubmitTargetRecorded        WriteStatus(submitTarget :=  kReadyToSubmit
-//                     (status.submitTarget, or     where the cluster points),
-//                     without it the verified      so a crash or repoint after
-//                     note, is not where the       the submit knows where to look
-//                     cluster points)
+//                     (status.submitTarget, or     where the cluster points,
+//                     without it the verified      and a StatusSaysRejected
+//                     note, is not where the       taken out: Stalled False),
+//                     cluster points), or          so a crash or repoint after
+//                     StatusSaysRejected (a retry  the submit knows where to look
+//                     after a cluster change)
 // kReadyToSubmit      otherwise                    Submit (descriptor and body  kRecordingSubmit
 //                                                  rendered here, once)         or kSubmitFailed
 // SUBMITTED (HasSlurmJob)
@@ -328,6 +330,8 @@ bool RecordNotOurs(const Known& k);
 // An earlier submit of this run (ours with an unknown outcome, or one by an
 // earlier process) may have reached Slurm.
 bool EarlierSubmitPossible(const Memo& memo);
+// The status says Slurm rejected this generation's submit (Stalled, reason SubmitRejected).
+bool StatusSaysRejected(const Known& k);
 // A write of this SlurmJob may have landed without this process seeing it.
 bool WriteOutcomeUnknown(const Memo& memo);
 bool SubmitTried(const Outcomes& out);

@@ -164,7 +164,7 @@ TEST_F(CronExecutorTest, AStaleCronCacheAfterOurOwnWriteDoesNotStartTheTimeAgain
 }
 
 TEST_F(CronExecutorTest, ReplaceDeletesTheActiveChildBeforeItCreates) {
-  kube_.Delete(SlurmCronJobsResource(), "team", "nightly");
+  ASSERT_TRUE(kube_.Delete(SlurmCronJobsResource(), "team", "nightly").ok());
   Init("Replace");
   AddChild(kFirstDue - 300, "Running");
   kube_.ClearCalls();

@@ -197,10 +197,16 @@ TEST(DecideSubmit, ARejectedSpecIsNotSentAgainUntilSpecOrClusterChanges) {
   restarted.no_earlier_submit = true;
   EXPECT_EQ(Decide(job, Cluster(), {}, {}, restarted, kT0).action, Action::kNone);
 
-  // The user fixes the SlurmCluster (e.g. its defaultPartition): submit again.
+  // The user fixes the SlurmCluster (e.g. its defaultPartition): submit again, once the status
+  // no longer says this generation was rejected (a restart would not look for the job).
   ClusterFacts edited = Cluster();
   edited.generation = 2;
-  EXPECT_EQ(Decide(job, edited, {}, {}, memo, kT0).action, Action::kSubmit);
+  Decision retry = Decide(job, edited, {}, {}, memo, kT0);
+  ASSERT_EQ(retry.action, Action::kWriteStatus);
+  EXPECT_EQ(FindCondition(retry.status.conditions(), kStalled)->reason(), "Resubmitting");
+  JobFacts retrying = job;
+  retrying.status = retry.status;
+  EXPECT_EQ(Decide(retrying, edited, {}, {}, memo, kT0).action, Action::kSubmit);
   // Or edits the SlurmJob's spec.
   job.generation = 2;
   EXPECT_EQ(Decide(job, Cluster(), {}, {}, memo, kT0).action, Action::kSubmit);

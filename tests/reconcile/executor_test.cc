@@ -692,6 +692,39 @@ TEST_F(ExecutorTest, FixedRejectedSubmitIsNotSentAgainOnTheNextReconcile) {
   EXPECT_FALSE(r.retry_with_backoff);
 }
 
+// A rejected spec is sent again once its SlurmCluster changes (another cluster may take it).
+// The stored status must stop saying "rejected" before that submit: if the jobId's write then
+// fails and the operator restarts, a status still saying SubmitRejected for this generation
+// made the new process stop at stage Refused without looking for the job, which ran unrecorded
+// (seed 9008609 of the simulation).
+TEST_F(ExecutorTest, ARetryAfterARejectionTakesTheRejectionOutOfTheStatusFirst) {
+  AddJob({{"partition", "nosuch"}});
+  ap_.On(kPost, kSubmit42, StructuredBody(500, kBadPartition42),
+         StructuredBody(200, SubmitOk42(42)));
+  Reconcile();
+  ASSERT_EQ(Cond(kStalled).reason(), "SubmitRejected");
+
+  kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", [](nlohmann::json& o) {
+    o["spec"]["clusterId"] = "c2";
+    o["metadata"]["generation"] = o["metadata"].value("generation", 1) + 1;
+  });
+  kube_.on_request = [&](const testing::KubeCall& c) {
+    if (c.verb == "update-status" && Submits() == 2) {  // the jobId's write
+      kube_.FailNext("update-status", http::TransportError(absl::StatusCode::kUnavailable,
+                                                           "connection refused", false));
+    }
+  };
+  clock_.Advance(seconds(1));
+  Reconcile();
+  kube_.on_request = nullptr;
+  ASSERT_EQ(Submits(), 2);
+  EXPECT_EQ(Status().job_id(), 0);
+  EXPECT_NE(Cond(kStalled).reason(), "SubmitRejected")
+      << "a submit was sent while the stored status says this generation was rejected";
+  EXPECT_EQ(Cond(kStalled).status(), "False");
+  EXPECT_EQ(Status().submit_target().cluster_id(), "c2");
+}
+
 // The fix direction the status message promises: a new generation (spec
 // change) is submitted again.
 TEST_F(ExecutorTest, RejectedSubmitIsSentAgainAfterTheSpecChanges) {

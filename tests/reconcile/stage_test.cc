@@ -639,6 +639,27 @@ void ConfirmingWrite() {
   EXPECT_EQ(w.stage(), Stage::kConfirmingWrite);
 }
 
+// A rejected spec retried after its SlurmCluster changed: the record write first takes the
+// rejection out of the status, so that a restart does not read the retry as refused.
+void RecordingTargetTakesARejectionOut() {
+  World w;
+  w.job.has_finalizer = true;
+  w.memo.no_earlier_submit = true;
+  w.TargetRecorded();
+  SetCondition(w.job.status.mutable_conditions(), kStalled, ConditionStatus::kTrue,
+               "SubmitRejected", "bad partition", w.job.generation, w.now);
+  w.memo.submit_refused_at = w.now;
+  w.memo.refused_generation = w.job.generation;
+  w.memo.refused_cluster_generation = w.cluster.generation;
+  ExpectRow(w, Stage::kRefused, Action::kNone);
+  w.cluster.generation += 1;  // the SlurmCluster changed
+  ExpectRow(w, Stage::kRecordingTarget, Action::kWriteStatus);
+  const Decision d = w.decide();
+  EXPECT_EQ(FindCondition(d.status.conditions(), kStalled)->status(), "False");
+  w.Wrote(d);
+  EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
+}
+
 void ReadyToSubmit() {
   World w;
   w.job.has_finalizer = true;
@@ -1257,6 +1278,8 @@ INSTANTIATE_TEST_SUITE_P(StageTable, StageRow, ::testing::ValuesIn(Rows()),
 TEST(StageTable, ASpecChangeIsAnsweredByAFreshLook) { FollowingAfterASpecChange(); }
 TEST(StageTable, APolledRecentlyRequeueEndsAtThePoll) { PolledRecentlyEndsAtThePoll(); }
 TEST(StageTable, ALookWhoseStatusWriteFailedIsNotRecent) { FollowingAfterAFailedStatusWrite(); }
+
+TEST(StageTable, ARetryAfterARejectionRecordsItFirst) { RecordingTargetTakesARejectionOut(); }
 
 TEST(StageTable, EveryStageHasItsRowWalked) {
   std::set<Stage> walked;
