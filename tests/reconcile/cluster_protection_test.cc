@@ -59,12 +59,65 @@ TEST(PlanProtection, AProtectedClusterInUseNeedsNothing) {
 }
 
 // The namespace is being deleted: while a SlurmJob still names the cluster (its cancel is under
-// way) both stay; the last one gone releases the Secret, then the cluster.
+// way) both stay; the last one gone takes the annotation off, releases the Secret, then the
+// cluster.
 TEST(PlanProtection, LastJobGoneReleasesTheSecretBeforeTheCluster) {
   EXPECT_THAT(PlanProtection(Facts(false, true, "creds", "creds", /*deleting=*/true)),
-              ElementsAre(Release("creds"), Patch(false, "")));
+              ElementsAre(Patch(true, ""), Release("creds"), Patch(false, "")));
   EXPECT_THAT(PlanProtection(Facts(false, true, "creds", "creds")),
-              ElementsAre(Release("creds"), Patch(false, "")));
+              ElementsAre(Patch(true, ""), Release("creds"), Patch(false, "")));
+}
+
+// What the steps leave in the store: the cluster's finalizer and annotation, the Secret's
+// finalizer.
+struct Stored {
+  bool cluster_finalizer = false;
+  std::string annotation;
+  bool secret_kept = false;
+};
+void ApplyStep(const ProtectionStep& step, Stored& s) {
+  switch (step.kind) {
+    case Kind::kProtectSecret:
+      s.secret_kept = true;
+      break;
+    case Kind::kReleaseSecret:
+      s.secret_kept = false;
+      break;
+    case Kind::kPatchCluster:
+      s.cluster_finalizer = step.finalizer;
+      s.annotation = step.secret;
+      break;
+  }
+}
+Stored Plan(bool in_use, Stored s, size_t max_steps = SIZE_MAX) {
+  const std::vector<ProtectionStep> steps =
+      PlanProtection(Facts(in_use, s.cluster_finalizer, "creds", s.annotation));
+  for (size_t i = 0; i < steps.size() && i < max_steps; ++i) ApplyStep(steps[i], s);
+  return s;
+}
+
+// The last SlurmJob goes, the release stops after any of its steps (a conflict, a crash), and a
+// new SlurmJob names the cluster: the Secret is kept again. Before, the Secret was released
+// first: stopped there, the annotation still named it and the new SlurmJob's plan was empty,
+// so a namespace deletion took the Secret a cancel or a search needed (seed 9120748 of the
+// simulation).
+TEST(PlanProtection, AReleaseStoppedAnywhereIsUndoneByTheNextJob) {
+  const Stored kept = Plan(true, Stored{});
+  ASSERT_TRUE(kept.secret_kept);
+  ASSERT_EQ(kept.annotation, "creds");
+  for (size_t stopped_after = 0; stopped_after <= 3; ++stopped_after) {
+    const Stored partly = Plan(false, kept, stopped_after);
+    EXPECT_TRUE(partly.annotation.empty() || partly.secret_kept)
+        << "after " << stopped_after << " steps the annotation names a released Secret";
+    const Stored again = Plan(true, partly);
+    EXPECT_TRUE(again.secret_kept) << "release stopped after " << stopped_after << " steps";
+    EXPECT_TRUE(again.cluster_finalizer);
+    EXPECT_EQ(again.annotation, "creds");
+    // And with no SlurmJob left, everything is released.
+    const Stored released = Plan(false, partly);
+    EXPECT_FALSE(released.secret_kept) << "release stopped after " << stopped_after << " steps";
+    EXPECT_FALSE(released.cluster_finalizer);
+  }
 }
 
 TEST(PlanProtection, AChangedSecretReferenceMovesTheProtection) {
@@ -78,7 +131,7 @@ TEST(PlanProtection, AChangedSecretReferenceMovesTheProtection) {
 TEST(PlanProtection, ADeletedClusterWithoutTheFinalizerIsNotReprotected) {
   EXPECT_THAT(PlanProtection(Facts(true, false, "creds", "", /*deleting=*/true)), IsEmpty());
   EXPECT_THAT(PlanProtection(Facts(true, false, "creds", "creds", /*deleting=*/true)),
-              ElementsAre(Release("creds"), Patch(false, "")));
+              ElementsAre(Release("creds"), Patch(false, "")));  // no finalizer to keep meanwhile
 }
 
 }  // namespace
