@@ -311,6 +311,24 @@ class ExecutorTest : public ::testing::Test {
 
   std::optional<nlohmann::json> Object() { return kube_.Object("slurmjobs", kNs, kName); }
 
+  // The user points SlurmCluster a3 at `cluster_id` (a new generation of it).
+  void PointClusterAt(const std::string& cluster_id) {
+    kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", [&](nlohmann::json& o) {
+      o["spec"]["clusterId"] = cluster_id;
+      o["metadata"]["generation"] = o["metadata"].value("generation", 1) + 1;
+    });
+  }
+  // Until on_request is reset, status writes made once `n` submits were sent are refused before
+  // they leave: what is stored then is what a process dying after that submit would leave.
+  void RefuseStatusWritesAfterSubmit(int n) {
+    kube_.on_request = [this, n](const testing::KubeCall& c) {
+      if (c.verb == "update-status" && Submits() == n) {
+        kube_.FailNext("update-status", http::TransportError(absl::StatusCode::kUnavailable,
+                                                             "connection refused", false));
+      }
+    };
+  }
+
   // After RunJob42: the live queue shows job 42 COMPLETED and accounting's record of it says
   // `accounting_state` (with its allocation); one reconcile, and the status it leaves.
   v1alpha1::SlurmJobStatus EndJob42(const std::string& accounting_state) {
@@ -704,16 +722,8 @@ TEST_F(ExecutorTest, ARetryAfterARejectionTakesTheRejectionOutOfTheStatusFirst) 
   Reconcile();
   ASSERT_EQ(Cond(kStalled).reason(), "SubmitRejected");
 
-  kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", [](nlohmann::json& o) {
-    o["spec"]["clusterId"] = "c2";
-    o["metadata"]["generation"] = o["metadata"].value("generation", 1) + 1;
-  });
-  kube_.on_request = [&](const testing::KubeCall& c) {
-    if (c.verb == "update-status" && Submits() == 2) {  // the jobId's write
-      kube_.FailNext("update-status", http::TransportError(absl::StatusCode::kUnavailable,
-                                                           "connection refused", false));
-    }
-  };
+  PointClusterAt("c2");
+  RefuseStatusWritesAfterSubmit(2);  // the jobId's write
   clock_.Advance(seconds(1));
   Reconcile();
   kube_.on_request = nullptr;
@@ -1191,28 +1201,17 @@ TEST_F(ExecutorTest, AStatusWriteWithoutAnAnswerIsReadBackBeforeTheSubmit) {
   ASSERT_EQ(Status().submit_target().cluster_id(), "c1");
   jobs_.Freeze();  // from here the cache shows target c1
 
-  auto point_at = [&](const std::string& cluster_id) {
-    kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", [&](nlohmann::json& o) {
-      o["spec"]["clusterId"] = cluster_id;
-      o["metadata"]["generation"] = o["metadata"].value("generation", 1) + 1;
-    });
-  };
-  point_at("c2");
+  PointClusterAt("c2");
   kube_.LoseNextReply("update-status");
   clock_.Advance(seconds(1));
   EXPECT_TRUE(Reconcile().retry_with_backoff);
   ASSERT_EQ(Status().submit_target().cluster_id(), "c2") << "the write without an answer landed";
   EXPECT_EQ(Submits(), 1);
 
-  point_at("c1");
+  PointClusterAt("c1");
   // The jobId's status write gets no answer either: what the store says then is all a
   // restarted operator would know of where the job went.
-  kube_.on_request = [&](const testing::KubeCall& c) {
-    if (c.verb == "update-status" && Submits() == 2) {
-      kube_.FailNext("update-status", http::TransportError(absl::StatusCode::kUnavailable,
-                                                           "connection refused", false));
-    }
-  };
+  RefuseStatusWritesAfterSubmit(2);
   clock_.Advance(seconds(1));
   Reconcile();
   kube_.on_request = nullptr;
