@@ -412,7 +412,7 @@ class Executor::Attempt {
   // when to come back, and that is honoured rather than the per-key backoff).
   Next WriteFailed(const absl::Status& s, std::string_view what, bool honour_retry_after) {
     if (kube::IsNotFound(s)) return Finish({});
-    if (kube::IsConflict(s) && Refresh()) return kDecideAgain;
+    if (kube::IsConflict(s) && Refresh().ok()) return kDecideAgain;
     write_failed_ = true;
     // Applied but unanswered, it is in no view of ours: stage kConfirmingWrite reads it back.
     if (kube::MayHaveBeenApplied(s)) memo_.write_outcome_unknown = true;
@@ -713,26 +713,28 @@ class Executor::Attempt {
   }
 
   // Re-reads the object after a conflict, keeping what this reconcile learned.
-  bool Refresh() {
+  absl::Status Refresh() {
     absl::StatusOr<nlohmann::json> fresh = ex_.kube_.Get(SlurmJobsResource(), ns_, name_);
     if (!fresh.ok()) {
       LOG(INFO) << key_ << ": re-read failed: " << fresh.status();
-      return false;
+      return fresh.status();
     }
     absl::StatusOr<JobFacts> f = FactsFromObject(*fresh, ex_.options_);
-    if (!f.ok()) return false;
+    if (!f.ok()) return f.status();
     NoteSuperseded(*fresh);
     object_ = std::move(*fresh);
     facts_ = std::move(*f);
     memo_.write_outcome_unknown = false;  // the stored object, after any write of ours
     Resolve();
-    return true;
+    return absl::OkStatus();
   }
 
-  // Stage kConfirmingWrite: the stored object replaces this reconcile's view.
+  // Stage kConfirmingWrite: the stored object replaces this reconcile's view. Without an
+  // answer, the key waits for the API server rather than out its backoff.
   Next Reread() {
-    if (Refresh()) return kDecideAgain;
-    return Finish({std::nullopt, true});
+    const absl::Status read = Refresh();
+    if (read.ok()) return kDecideAgain;
+    return Finish({std::nullopt, true, kube::IsUnreachable(read)});
   }
 
   // Our own write's response is the object from now on.

@@ -1222,6 +1222,32 @@ TEST_F(ExecutorTest, AStatusWriteWithoutAnAnswerIsReadBackBeforeTheSubmit) {
   jobs_.Thaw();
 }
 
+// The read-back itself gets no answer (the API server is down): nothing is submitted, and the
+// key waits for the API server to answer again, not out its backoff.
+TEST_F(ExecutorTest, AReadBackWithoutAnAnswerWaitsForTheApiServer) {
+  AddJob();
+  kube_.LoseNextReply("patch");  // the finalizer (the first write) lands unanswered
+  EXPECT_TRUE(Reconcile().api_server_unreachable);
+  kube_.FailNext("get",
+                 http::TransportError(absl::StatusCode::kUnavailable, "connection refused", false));
+  clock_.Advance(seconds(1));
+  ReconcileResult r = Reconcile();
+  EXPECT_EQ(kube_.Count("get"), 1) << "the stored object was asked for";
+  EXPECT_TRUE(r.retry_with_backoff);
+  EXPECT_TRUE(r.api_server_unreachable);
+  EXPECT_EQ(Submits(), 0);
+
+  // Answered, the read shows the finalizer. This process never saw its own patch answered, so
+  // it cannot rule out an earlier submit: it looks for the tag (here, one is found and adopted).
+  ap_.On(kGet, kJobs42, StructuredBody(200, JobAnswer42(JobRecord42(42, "RUNNING"))));
+  ap_.On(kGet, kJob42, StructuredBody(200, JobAnswer42(JobRecord42(42, "RUNNING"))));
+  clock_.Advance(seconds(1));
+  Reconcile();
+  EXPECT_EQ(kube_.Count("get"), 2);
+  EXPECT_EQ(Submits(), 0);
+  EXPECT_EQ(Status().job_id(), 42);
+}
+
 // ---------------------------------------------------------------- deletion
 
 TEST_F(ExecutorTest, DeletingARunningJobCancelsItThenReleasesTheFinalizer) {
