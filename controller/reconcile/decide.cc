@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/api/resources.h"
 #include "controller/common/condition_reason.h"
 #include "controller/common/time_format.h"
 #include "controller/reconcile/array_status.h"
@@ -188,6 +189,26 @@ Refusal ExplainRefusal(const absl::Status& s, const ClusterFacts& cluster,
 
 // ---- Being deleted ---------------------------------------------------------
 
+// Deleting, and a call the deletion needs (`what`: reading the job's state, searching for its
+// tag) failed with `err`. A transient failure is retried with backoff; a lasting refusal (the
+// credentials Secret gone or wrong, permission denied, no such cluster) is told as a condition and
+// a Warning Event, with how to finish the deletion without the cancel. Before, the deletion just
+// waited, and `kubectl delete` hung with nothing saying why.
+Decision DeletionCallFailed(const Known& k, const absl::Status& err, const std::string& what) {
+  if (IsTransient(err.code())) {
+    return StopAndBackoff(absl::StrCat("deleting; ", what, " failed: ", err.message()));
+  }
+  const Refusal r = ExplainRefusal(err, k.cluster, what);
+  const std::string msg = absl::StrCat(
+      r.message,
+      " The SlurmJob is deleted once its Slurm job is known to be cancelled or gone; to "
+      "delete it without that, remove the finalizer ",
+      std::string(api::kSlurmJobFinalizer), ".");
+  return WriteIfChanged(k.job, StatusRetrying(k.job.status, r.reason, msg, k.job.generation, k.now),
+                        {{kWarning, r.reason, "Cancel", msg}},
+                        StopAndRequeue(k.opt.permission_retry, msg));
+}
+
 Decision DeletingUnsubmitted(const Known& k) {
   if (guards::EarlierSubmitPossible(k.memo) && guards::ClusterFound(k.cluster)) {
     if (!guards::TagSearchDone(k.out)) {
@@ -215,8 +236,7 @@ Decision DeletingUnsubmitted(const Known& k) {
       return d;
     }
     if (guards::TagSearchFailed(k.out)) {
-      return StopAndBackoff(
-          absl::StrCat("cannot search for the job's tag: ", k.out.tag_lookup->status().message()));
+      return DeletionCallFailed(k, k.out.tag_lookup->status(), "Searching for the job's tag");
     }
   }
   return Do(Action::kRemoveFinalizer, "deleting; no Slurm job was submitted");
@@ -349,8 +369,7 @@ Decision Cancelling(const Known& k) {
     return d;
   }
   if (guards::QueryFailed(k.out)) {
-    return StopAndBackoff(
-        absl::StrCat("deleting; cannot read Slurm job: ", k.out.query->status().message()));
+    return DeletionCallFailed(k, k.out.query->status(), "Reading the job's state");
   }
   if (guards::SlurmKnowsNoJob(k.out) || guards::SlurmSaysEnded(k.out)) {
     Decision d = Do(Action::kRemoveFinalizer, "deleting; the Slurm job has ended");

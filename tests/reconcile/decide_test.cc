@@ -21,6 +21,7 @@ using fixtures::NewJob;
 using fixtures::TargetRecorded;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Pair;
 
 slurm::JobInfo Info(int64_t id, slurm::BaseState state) {
@@ -1053,6 +1054,36 @@ TEST(DecideDelete, FinishedJobReleasesWithoutCancelling) {
   slurm::JobInfo done = Info(42, slurm::BaseState::kCompleted);
   job.status = StatusFromJobInfo(job.status, done, 1, kT0, nullptr);
   EXPECT_EQ(Decide(job, Cluster(), {}, {}, {}, kT0).action, Action::kRemoveFinalizer);
+}
+
+// The credentials Secret is gone (or wrong): the deletion says so, as a condition and a Warning
+// Event naming what to fix and how to delete without the cancel, and retries at the refusal's
+// pace. Before, it backed off with nothing but a log line (found by the simulation's Secret
+// switch: switched back to a Secret the namespace's deletion then took).
+TEST(DecideDelete, ALastingReadRefusalSaysWhyAndHowToFinish) {
+  JobFacts job = Deleting(Submitted());
+  Outcomes out;
+  out.query = absl::UnauthenticatedError("Secret team-a/creds: secrets \"creds\" not found");
+  Decision d = Decide(job, Cluster(), {}, out, {}, kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].type, kWarning);
+  EXPECT_EQ(d.events[0].reason, "CredentialsInvalid");
+  EXPECT_THAT(d.events[0].note, HasSubstr("secrets \"creds\" not found"));
+  EXPECT_THAT(d.events[0].note, HasSubstr("credentialsSecretRef"));
+  EXPECT_THAT(d.events[0].note, HasSubstr("remove the finalizer hpc.slurmoperator.dev/slurm-job"));
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "CredentialsInvalid");
+  // Written: the next look only waits, at the pace of refusals.
+  job.status = d.status;
+  d = Decide(job, Cluster(), {}, out, {}, kT0);
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_EQ(d.requeue_after, DecideOptions().permission_retry);
+  // A transient failure is only retried.
+  out.query = absl::UnavailableError("connection reset");
+  d = Decide(job, Cluster(), {}, out, {}, kT0);
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.retry_with_backoff);
+  EXPECT_THAT(d.events, IsEmpty());
 }
 
 TEST(DecideDelete, ActiveJobIsCancelledThenWaitedFor) {

@@ -524,15 +524,17 @@ TEST(StageTable, DeletingWithNoSubmitRecordedAndNoCredentialsReleases) {
   w.out.tag_lookup = absl::UnavailableError("reading Secret: timeout");
   EXPECT_EQ(w.decide().action, Action::kNone);
   EXPECT_TRUE(w.decide().retry_with_backoff);
-  // A recorded target means a submit may have been sent: never released unseen.
+  // A recorded target means a submit may have been sent: never released unseen, and the
+  // refusal is told (a condition and a Warning Event) with how to finish by hand.
   w.out.tag_lookup = absl::UnauthenticatedError("Secret \"creds\" does not exist");
   *w.job.status.mutable_submit_target() = LocationOf(w.cluster.spec);
-  EXPECT_EQ(w.decide().action, Action::kNone);
-  EXPECT_TRUE(w.decide().retry_with_backoff);
+  EXPECT_EQ(w.decide().action, Action::kWriteStatus);
+  ASSERT_EQ(w.decide().events.size(), 1u);
+  EXPECT_EQ(w.decide().events[0].reason, "CredentialsInvalid");
   // So does a search that was sent and failed.
   w.job.status.clear_submit_target();
   w.out.tag_lookup_unsent = false;
-  EXPECT_EQ(w.decide().action, Action::kNone);
+  EXPECT_EQ(w.decide().action, Action::kWriteStatus);
 }
 
 TEST(StageTable, SearchingTooEarlySettles) {
