@@ -3,33 +3,73 @@
 #include "controller/reconcile/cluster_protection.h"
 
 namespace slurmop::reconcile {
+namespace {
+
+// The plan under construction, with what the SlurmCluster will say once its steps are done.
+class Planner {
+ public:
+  explicit Planner(const ProtectionFacts& f)
+      : finalizer_(f.has_finalizer), protected_(f.protected_secret), pending_(f.pending_secret) {}
+
+  void Protect(const std::string& secret) {
+    steps_.push_back({ProtectionStep::Kind::kProtectSecret, secret});
+  }
+  void Release(const std::string& secret) {
+    steps_.push_back({ProtectionStep::Kind::kReleaseSecret, secret});
+  }
+  void Patch(bool finalizer, const std::string& protected_secret, const std::string& pending) {
+    steps_.push_back({ProtectionStep::Kind::kPatchCluster, protected_secret, finalizer, pending});
+    finalizer_ = finalizer;
+    protected_ = protected_secret;
+    pending_ = pending;
+  }
+
+  bool finalizer() const { return finalizer_; }
+  const std::string& protected_secret() const { return protected_; }
+  const std::string& pending() const { return pending_; }
+  std::vector<ProtectionStep> Take() { return std::move(steps_); }
+
+ private:
+  bool finalizer_;
+  std::string protected_, pending_;
+  std::vector<ProtectionStep> steps_;
+};
+
+}  // namespace
 
 std::vector<ProtectionStep> PlanProtection(const ProtectionFacts& f) {
   const bool keep = f.in_use && (f.has_finalizer || !f.deleting);
-  const std::string secret = keep ? f.wanted_secret : "";
-  std::vector<ProtectionStep> steps;
-  const bool keep_first = keep && !f.has_finalizer;
-  if (keep_first) steps.push_back({ProtectionStep::Kind::kPatchCluster, f.protected_secret, true});
-  if (!secret.empty() && secret != f.protected_secret) {
-    steps.push_back({ProtectionStep::Kind::kProtectSecret, secret, false});
+  const std::string target = keep ? f.wanted_secret : "";
+  Planner plan(f);
+  std::string pending = f.pending_secret;
+  if (!keep && f.has_finalizer && f.protected_secret.empty() && pending.empty()) {
+    // An operator from before the pending annotation protected a Secret before recording it.
+    pending = f.wanted_secret;
   }
-  if (!f.protected_secret.empty() && f.protected_secret != secret) {
-    if (!keep && f.has_finalizer) {
-      // The annotation goes first (the cluster keeps its finalizer), so that it never names a
-      // Secret already released: stopped between the two, it would say the Secret is kept while
-      // it is not, and a SlurmJob naming the cluster again would find nothing to do. Stopped
-      // after this step, the branch below releases the Secret.
-      steps.push_back({ProtectionStep::Kind::kPatchCluster, "", true});
+  // A Secret a move stopped midway may have left protected, wanted no more: released first (the
+  // annotation still naming it is overwritten by the next patch).
+  if (!pending.empty() && pending != target && pending != f.protected_secret) {
+    plan.Release(pending);
+  }
+  if (f.protected_secret != target) {
+    const bool finalizer = keep || f.has_finalizer;
+    if (!target.empty()) {
+      // Recorded before it is protected, so that a stop right after is undone by the next plan.
+      if (plan.pending() != target || plan.finalizer() != finalizer) {
+        plan.Patch(finalizer, f.protected_secret, target);
+      }
+      plan.Protect(target);
     }
-    steps.push_back({ProtectionStep::Kind::kReleaseSecret, f.protected_secret, false});
-  } else if (!keep && f.has_finalizer && f.protected_secret.empty() && !f.wanted_secret.empty()) {
-    // A failure between protecting the Secret and recording it may have left it protected.
-    steps.push_back({ProtectionStep::Kind::kReleaseSecret, f.wanted_secret, false});
+    // The old Secret is no longer named as protected before it is released: a plan stopped in
+    // between never leaves the annotation naming a released Secret.
+    const std::string old = f.protected_secret;
+    plan.Patch(finalizer, target, old);
+    if (!old.empty()) plan.Release(old);
   }
-  if (secret != f.protected_secret || (!keep && f.has_finalizer)) {
-    steps.push_back({ProtectionStep::Kind::kPatchCluster, secret, keep});
-  }
-  return steps;
+  const bool settled =
+      plan.pending().empty() && plan.finalizer() == keep && plan.protected_secret() == target;
+  if (!settled) plan.Patch(keep, target, "");
+  return plan.Take();
 }
 
 }  // namespace slurmop::reconcile

@@ -9,14 +9,19 @@
 // so that a changed reference releases the old Secret). Nothing secret is copied anywhere.
 //
 // PlanProtection is the pure decision: from what the caches say to the steps that make it so.
-// The steps are ordered so that a crash between two of them leaves nothing unprotected that a
-// SlurmJob still needs, and nothing protected for good: the SlurmCluster gets its finalizer
-// before its Secret is protected (a Secret protected for a SlurmCluster that its namespace's
-// deletion could still delete at once would never be released), a Secret is protected before the
-// annotation names it, released before the annotation stops naming it (a Secret protected but
-// not recorded yet is released with the finalizer), and the SlurmCluster's finalizer goes last.
-// Nothing is submitted to a SlurmCluster before it is kept and its annotation names its Secret
-// (ClusterFacts::unprotected, the stage kClusterUnprotected).
+// The steps are ordered so that a stop between any two of them (a conflict, a crash), followed by
+// any change of use or of the Secret reference, leaves nothing unprotected that a SlurmJob relies
+// on and nothing protected for good: the SlurmCluster gets its finalizer before its Secret is
+// protected (a Secret protected for a SlurmCluster that its namespace's deletion could still
+// delete at once would never be released); a Secret is named in the annotation
+// kPendingSecretAnnotation before it is protected and in kProtectedSecretAnnotation only after,
+// so every Secret the cluster may have protected is remembered; a Secret is moved out of
+// kProtectedSecretAnnotation (into the pending one) before it is released, so the protected
+// annotation never names a released Secret; a pending Secret that is not wanted is released; the
+// SlurmCluster's finalizer goes last. Nothing is submitted to a SlurmCluster before it is kept and
+// its protected annotation names its Secret (ClusterFacts::unprotected, the stage
+// kClusterUnprotected). tests/reconcile/cluster_protection_test.cc checks every history of up to
+// three plans, each stopped after any step.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_CLUSTER_PROTECTION_H_
 #define SLURMOP_CONTROLLER_RECONCILE_CLUSTER_PROTECTION_H_
@@ -30,6 +35,13 @@ inline constexpr char kClusterInUseFinalizer[] = "hpc.slurmoperator.dev/cluster-
 inline constexpr char kCredentialsInUseFinalizer[] = "hpc.slurmoperator.dev/credentials-in-use";
 // On a SlurmCluster: the name of the Secret (same namespace) it put kCredentialsInUseFinalizer on.
 inline constexpr char kProtectedSecretAnnotation[] = "hpc.slurmoperator.dev/protected-secret";
+// On a Secret: the SlurmClusters (names, comma-separated, sorted) that put
+// kCredentialsInUseFinalizer on it. Added to and taken from in the same conditional patch as the
+// finalizer, so that two SlurmClusters sharing the Secret never release it under each other.
+inline constexpr char kProtectedForAnnotation[] = "hpc.slurmoperator.dev/protected-for";
+// On a SlurmCluster: a Secret it may have put kCredentialsInUseFinalizer on without relying on it
+// (being protected, or being released); released unless it becomes the protected one.
+inline constexpr char kPendingSecretAnnotation[] = "hpc.slurmoperator.dev/pending-secret";
 
 struct ProtectionFacts {
   // Some cached SlurmJob (one being deleted included) names the SlurmCluster.
@@ -38,6 +50,7 @@ struct ProtectionFacts {
   bool has_finalizer = false;    // kClusterInUseFinalizer is on it
   std::string wanted_secret;     // spec.credentialsSecretRef.name ("" for none)
   std::string protected_secret;  // kProtectedSecretAnnotation ("" for none)
+  std::string pending_secret;    // kPendingSecretAnnotation ("" for none)
 };
 
 // Whether a SlurmCluster with these facts is kept while SlurmJobs name it:
@@ -51,11 +64,14 @@ struct ProtectionStep {
   enum class Kind {
     kProtectSecret,  // put kCredentialsInUseFinalizer on `secret` (if it exists)
     kReleaseSecret,  // take it off `secret`, unless another SlurmCluster still protects it
-    kPatchCluster,   // set the SlurmCluster's finalizer to `finalizer`, the annotation to `secret`
+    // set the SlurmCluster's finalizer to `finalizer`, kProtectedSecretAnnotation to `secret` and
+    // kPendingSecretAnnotation to `pending` ("": no annotation)
+    kPatchCluster,
   };
   Kind kind = Kind::kPatchCluster;
-  std::string secret;      // "" with kPatchCluster: no annotation
+  std::string secret;
   bool finalizer = false;  // kPatchCluster
+  std::string pending;     // kPatchCluster
 
   friend bool operator==(const ProtectionStep&, const ProtectionStep&) = default;
 };

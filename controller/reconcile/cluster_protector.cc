@@ -3,8 +3,11 @@
 #include "controller/reconcile/cluster_protector.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "controller/api/finalizers.h"
 #include "controller/api/types.h"
 #include "controller/common/json_members.h"
@@ -37,6 +40,15 @@ nlohmann::json FinalizerPatch(const nlohmann::json& obj, const char* finalizer, 
        {{"finalizers", fins}, {"resourceVersion", api::MetadataString(obj, "resourceVersion")}}}};
 }
 
+// The conditional merge patch that leaves `owners` in kProtectedForAnnotation of Secret `s`, with
+// kCredentialsInUseFinalizer on it exactly while some SlurmCluster owns it.
+nlohmann::json OwnersPatch(const nlohmann::json& s, const std::set<std::string>& owners) {
+  nlohmann::json patch = FinalizerPatch(s, kCredentialsInUseFinalizer, !owners.empty());
+  patch["metadata"]["annotations"][kProtectedForAnnotation] =
+      owners.empty() ? nlohmann::json(nullptr) : nlohmann::json(absl::StrJoin(owners, ","));
+  return patch;
+}
+
 }  // namespace
 
 ProtectionFacts ProtectionFactsOf(const nlohmann::json& cluster, bool in_use) {
@@ -48,6 +60,7 @@ ProtectionFacts ProtectionFactsOf(const nlohmann::json& cluster, bool in_use) {
   const nlohmann::json* ref = spec ? FindMember(*spec, "credentialsSecretRef") : nullptr;
   if (ref) f.wanted_secret = StringMember(*ref, "name");
   f.protected_secret = Annotation(cluster, kProtectedSecretAnnotation);
+  f.pending_secret = Annotation(cluster, kPendingSecretAnnotation);
   return f;
 }
 
@@ -76,7 +89,7 @@ absl::Status ClusterProtector::Apply(const std::string& ns, nlohmann::json& clus
                                      const ProtectionStep& step) {
   switch (step.kind) {
     case ProtectionStep::Kind::kProtectSecret:
-      return ProtectSecret(ns, step.secret);
+      return ProtectSecret(ns, api::MetadataString(cluster, "name"), step.secret);
     case ProtectionStep::Kind::kReleaseSecret:
       return ReleaseSecret(ns, api::MetadataString(cluster, "name"), step.secret);
     case ProtectionStep::Kind::kPatchCluster:
@@ -85,47 +98,75 @@ absl::Status ClusterProtector::Apply(const std::string& ns, nlohmann::json& clus
   return absl::OkStatus();
 }
 
-absl::Status ClusterProtector::ProtectSecret(const std::string& ns, const std::string& secret) {
+absl::Status ClusterProtector::ProtectSecret(const std::string& ns, const std::string& cluster,
+                                             const std::string& secret) {
   absl::StatusOr<nlohmann::json> s = kube_.Get(kube::Secrets(), ns, secret);
   if (kube::IsNotFound(s.status())) return absl::OkStatus();  // nothing to keep
   if (!s.ok()) return s.status();
   // A Secret already being deleted cannot get a new finalizer; the jobs' cancels then fail with
   // a condition naming it.
-  if (HasFinalizer(*s, kCredentialsInUseFinalizer) ||
-      !api::MetadataString(*s, "deletionTimestamp").empty()) {
+  if (!api::MetadataString(*s, "deletionTimestamp").empty()) return absl::OkStatus();
+  absl::StatusOr<std::set<std::string>> owners = Owners(ns, *s, secret);
+  if (!owners.ok()) return owners.status();
+  if (HasFinalizer(*s, kCredentialsInUseFinalizer) && owners->contains(cluster)) {
     return absl::OkStatus();
   }
-  return kube_
-      .Patch(kube::Secrets(), ns, secret, kube::PatchType::kMerge,
-             FinalizerPatch(*s, kCredentialsInUseFinalizer, true))
+  owners->insert(cluster);
+  return kube_.Patch(kube::Secrets(), ns, secret, kube::PatchType::kMerge, OwnersPatch(*s, *owners))
       .status();
 }
 
 absl::Status ClusterProtector::ReleaseSecret(const std::string& ns, const std::string& cluster,
                                              const std::string& secret) {
-  absl::StatusOr<nlohmann::json> others = kube_.List(SlurmClustersResource(), ns, {});
-  if (!others.ok()) return others.status();
-  for (const nlohmann::json& o : others->value("items", nlohmann::json::array())) {
-    if (api::MetadataString(o, "name") != cluster && HasFinalizer(o, kClusterInUseFinalizer) &&
-        Annotation(o, kProtectedSecretAnnotation) == secret) {
-      return absl::OkStatus();  // another SlurmCluster still needs it
-    }
-  }
   absl::StatusOr<nlohmann::json> s = kube_.Get(kube::Secrets(), ns, secret);
   if (kube::IsNotFound(s.status())) return absl::OkStatus();
   if (!s.ok()) return s.status();
   if (!HasFinalizer(*s, kCredentialsInUseFinalizer)) return absl::OkStatus();
+  absl::StatusOr<std::set<std::string>> owners = Owners(ns, *s, secret);
+  if (!owners.ok()) return owners.status();
+  if (owners->erase(cluster) == 0 && !owners->empty()) return absl::OkStatus();
   absl::StatusOr<nlohmann::json> r =
-      kube_.Patch(kube::Secrets(), ns, secret, kube::PatchType::kMerge,
-                  FinalizerPatch(*s, kCredentialsInUseFinalizer, false));
+      kube_.Patch(kube::Secrets(), ns, secret, kube::PatchType::kMerge, OwnersPatch(*s, *owners));
   return kube::IsNotFound(r.status()) ? absl::OkStatus() : r.status();
+}
+
+absl::StatusOr<std::set<std::string>> ClusterProtector::Owners(const std::string& ns,
+                                                               const nlohmann::json& s,
+                                                               const std::string& secret) {
+  // Without the finalizer nobody keeps it (whatever a leftover annotation says).
+  if (!HasFinalizer(s, kCredentialsInUseFinalizer)) return std::set<std::string>{};
+  const nlohmann::json* meta = FindMember(s, "metadata");
+  const nlohmann::json* annotations = meta ? FindMember(*meta, "annotations") : nullptr;
+  if (annotations && FindMember(*annotations, kProtectedForAnnotation)) {
+    std::set<std::string> owners;
+    for (absl::string_view name : absl::StrSplit(
+             StringMember(*annotations, kProtectedForAnnotation), ',', absl::SkipEmpty())) {
+      owners.emplace(name);
+    }
+    return owners;
+  }
+  // Kept by an operator from before the annotation: by every SlurmCluster that is kept and whose
+  // annotation names it.
+  absl::StatusOr<nlohmann::json> clusters = kube_.List(SlurmClustersResource(), ns, {});
+  if (!clusters.ok()) return clusters.status();
+  std::set<std::string> owners;
+  for (const nlohmann::json& c : clusters->value("items", nlohmann::json::array())) {
+    if (HasFinalizer(c, kClusterInUseFinalizer) &&
+        Annotation(c, kProtectedSecretAnnotation) == secret) {
+      owners.insert(api::MetadataString(c, "name"));
+    }
+  }
+  return owners;
 }
 
 absl::Status ClusterProtector::PatchCluster(const std::string& ns, nlohmann::json& cluster,
                                             const ProtectionStep& step) {
   nlohmann::json patch = FinalizerPatch(cluster, kClusterInUseFinalizer, step.finalizer);
-  patch["metadata"]["annotations"][kProtectedSecretAnnotation] =
-      step.secret.empty() ? nlohmann::json(nullptr) : nlohmann::json(step.secret);
+  const auto value = [](const std::string& s) {
+    return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);  // null deletes it
+  };
+  patch["metadata"]["annotations"][kProtectedSecretAnnotation] = value(step.secret);
+  patch["metadata"]["annotations"][kPendingSecretAnnotation] = value(step.pending);
   absl::StatusOr<nlohmann::json> r =
       kube_.Patch(SlurmClustersResource(), ns, api::MetadataString(cluster, "name"),
                   kube::PatchType::kMerge, patch);

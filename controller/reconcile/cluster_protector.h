@@ -5,8 +5,10 @@
 // finalizer on its credentials Secret (a Secret's content is never read into a log, status or
 // Event here; only its metadata matters). The manager hands it the keys "ns/name" of SlurmClusters
 // whenever a SlurmCluster changes or a SlurmJob starts or stops naming one. Reads the caches; sends
-// requests only when something must change (and one List of the namespace's SlurmClusters before
-// a Secret is released, as two SlurmClusters may share a Secret).
+// requests only when something must change. Two SlurmClusters may share a Secret: the Secret's
+// annotation kProtectedForAnnotation names those that keep it, changed with the finalizer in one
+// patch conditional on the Secret's resourceVersion (a List of the namespace's SlurmClusters only
+// for a Secret kept by an operator from before that annotation).
 //
 // Until the SlurmJob informer has listed every SlurmJob nothing is decided (a SlurmCluster would
 // look unused). Thread-safety: Reconcile() may run concurrently for different keys.
@@ -15,6 +17,7 @@
 #define SLURMOP_CONTROLLER_RECONCILE_CLUSTER_PROTECTOR_H_
 
 #include <functional>
+#include <set>
 #include <string>
 
 #include "controller/kube/client.h"
@@ -38,12 +41,19 @@ class ClusterProtector {
 
  private:
   absl::Status Apply(const std::string& ns, nlohmann::json& cluster, const ProtectionStep& step);
-  absl::Status ProtectSecret(const std::string& ns, const std::string& secret);
+  // Adds `cluster` to the Secret's owners (kProtectedForAnnotation), with the finalizer.
+  absl::Status ProtectSecret(const std::string& ns, const std::string& cluster,
+                             const std::string& secret);
+  // Takes `cluster` from them; the finalizer goes with the last owner.
   absl::Status ReleaseSecret(const std::string& ns, const std::string& cluster,
                              const std::string& secret);
   // On success `cluster` becomes what the API server answered.
   absl::Status PatchCluster(const std::string& ns, nlohmann::json& cluster,
                             const ProtectionStep& step);
+  // The SlurmClusters Secret `s` is kept for: its kProtectedForAnnotation, or for a Secret kept
+  // before that annotation, the SlurmClusters kept whose kProtectedSecretAnnotation names it.
+  absl::StatusOr<std::set<std::string>> Owners(const std::string& ns, const nlohmann::json& s,
+                                               const std::string& secret);
 
   kube::Client& kube_;
   const ObjectCache& clusters_;

@@ -17,11 +17,13 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "controller/agentplatform/client.h"
+#include "controller/api/finalizers.h"
 #include "controller/api/resources.h"
 #include "controller/api/types.h"
 #include "controller/common/clock.h"
@@ -1770,6 +1772,119 @@ TEST_F(ExecutorTest, AProtectorWriteWithoutAnAnswerWaitsForTheApiServer) {
   r = protector.Reconcile("team-a/a3");
   EXPECT_TRUE(r.retry_with_backoff);
   EXPECT_FALSE(r.api_server_unreachable);
+}
+
+// Two SlurmClusters share a credentials Secret. a3's last SlurmJob goes while b7, whose first
+// SlurmJob just came, has put the finalizer on the Secret and not yet recorded it: a3's release
+// must leave the finalizer b7 relies on. Before, a release looked only at the other
+// SlurmClusters' protected-secret annotation, which b7 had not written yet: the Secret was
+// released, and b7's annotation then named a Secret a namespace deletion could take at once.
+TEST_F(ExecutorTest, ASharedSecretIsNotReleasedUnderAClusterStillProtectingIt) {
+  const std::string secret = "shared-creds";
+  ASSERT_TRUE(kube_
+                  .Create(kube::Secrets(), kNs,
+                          {{"apiVersion", "v1"},
+                           {"kind", "Secret"},
+                           {"metadata", {{"name", secret}, {"namespace", kNs}}}})
+                  .ok());
+  kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", [&](nlohmann::json& o) {
+    o["metadata"].erase("finalizers");
+    o["spec"]["credentialsSecretRef"] = {{"name", secret}};
+  });
+  nlohmann::json b7 = testing::SlurmClusterObject(kNs, "b7", "v0.0.40");
+  b7["metadata"].erase("finalizers");
+  b7["spec"]["credentialsSecretRef"] = {{"name", secret}};
+  ASSERT_TRUE(kube_.Create(SlurmClustersResource(), kNs, b7).ok());
+  std::set<std::string> in_use = {"a3"};
+  ClusterProtector protector(
+      kube_, clusters_,
+      {[] { return true; },
+       [&](const std::string&, const std::string& n) { return in_use.contains(n); }});
+  const auto kept = [&] {
+    return api::HasFinalizer(*kube_.Object("secrets", kNs, secret), kCredentialsInUseFinalizer);
+  };
+  ASSERT_EQ(protector.Reconcile("team-a/a3").requeue_after, std::nullopt);
+  ASSERT_TRUE(kept());
+
+  // b7's first SlurmJob comes, and a3's last one goes; a3's release runs right before b7 records
+  // the Secret it has just protected.
+  in_use = {"b7"};
+  bool released_in_between = false;
+  kube_.on_request = [&](const testing::KubeCall& c) {
+    const nlohmann::json* annotations =
+        c.body.is_object() && c.body.contains("metadata") ? &c.body["metadata"] : nullptr;
+    if (released_in_between || c.verb != "patch" || c.name != "b7" || !annotations ||
+        annotations->value("annotations", nlohmann::json::object())
+                .value(kProtectedSecretAnnotation, nlohmann::json()) != secret) {
+      return;
+    }
+    released_in_between = true;
+    EXPECT_FALSE(protector.Reconcile("team-a/a3").retry_with_backoff);
+  };
+  EXPECT_FALSE(protector.Reconcile("team-a/b7").retry_with_backoff);
+  kube_.on_request = nullptr;
+  ASSERT_TRUE(released_in_between);
+  EXPECT_FALSE(
+      api::HasFinalizer(*kube_.Object("slurmclusters", kNs, "a3"), kClusterInUseFinalizer));
+  EXPECT_TRUE(kept()) << "b7 relies on it: " << kube_.Object("slurmclusters", kNs, "b7")->dump();
+
+  // b7's last SlurmJob goes too: now it is released.
+  in_use.clear();
+  EXPECT_FALSE(protector.Reconcile("team-a/b7").retry_with_backoff);
+  EXPECT_FALSE(kept()) << kube_.Object("secrets", kNs, secret)->dump();
+}
+
+// A Secret an operator from before the protected-for annotation kept for a3 and b7 (the finalizer,
+// no annotation): a new SlurmCluster keeping it lists all three; each release takes one; the last
+// takes the finalizer.
+TEST_F(ExecutorTest, ASecretKeptByAnOlderOperatorLearnsItsOwnersAndGoesWithTheLast) {
+  const std::string secret = "shared-creds";
+  ASSERT_TRUE(kube_
+                  .Create(kube::Secrets(), kNs,
+                          {{"apiVersion", "v1"},
+                           {"kind", "Secret"},
+                           {"metadata",
+                            {{"name", secret},
+                             {"namespace", kNs},
+                             {"finalizers", {kCredentialsInUseFinalizer}}}}})
+                  .ok());
+  const auto keep_with = [&](nlohmann::json& o) {
+    o["metadata"]["finalizers"] = {kClusterInUseFinalizer};
+    o["metadata"]["annotations"][kProtectedSecretAnnotation] = secret;
+    o["spec"]["credentialsSecretRef"] = {{"name", secret}};
+  };
+  kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", keep_with);
+  for (const char* name : {"b7", "c9"}) {
+    nlohmann::json c = testing::SlurmClusterObject(kNs, name, "v0.0.40");
+    c["metadata"].erase("finalizers");
+    c["spec"]["credentialsSecretRef"] = {{"name", secret}};
+    if (std::string(name) == "b7") keep_with(c);
+    ASSERT_TRUE(kube_.Create(SlurmClustersResource(), kNs, c).ok());
+  }
+  std::set<std::string> in_use = {"a3", "b7", "c9"};
+  ClusterProtector protector(
+      kube_, clusters_,
+      {[] { return true; },
+       [&](const std::string&, const std::string& n) { return in_use.contains(n); }});
+  const auto secret_now = [&] { return *kube_.Object("secrets", kNs, secret); };
+  const auto owners = [&] {
+    return secret_now()["metadata"]
+        .value("annotations", nlohmann::json::object())
+        .value(kProtectedForAnnotation, "<none>");
+  };
+
+  EXPECT_FALSE(protector.Reconcile("team-a/c9").retry_with_backoff);
+  EXPECT_EQ(owners(), "a3,b7,c9");
+  for (const char* name : {"a3", "c9"}) {
+    in_use.erase(name);
+    EXPECT_FALSE(protector.Reconcile(absl::StrCat("team-a/", name)).retry_with_backoff);
+    EXPECT_TRUE(api::HasFinalizer(secret_now(), kCredentialsInUseFinalizer)) << name;
+  }
+  EXPECT_EQ(owners(), "b7");
+  in_use.clear();
+  EXPECT_FALSE(protector.Reconcile("team-a/b7").retry_with_backoff);
+  EXPECT_FALSE(api::HasFinalizer(secret_now(), kCredentialsInUseFinalizer));
+  EXPECT_EQ(owners(), "<none>");
 }
 
 TEST_F(TenantAccessTest, ProbeOfANamespacedClusterWithoutCredentialsSendsNothing) {

@@ -77,6 +77,16 @@ std::string Invariants::PointsAt(const std::string& key) const {
   return (*c)["spec"].value("clusterId", "");
 }
 
+bool Invariants::CredentialsGone(const std::string& key) const {
+  const size_t slash = key.find('/');
+  const std::string ns = key.substr(0, slash);
+  std::optional<nlohmann::json> c =
+      kube_.Object(api::kSlurmClusterPlural.data(), ns, key.substr(slash + 1));
+  if (!c || !(*c)["spec"].contains("credentialsSecretRef")) return false;
+  const std::string secret = (*c)["spec"]["credentialsSecretRef"].value("name", "");
+  return !secret.empty() && !kube_.Object("secrets", ns, secret);
+}
+
 void Invariants::CheckDuplicates(std::vector<std::string>& out) {
   std::map<std::pair<std::string, int32_t>, std::map<std::string, std::vector<int64_t>>> by_run;
   for (const SimFleet::Cluster& c : fleet_.all()) {
@@ -232,6 +242,13 @@ std::vector<std::string> Invariants::Converged(Time now) {
     // the SlurmCluster no longer points at: its cancel is blocked.
     if (v.deleting && v.job_id == 0 && JobElsewhere(uid, points) &&
         reported_(v.key, "CancelBlocked")) {
+      continue;
+    }
+    // The Secret its SlurmCluster names is gone (switched to one the namespace's deletion took
+    // before the protector kept it): the cancel cannot authenticate, and the SlurmJob says so (its
+    // condition; the Event may be lost with a write whose reply was lost).
+    if (v.deleting && CredentialsGone(v.cluster) &&
+        (v.reconciling == "CredentialsInvalid" || reported_(v.key, "CredentialsInvalid"))) {
       continue;
     }
     if (v.deleting) {

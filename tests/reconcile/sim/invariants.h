@@ -86,6 +86,9 @@ class Invariants {
   // A SlurmJob whose job is on a cluster its SlurmCluster no longer points
   // at: "" when it reports the move, else the difference.
   std::string MoveReported(const JobView& v, Time now) const;
+  // Whether the credentials Secret SlurmCluster `key` names is gone (false when the SlurmCluster
+  // is gone or names none).
+  bool CredentialsGone(const std::string& key) const;
   // A job of `uid` on a cluster other than `points` (not "").
   bool JobElsewhere(const std::string& uid, const std::string& points) const;
 

@@ -2,6 +2,7 @@
 
 #include "tests/reconcile/sim/schedule.h"
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/api/resources.h"
 #include "controller/kube/resource_types.h"
+#include "controller/reconcile/cluster_protection.h"
 #include "controller/reconcile/job_descriptor.h"
 #include "controller/reconcile/resource_types.h"
 #include "tests/reconcile/fakes/fake_kube.h"
@@ -23,6 +25,9 @@ namespace {
 
 constexpr char kNs[] = "team-a";
 constexpr char kSecret[] = "a3-credentials";
+// The Secret a user may switch a3's credentialsSecretRef to (created at the first switch, so that
+// the uids of the first objects stay those the foreign jobs copy).
+constexpr char kOtherSecret[] = "a3-credentials-b";
 const char* const kNames[] = {"j0", "j1", "j2"};
 // The Agent Platform clusters SlurmCluster a3 may point at.
 const char* const kClusterIds[] = {"c1", "c2"};
@@ -122,11 +127,12 @@ class World {
       void (World::*run)();
     };
     static const Op kOps[] = {
-        {40, &World::OpReconcile}, {12, &World::OpAdvance},  {5, &World::OpTick},
-        {8, &World::OpCreate},     {4, &World::OpBumpRunId}, {5, &World::OpDelete},
-        {3, &World::OpCrash},      {4, &World::OpArmCrash},  {3, &World::OpStall},
-        {6, &World::OpTakeover},   {3, &World::OpNotice},    {3, &World::OpWatchDrop},
-        {4, &World::OpRelist},     {2, &World::OpRepoint},   {1, &World::OpDeleteNamespace},
+        {40, &World::OpReconcile},   {12, &World::OpAdvance},  {5, &World::OpTick},
+        {8, &World::OpCreate},       {4, &World::OpBumpRunId}, {5, &World::OpDelete},
+        {3, &World::OpCrash},        {4, &World::OpArmCrash},  {3, &World::OpStall},
+        {6, &World::OpTakeover},     {3, &World::OpNotice},    {3, &World::OpWatchDrop},
+        {4, &World::OpRelist},       {2, &World::OpRepoint},   {1, &World::OpDeleteNamespace},
+        {2, &World::OpSwitchSecret},
     };
     int total = 0;
     for (const Op& op : kOps) total += op.weight;
@@ -243,6 +249,26 @@ class World {
     absl::StatusOr<nlohmann::json> r = kube_.Update(SlurmClustersResource(), *c);
     faults_.Count("cluster.repoint");
     Trace(absl::StrCat("user points SlurmCluster a3 at cluster ", to, r.ok() ? "" : " (failed)"));
+  }
+
+  // The user switches SlurmCluster a3's credentialsSecretRef to the other Secret (the protector
+  // moves its finalizer from one to the other; cluster_protection.h).
+  void OpSwitchSecret() {
+    std::optional<nlohmann::json> c = kube_.Object(api::kSlurmClusterPlural.data(), kNs, "a3");
+    if (!c || namespace_ != Namespace::kActive) return;
+    if (!kube_.Object("secrets", kNs, kOtherSecret)) {
+      (void)kube_.Create(kube::Secrets(), kNs,
+                         {{"apiVersion", "v1"},
+                          {"kind", "Secret"},
+                          {"metadata", {{"name", kOtherSecret}, {"namespace", kNs}}},
+                          {"data", {{"credentials.json", "e30="}}}});
+    }
+    const std::string to =
+        (*c)["spec"]["credentialsSecretRef"].value("name", "") == kSecret ? kOtherSecret : kSecret;
+    (*c)["spec"]["credentialsSecretRef"] = {{"name", to}};
+    absl::StatusOr<nlohmann::json> r = kube_.Update(SlurmClustersResource(), *c);
+    faults_.Count("cluster.secret-switch");
+    Trace(absl::StrCat("user switches SlurmCluster a3 to Secret ", to, r.ok() ? "" : " (failed)"));
   }
 
   // The user deletes the namespace: Kubernetes deletes everything in it
@@ -382,6 +408,7 @@ class World {
       AfterStep();
       std::vector<std::string> diff = inv_.Converged(clock_.Now());
       if (diff.empty()) diff = NamespaceConverged();
+      if (diff.empty()) diff = ProtectionConverged();
       if (diff.empty()) return;
       if (clock_.Now() - quiet_start > o_.quiet_max || i + 1 == o_.max_quiet_steps) {
         for (std::string& d : diff) {
@@ -400,6 +427,32 @@ class World {
     if (jobs.ok() && !(*jobs)["items"].empty()) return {};
     return {absl::StrCat("[converge] namespace ", kNs,
                          " is still Terminating with no SlurmJob left in it")};
+  }
+
+  // In a live namespace, exactly the Secret a3 names carries the credentials finalizer while a
+  // SlurmJob names a3, and none does otherwise (a Secret kept for good blocks its namespace's
+  // deletion; one not kept may be deleted before a cancel that needs it).
+  std::vector<std::string> ProtectionConverged() {
+    if (namespace_ != Namespace::kActive) return {};
+    std::optional<nlohmann::json> a3 = kube_.Object(api::kSlurmClusterPlural.data(), kNs, "a3");
+    absl::StatusOr<nlohmann::json> jobs = kube_.List(SlurmJobsResource(), kNs, kube::ListOptions());
+    const bool in_use = a3 && jobs.ok() && !(*jobs)["items"].empty();
+    const std::string needed =
+        in_use ? (*a3)["spec"]["credentialsSecretRef"].value("name", "") : "";
+    std::vector<std::string> diff;
+    absl::StatusOr<nlohmann::json> secrets = kube_.List(kube::Secrets(), kNs, kube::ListOptions());
+    for (const nlohmann::json& s : secrets.ok() ? (*secrets)["items"] : nlohmann::json::array()) {
+      const std::string name = testing::Meta(s, "name");
+      const nlohmann::json fins = s["metadata"].value("finalizers", nlohmann::json::array());
+      const bool kept =
+          std::find(fins.begin(), fins.end(), kCredentialsInUseFinalizer) != fins.end();
+      if (kept != (name == needed)) {
+        diff.push_back(absl::StrCat("[converge] Secret ", name, kept ? " is" : " is not",
+                                    " kept while SlurmCluster a3 ",
+                                    in_use ? absl::StrCat("needs ", needed) : "is not in use"));
+      }
+    }
+    return diff;
   }
 
   void QuietStep(Replica& leader) {

@@ -12,7 +12,7 @@
 // overlap with the old leader's last steps), drop a replica's watch (its
 // cache lags) or relist (410: it catches up), repoint the SlurmCluster at
 // the other Agent Platform cluster (the same job ids name other jobs
-// there), delete the namespace (Kubernetes deletes its SlurmJobs,
+// there), switch its credentialsSecretRef to the other Secret, delete the namespace (Kubernetes deletes its SlurmJobs,
 // SlurmCluster and credentials Secret; it is gone once nothing is left, and
 // may be created again); faults in the calls
 // themselves come from the dice of SimAgentPlatform and ReplicaKube. Then
