@@ -189,6 +189,20 @@ Refusal ExplainRefusal(const absl::Status& s, const ClusterFacts& cluster,
 
 // ---- Being deleted ---------------------------------------------------------
 
+// A cancel the operator sent (`why`: for the deletion, a new runId, the deadline, too many failed
+// indexes) failed: retried with backoff, with a Warning Event each time, so that a job that keeps
+// running against the user's wish is never silent.
+Decision CancelFailed(const Known& k, int64_t job_id, const std::string& why,
+                      const std::string& action) {
+  const std::string detail(k.out.cancel->status().message());
+  Decision d =
+      StopAndBackoff(absl::StrCat("cancel of Slurm job ", job_id, " (", why, ") failed: ", detail));
+  d.events.push_back({kWarning, "CancelFailed", action,
+                      absl::StrCat("Cancelling Slurm job ", job_id, " (", why, ") failed: ", detail,
+                                   "; retrying.")});
+  return d;
+}
+
 // Deleting, and a call the deletion needs (`what`: reading the job's state, searching for its
 // tag) failed with `err`. A transient failure is retried with backoff; a lasting refusal (the
 // credentials Secret gone or wrong, permission denied, no such cluster) is told as a condition and
@@ -388,14 +402,8 @@ Decision Cancelling(const Known& k) {
                                      "; the SlurmJob is removed once Slurm reports it ended.")});
     return d;
   }
-  if (guards::CancelFailed(k.out)) {
-    Decision d = StopAndBackoff(absl::StrCat("cancel of Slurm job ", job_id,
-                                             " failed: ", k.out.cancel->status().message()));
-    d.events.push_back({kWarning, "CancelFailed", "Cancel",
-                        absl::StrCat("Cancelling Slurm job ", job_id, " failed: ",
-                                     k.out.cancel->status().message(), "; retrying.")});
-    return d;
-  }
+  if (guards::CancelFailed(k.out))
+    return CancelFailed(k, job_id, "the SlurmJob is deleted", "Cancel");
   return StopAndRequeue(k.opt.cancel_wait_poll, "waiting for the cancelled job to end");
 }
 
@@ -743,8 +751,7 @@ Decision ClusterGone(const Known& k) {
 Decision Superseded(const Known& k) {
   const auto& job = k.job;
   if (guards::CancelFailed(k.out)) {
-    return StopAndBackoff(absl::StrCat("cancel of Slurm job ", job.status.job_id(),
-                                       " failed: ", k.out.cancel->status().message()));
+    return CancelFailed(k, job.status.job_id(), "spec.runId changed", "Rerun");
   }
   Decision d = Do(Action::kCancel, "spec.runId changed: cancel the current run");
   d.api_version = ApiVersionOf(k.cluster);
@@ -871,8 +878,7 @@ Decision DeadlineExceeded(const Known& k) {
     return d;
   }
   if (guards::CancelFailed(k.out)) {
-    return StopAndBackoff(absl::StrCat("cancel of Slurm job ", job_id, " at its deadline failed: ",
-                                       k.out.cancel->status().message()));
+    return CancelFailed(k, job_id, "spec.activeDeadlineSeconds passed", "Cancel");
   }
   return StopAndRequeue(k.opt.cancel_wait_poll, "waiting for the job cancelled at its deadline");
 }
@@ -893,9 +899,8 @@ Decision TooManyFailedIndexes(const Known& k) {
     return d;
   }
   if (guards::CancelFailed(k.out)) {
-    return StopAndBackoff(
-        absl::StrCat("cancel of Slurm array job ", job_id,
-                     " after too many failed indexes failed: ", k.out.cancel->status().message()));
+    return CancelFailed(k, job_id, "more indexes failed than spec.array.maxFailedIndexes",
+                        "Cancel");
   }
   return StopAndRequeue(k.opt.cancel_wait_poll,
                         "waiting for the array cancelled after too many failed indexes");

@@ -87,6 +87,15 @@ void ExpectRow(const World& w, Stage stage, Action action) {
   EXPECT_EQ(w.decide().action, action) << "in stage " << StageName(stage) << ": " << w.decide().why;
 }
 
+// A failed cancel is retried, and told as a Warning Event naming why it was sent.
+void ExpectCancelFailedEvent(const World& w, const std::string& why) {
+  const Decision d = w.decide();
+  ASSERT_EQ(d.events.size(), 1u) << d.why;
+  EXPECT_EQ(d.events[0].type, kWarning);
+  EXPECT_EQ(d.events[0].reason, "CancelFailed");
+  EXPECT_NE(d.events[0].note.find(why), std::string::npos) << d.events[0].note;
+}
+
 // ---------------------------------------------------------------- deletion
 
 void Released() {
@@ -842,6 +851,7 @@ void Superseded() {
   w.out.cancel = absl::UnavailableError("x");
   EXPECT_EQ(w.stage(), Stage::kSuperseded);
   EXPECT_TRUE(w.decide().retry_with_backoff);
+  ExpectCancelFailedEvent(w, "spec.runId changed");
   w.SlurmSays(slurm::BaseState::kRunning, "someone else's job");
   EXPECT_EQ(w.stage(), Stage::kNotOurs) << "another job is never cancelled";
 }
@@ -1057,6 +1067,7 @@ void TooManyFailedIndexes() {
   EXPECT_EQ(w.decide().requeue_after, std::optional<Duration>(w.opt.cancel_wait_poll));
   w.out.cancel = absl::UnavailableError("x");
   EXPECT_TRUE(w.decide().retry_with_backoff);
+  ExpectCancelFailedEvent(w, "maxFailedIndexes");
   w.out.cancel.reset();
   ArraySays(w, {0, 1}, {2, 3}, slurm::BaseState::kCancelled);
   ExpectRow(w, Stage::kJobEnded, Action::kWriteStatus);
@@ -1120,6 +1131,7 @@ void DeadlineExceeded() {
   EXPECT_EQ(w.decide().requeue_after, std::optional<Duration>(w.opt.cancel_wait_poll));
   w.out.cancel = absl::UnavailableError("x");
   EXPECT_TRUE(w.decide().retry_with_backoff);
+  ExpectCancelFailedEvent(w, "activeDeadlineSeconds");
   w.out.cancel.reset();
   w.job.spec.set_backoff_limit(3);  // CANCELLED is never retried; NODE_FAIL would be
   w.SlurmSays(slurm::BaseState::kCancelled);
