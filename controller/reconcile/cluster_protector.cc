@@ -49,6 +49,30 @@ nlohmann::json OwnersPatch(const nlohmann::json& s, const std::set<std::string>&
   return patch;
 }
 
+// The Warning Event for a protection step the API server refused.
+EventSpec RefusalEvent(const ProtectionFacts& f, const ProtectionStep& step,
+                       const absl::Status& s) {
+  const std::string what = step.kind == ProtectionStep::Kind::kPatchCluster
+                               ? "patching the SlurmCluster's finalizer and annotations"
+                               : absl::StrCat("patching the finalizer of Secret ", step.secret);
+  const std::string failed =
+      f.in_use ? absl::StrCat(
+                     "Keeping the SlurmCluster and its credentials Secret while SlurmJobs "
+                     "name it failed (",
+                     what, "): ", s.message(),
+                     ". Its SlurmJobs submit nothing until it is kept (a namespace "
+                     "deletion could otherwise leave their jobs running).")
+               : absl::StrCat(
+                     "Releasing the SlurmCluster and its credentials Secret, which no "
+                     "SlurmJob names any more, failed (",
+                     what, "): ", s.message(),
+                     ". Their deletion (or their namespace's) waits until it succeeds.");
+  return {kWarning, "ProtectionFailed", "Protect",
+          absl::StrCat(failed,
+                       " Check that the operator may patch SlurmClusters and Secrets in this "
+                       "namespace and that no admission policy refuses its finalizers; retrying.")};
+}
+
 }  // namespace
 
 ProtectionFacts ProtectionFactsOf(const nlohmann::json& cluster, bool in_use) {
@@ -78,6 +102,9 @@ ReconcileResult ClusterProtector::Reconcile(const std::string& key) {
     if (absl::Status s = Apply(ns, cluster, step); !s.ok()) {
       LOG(WARNING) << "SlurmCluster " << key << ": keeping it (and its Secret) while SlurmJobs "
                    << "name it: " << s;
+      if (events_ && !kube::IsConflict(s) && !kube::IsUnreachable(s)) {
+        events_->Record(*cached, RefusalEvent(facts, step, s));
+      }
       // No answer at all: retried as soon as the API server answers again (retry_scheduler.h).
       return {std::nullopt, true, kube::IsUnreachable(s)};
     }

@@ -34,8 +34,12 @@ class ClusterProtector {
     std::function<bool(const std::string& ns, const std::string& name)> name_cluster;
   };
 
-  ClusterProtector(kube::Client& kube, const ObjectCache& clusters, JobsView jobs)
-      : kube_(kube), clusters_(clusters), jobs_(std::move(jobs)) {}
+  // `events` (may be null) receives a Warning Event on the SlurmCluster when a step is refused
+  // (an answer that is neither a conflict nor the API server out of reach): its SlurmJobs submit
+  // nothing until the SlurmCluster is kept, and the Event says why.
+  ClusterProtector(kube::Client& kube, const ObjectCache& clusters, JobsView jobs,
+                   EventSink* events = nullptr)
+      : kube_(kube), clusters_(clusters), jobs_(std::move(jobs)), events_(events) {}
 
   ReconcileResult Reconcile(const std::string& key);
 
@@ -58,6 +62,7 @@ class ClusterProtector {
   kube::Client& kube_;
   const ObjectCache& clusters_;
   const JobsView jobs_;
+  EventSink* const events_;
 };
 
 // The facts PlanProtection needs, from a SlurmCluster object.

@@ -89,7 +89,8 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
                  {[this] { return jobs_ && jobs_->HasSynced(); },
                   [this](const std::string& ns, const std::string& name) {
                     return !index_.Naming(ns, name, options_.executor.default_cluster).empty();
-                  }}) {
+                  }},
+                 &events) {
   if (options_.prioritize_submits && options_.workers_kept_for_submits > 0 &&
       options_.workers > options_.workers_kept_for_submits) {
     queue_.SetNormalLimit(

@@ -1887,6 +1887,34 @@ TEST_F(ExecutorTest, ASecretKeptByAnOlderOperatorLearnsItsOwnersAndGoesWithTheLa
   EXPECT_EQ(owners(), "<none>");
 }
 
+// A protection step the API server refuses (RBAC, an admission policy) is told on the
+// SlurmCluster as a Warning Event: its SlurmJobs submit nothing meanwhile, and before only the
+// operator's log said why. A conflict (a stale cache, retried at once) or no answer says nothing.
+TEST_F(ExecutorTest, AProtectionStepRefusedIsAWarningOnTheSlurmCluster) {
+  ClusterProtector protector(
+      kube_, clusters_,
+      {[] { return true; }, [](const std::string&, const std::string&) { return true; }}, &events_);
+  kube_.MutateBehindTheBack("slurmclusters", kNs, "a3",
+                            [](nlohmann::json& o) { o["metadata"].erase("finalizers"); });
+  kube_.FailNext("patch", absl::AbortedError("the object has been modified"));
+  EXPECT_TRUE(protector.Reconcile("team-a/a3").retry_with_backoff);
+  kube_.FailNext("patch", absl::UnavailableError("dial tcp: connect: connection refused"));
+  EXPECT_TRUE(protector.Reconcile("team-a/a3").retry_with_backoff);
+  EXPECT_THAT(events_.WithReason("ProtectionFailed"), IsEmpty());
+
+  kube_.FailNext("patch", absl::PermissionDeniedError(
+                              "slurmclusters.hpc.slurmoperator.dev \"a3\" is forbidden"));
+  EXPECT_TRUE(protector.Reconcile("team-a/a3").retry_with_backoff);
+  ASSERT_THAT(events_.WithReason("ProtectionFailed"),
+              ElementsAre(EventIs("Warning", "ProtectionFailed")));
+  const testing::RecordedEvent e = events_.events().back();
+  EXPECT_EQ(e.object, "team-a/a3");
+  EXPECT_THAT(e.event.note, HasSubstr("is forbidden"));
+  EXPECT_THAT(e.event.note, HasSubstr("Its SlurmJobs submit nothing until it is kept"));
+
+  EXPECT_FALSE(protector.Reconcile("team-a/a3").retry_with_backoff) << "kept once it is allowed";
+}
+
 TEST_F(TenantAccessTest, ProbeOfANamespacedClusterWithoutCredentialsSendsNothing) {
   NewExecutor(/*allow_operator_identity=*/false);
 
