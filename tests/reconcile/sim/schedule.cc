@@ -8,6 +8,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/api/resources.h"
 #include "controller/kube/resource_types.h"
 #include "controller/reconcile/cluster_protection.h"
@@ -29,6 +30,9 @@ constexpr char kSecret[] = "a3-credentials";
 // the uids of the first objects stay those the foreign jobs copy).
 constexpr char kOtherSecret[] = "a3-credentials-b";
 const char* const kNames[] = {"j0", "j1", "j2"};
+// The second SlurmCluster of the namespace, sharing a3's Secret (created when a SlurmJob first
+// names it; cluster_protector.h: the Secret is kept while either needs it).
+constexpr char kSharingCluster[] = "b7";
 // The Agent Platform clusters SlurmCluster a3 may point at.
 const char* const kClusterIds[] = {"c1", "c2"};
 
@@ -209,16 +213,26 @@ class World {
       CreateNamespace();
       Trace(absl::StrCat("user creates namespace ", kNs, " again, its SlurmCluster and Secret"));
     }
+    const std::string cluster = faults_.Chance(0.3) ? kSharingCluster : "a3";
+    if (cluster == kSharingCluster &&
+        !kube_.Object(api::kSlurmClusterPlural.data(), kNs, cluster)) {
+      nlohmann::json b7 = testing::SlurmClusterObject(kNs, kSharingCluster, "v0.0.42");
+      b7["metadata"].erase("finalizers");  // the protector's to add
+      b7["spec"]["credentialsSecretRef"] = {{"name", kSecret}};
+      (void)kube_.Create(SlurmClustersResource(), kNs, b7);
+      Trace(
+          absl::StrCat("user creates SlurmCluster ", kSharingCluster, " sharing Secret ", kSecret));
+    }
     const std::string policy = faults_.Chance(0.5) ? "Cancel" : "Orphan";
     nlohmann::json job = {{"apiVersion", std::string(api::kApiVersion)},
                           {"kind", "SlurmJob"},
                           {"metadata", {{"name", name}, {"namespace", kNs}}},
                           {"spec",
-                           {{"clusterRef", {{"name", "a3"}}},
+                           {{"clusterRef", {{"name", cluster}}},
                             {"script", "#!/bin/bash\necho hi\n"},
                             {"deletionPolicy", policy}}}};
     absl::StatusOr<nlohmann::json> r = kube_.Create(SlurmJobsResource(), kNs, job);
-    Trace(absl::StrCat("user creates ", name, " (", policy, ") uid ",
+    Trace(absl::StrCat("user creates ", name, " (", policy, ", on ", cluster, ") uid ",
                        r.ok() ? testing::Meta(*r, "uid") : r.status().ToString()));
   }
 
@@ -239,22 +253,32 @@ class World {
     Trace(absl::StrCat("user deletes ", name));
   }
 
-  // The user points SlurmCluster a3 at the other Agent Platform cluster
+  // A SlurmCluster of the namespace (a3, or b7 once it exists), by the dice.
+  std::string SomeCluster() {
+    const bool b7 =
+        faults_.Chance(0.3) && kube_.Object(api::kSlurmClusterPlural.data(), kNs, kSharingCluster);
+    return b7 ? kSharingCluster : "a3";
+  }
+
+  // The user points a SlurmCluster at the other Agent Platform cluster
   // (whose job ids are the same numbers).
   void OpRepoint() {
-    std::optional<nlohmann::json> c = kube_.Object(api::kSlurmClusterPlural.data(), kNs, "a3");
+    const std::string name = SomeCluster();
+    std::optional<nlohmann::json> c = kube_.Object(api::kSlurmClusterPlural.data(), kNs, name);
     if (!c) return;
     const std::string to = (*c)["spec"].value("clusterId", "") == "c1" ? "c2" : "c1";
     (*c)["spec"]["clusterId"] = to;
     absl::StatusOr<nlohmann::json> r = kube_.Update(SlurmClustersResource(), *c);
     faults_.Count("cluster.repoint");
-    Trace(absl::StrCat("user points SlurmCluster a3 at cluster ", to, r.ok() ? "" : " (failed)"));
+    Trace(absl::StrCat("user points SlurmCluster ", name, " at cluster ", to,
+                       r.ok() ? "" : " (failed)"));
   }
 
   // The user switches SlurmCluster a3's credentialsSecretRef to the other Secret (the protector
   // moves its finalizer from one to the other; cluster_protection.h).
   void OpSwitchSecret() {
-    std::optional<nlohmann::json> c = kube_.Object(api::kSlurmClusterPlural.data(), kNs, "a3");
+    const std::string name = SomeCluster();
+    std::optional<nlohmann::json> c = kube_.Object(api::kSlurmClusterPlural.data(), kNs, name);
     if (!c || namespace_ != Namespace::kActive) return;
     if (!kube_.Object("secrets", kNs, kOtherSecret)) {
       (void)kube_.Create(kube::Secrets(), kNs,
@@ -268,7 +292,8 @@ class World {
     (*c)["spec"]["credentialsSecretRef"] = {{"name", to}};
     absl::StatusOr<nlohmann::json> r = kube_.Update(SlurmClustersResource(), *c);
     faults_.Count("cluster.secret-switch");
-    Trace(absl::StrCat("user switches SlurmCluster a3 to Secret ", to, r.ok() ? "" : " (failed)"));
+    Trace(absl::StrCat("user switches SlurmCluster ", name, " to Secret ", to,
+                       r.ok() ? "" : " (failed)"));
   }
 
   // The user deletes the namespace: Kubernetes deletes everything in it
@@ -429,16 +454,18 @@ class World {
                          " is still Terminating with no SlurmJob left in it")};
   }
 
-  // In a live namespace, exactly the Secret a3 names carries the credentials finalizer while a
-  // SlurmJob names a3, and none does otherwise (a Secret kept for good blocks its namespace's
-  // deletion; one not kept may be deleted before a cancel that needs it).
+  // In a live namespace, exactly the Secrets that SlurmClusters in use name carry the credentials
+  // finalizer (a Secret kept for good blocks its namespace's deletion; one not kept may be deleted
+  // before a cancel that needs it).
   std::vector<std::string> ProtectionConverged() {
     if (namespace_ != Namespace::kActive) return {};
-    std::optional<nlohmann::json> a3 = kube_.Object(api::kSlurmClusterPlural.data(), kNs, "a3");
     absl::StatusOr<nlohmann::json> jobs = kube_.List(SlurmJobsResource(), kNs, kube::ListOptions());
-    const bool in_use = a3 && jobs.ok() && !(*jobs)["items"].empty();
-    const std::string needed =
-        in_use ? (*a3)["spec"]["credentialsSecretRef"].value("name", "") : "";
+    std::set<std::string> needed;
+    for (const nlohmann::json& j : jobs.ok() ? (*jobs)["items"] : nlohmann::json::array()) {
+      const std::string name = j["spec"]["clusterRef"].value("name", "");
+      std::optional<nlohmann::json> c = kube_.Object(api::kSlurmClusterPlural.data(), kNs, name);
+      if (c) needed.insert((*c)["spec"]["credentialsSecretRef"].value("name", ""));
+    }
     std::vector<std::string> diff;
     absl::StatusOr<nlohmann::json> secrets = kube_.List(kube::Secrets(), kNs, kube::ListOptions());
     for (const nlohmann::json& s : secrets.ok() ? (*secrets)["items"] : nlohmann::json::array()) {
@@ -446,10 +473,10 @@ class World {
       const nlohmann::json fins = s["metadata"].value("finalizers", nlohmann::json::array());
       const bool kept =
           std::find(fins.begin(), fins.end(), kCredentialsInUseFinalizer) != fins.end();
-      if (kept != (name == needed)) {
+      if (kept != needed.contains(name)) {
         diff.push_back(absl::StrCat("[converge] Secret ", name, kept ? " is" : " is not",
-                                    " kept while SlurmCluster a3 ",
-                                    in_use ? absl::StrCat("needs ", needed) : "is not in use"));
+                                    " kept while the SlurmClusters in use need {",
+                                    absl::StrJoin(needed, ","), "}"));
       }
     }
     return diff;
