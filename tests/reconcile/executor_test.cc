@@ -1774,6 +1774,25 @@ TEST_F(ExecutorTest, AProtectorWriteWithoutAnAnswerWaitsForTheApiServer) {
   EXPECT_FALSE(r.api_server_unreachable);
 }
 
+// An empty Secret in kNs with these finalizers.
+bool CreateSecret(testing::InMemoryKube& kube, const std::string& name,
+                  const std::vector<std::string>& finalizers) {
+  nlohmann::json meta = {{"name", name}, {"namespace", kNs}};
+  if (!finalizers.empty()) meta["finalizers"] = finalizers;
+  return kube
+      .Create(kube::Secrets(), kNs, {{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", meta}})
+      .ok();
+}
+
+// A protector whose SlurmJobs name exactly the SlurmClusters (of kNs) in `in_use`.
+ClusterProtector ProtectorNaming(kube::Client& kube, const ObjectCache& clusters,
+                                 const std::set<std::string>& in_use) {
+  return ClusterProtector(
+      kube, clusters,
+      {[] { return true; },
+       [&in_use](const std::string&, const std::string& n) { return in_use.contains(n); }});
+}
+
 // Two SlurmClusters share a credentials Secret. a3's last SlurmJob goes while b7, whose first
 // SlurmJob just came, has put the finalizer on the Secret and not yet recorded it: a3's release
 // must leave the finalizer b7 relies on. Before, a release looked only at the other
@@ -1781,12 +1800,7 @@ TEST_F(ExecutorTest, AProtectorWriteWithoutAnAnswerWaitsForTheApiServer) {
 // released, and b7's annotation then named a Secret a namespace deletion could take at once.
 TEST_F(ExecutorTest, ASharedSecretIsNotReleasedUnderAClusterStillProtectingIt) {
   const std::string secret = "shared-creds";
-  ASSERT_TRUE(kube_
-                  .Create(kube::Secrets(), kNs,
-                          {{"apiVersion", "v1"},
-                           {"kind", "Secret"},
-                           {"metadata", {{"name", secret}, {"namespace", kNs}}}})
-                  .ok());
+  ASSERT_TRUE(CreateSecret(kube_, secret, {}));
   kube_.MutateBehindTheBack("slurmclusters", kNs, "a3", [&](nlohmann::json& o) {
     o["metadata"].erase("finalizers");
     o["spec"]["credentialsSecretRef"] = {{"name", secret}};
@@ -1796,10 +1810,7 @@ TEST_F(ExecutorTest, ASharedSecretIsNotReleasedUnderAClusterStillProtectingIt) {
   b7["spec"]["credentialsSecretRef"] = {{"name", secret}};
   ASSERT_TRUE(kube_.Create(SlurmClustersResource(), kNs, b7).ok());
   std::set<std::string> in_use = {"a3"};
-  ClusterProtector protector(
-      kube_, clusters_,
-      {[] { return true; },
-       [&](const std::string&, const std::string& n) { return in_use.contains(n); }});
+  ClusterProtector protector = ProtectorNaming(kube_, clusters_, in_use);
   const auto kept = [&] {
     return api::HasFinalizer(*kube_.Object("secrets", kNs, secret), kCredentialsInUseFinalizer);
   };
@@ -1839,15 +1850,7 @@ TEST_F(ExecutorTest, ASharedSecretIsNotReleasedUnderAClusterStillProtectingIt) {
 // takes the finalizer.
 TEST_F(ExecutorTest, ASecretKeptByAnOlderOperatorLearnsItsOwnersAndGoesWithTheLast) {
   const std::string secret = "shared-creds";
-  ASSERT_TRUE(kube_
-                  .Create(kube::Secrets(), kNs,
-                          {{"apiVersion", "v1"},
-                           {"kind", "Secret"},
-                           {"metadata",
-                            {{"name", secret},
-                             {"namespace", kNs},
-                             {"finalizers", {kCredentialsInUseFinalizer}}}}})
-                  .ok());
+  ASSERT_TRUE(CreateSecret(kube_, secret, {kCredentialsInUseFinalizer}));
   const auto keep_with = [&](nlohmann::json& o) {
     o["metadata"]["finalizers"] = {kClusterInUseFinalizer};
     o["metadata"]["annotations"][kProtectedSecretAnnotation] = secret;
@@ -1862,10 +1865,7 @@ TEST_F(ExecutorTest, ASecretKeptByAnOlderOperatorLearnsItsOwnersAndGoesWithTheLa
     ASSERT_TRUE(kube_.Create(SlurmClustersResource(), kNs, c).ok());
   }
   std::set<std::string> in_use = {"a3", "b7", "c9"};
-  ClusterProtector protector(
-      kube_, clusters_,
-      {[] { return true; },
-       [&](const std::string&, const std::string& n) { return in_use.contains(n); }});
+  ClusterProtector protector = ProtectorNaming(kube_, clusters_, in_use);
   const auto secret_now = [&] { return *kube_.Object("secrets", kNs, secret); };
   const auto owners = [&] {
     return secret_now()["metadata"]
