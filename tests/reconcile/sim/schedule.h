@@ -10,11 +10,12 @@
 // a replica between or in the middle of a reconcile, stall the leader
 // (its Lease runs out; the standby takes over after it expired and may
 // overlap with the old leader's last steps), drop a replica's watch (its
-// cache lags) or relist (410: it catches up), repoint the SlurmCluster at
-// the other Agent Platform cluster (the same job ids name other jobs
-// there), switch its credentialsSecretRef to the other Secret, delete the namespace (Kubernetes deletes its SlurmJobs,
-// SlurmCluster and credentials Secret; it is gone once nothing is left, and
-// may be created again); faults in the calls
+// cache lags) or relist (410: it catches up), repoint a SlurmCluster (a3,
+// or b7, which shares a3's Secret) at the other Agent Platform cluster (the
+// same job ids name other jobs there), switch its credentialsSecretRef to
+// the other Secret, delete the namespace (Kubernetes deletes its SlurmJobs,
+// SlurmClusters and credentials Secrets; it is gone once nothing is left,
+// and may be created again); faults in the calls
 // themselves come from the dice of SimAgentPlatform and ReplicaKube. Then
 // a quiet phase: no faults, one leader, time advancing to each due key,
 // until the status converged to Slurm's truth (or the bound passes).
