@@ -192,8 +192,8 @@ Refusal ExplainRefusal(const absl::Status& s, const ClusterFacts& cluster,
 // A cancel the operator sent (`why`: for the deletion, a new runId, the deadline, too many failed
 // indexes) failed: retried with backoff, with a Warning Event each time, so that a job that keeps
 // running against the user's wish is never silent.
-Decision CancelFailed(const Known& k, int64_t job_id, const std::string& why,
-                      const std::string& action) {
+Decision RetryFailedCancel(const Known& k, int64_t job_id, const std::string& why,
+                           const std::string& action) {
   const std::string detail(k.out.cancel->status().message());
   Decision d =
       StopAndBackoff(absl::StrCat("cancel of Slurm job ", job_id, " (", why, ") failed: ", detail));
@@ -212,7 +212,10 @@ Decision DeletionCallFailed(const Known& k, const absl::Status& err, const std::
   if (IsTransient(err.code())) {
     return StopAndBackoff(absl::StrCat("deleting; ", what, " failed: ", err.message()));
   }
-  const Refusal r = ExplainRefusal(err, k.cluster, what);
+  Refusal r = ExplainRefusal(err, k.cluster, what);
+  if (!r.retry_later) {  // its "fix the spec; it is submitted again" is about submits
+    r = {"DeletionBlocked", absl::StrCat(what, " failed: ", err.message(), "."), true};
+  }
   const std::string msg = absl::StrCat(
       r.message,
       " The SlurmJob is deleted once its Slurm job is known to be cancelled or gone; to "
@@ -402,8 +405,9 @@ Decision Cancelling(const Known& k) {
                                      "; the SlurmJob is removed once Slurm reports it ended.")});
     return d;
   }
-  if (guards::CancelFailed(k.out))
-    return CancelFailed(k, job_id, "the SlurmJob is deleted", "Cancel");
+  if (guards::CancelFailed(k.out)) {
+    return RetryFailedCancel(k, job_id, "the SlurmJob is deleted", "Cancel");
+  }
   return StopAndRequeue(k.opt.cancel_wait_poll, "waiting for the cancelled job to end");
 }
 
@@ -751,7 +755,7 @@ Decision ClusterGone(const Known& k) {
 Decision Superseded(const Known& k) {
   const auto& job = k.job;
   if (guards::CancelFailed(k.out)) {
-    return CancelFailed(k, job.status.job_id(), "spec.runId changed", "Rerun");
+    return RetryFailedCancel(k, job.status.job_id(), "spec.runId changed", "Rerun");
   }
   Decision d = Do(Action::kCancel, "spec.runId changed: cancel the current run");
   d.api_version = ApiVersionOf(k.cluster);
@@ -878,7 +882,7 @@ Decision DeadlineExceeded(const Known& k) {
     return d;
   }
   if (guards::CancelFailed(k.out)) {
-    return CancelFailed(k, job_id, "spec.activeDeadlineSeconds passed", "Cancel");
+    return RetryFailedCancel(k, job_id, "spec.activeDeadlineSeconds passed", "Cancel");
   }
   return StopAndRequeue(k.opt.cancel_wait_poll, "waiting for the job cancelled at its deadline");
 }
@@ -899,8 +903,8 @@ Decision TooManyFailedIndexes(const Known& k) {
     return d;
   }
   if (guards::CancelFailed(k.out)) {
-    return CancelFailed(k, job_id, "more indexes failed than spec.array.maxFailedIndexes",
-                        "Cancel");
+    return RetryFailedCancel(k, job_id, "more indexes failed than spec.array.maxFailedIndexes",
+                             "Cancel");
   }
   return StopAndRequeue(k.opt.cancel_wait_poll,
                         "waiting for the array cancelled after too many failed indexes");

@@ -22,6 +22,7 @@ using fixtures::TargetRecorded;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::Pair;
 
 slurm::JobInfo Info(int64_t id, slurm::BaseState state) {
@@ -1078,6 +1079,13 @@ TEST(DecideDelete, ALastingReadRefusalSaysWhyAndHowToFinish) {
   d = Decide(job, Cluster(), {}, out, {}, kT0);
   EXPECT_EQ(d.action, Action::kNone);
   EXPECT_EQ(d.requeue_after, DecideOptions().permission_retry);
+  // A refusal that is not about access is not told as a submit's ("fix the spec").
+  out.query = absl::InvalidArgumentError("unsupported field");
+  d = Decide(Deleting(Submitted()), Cluster(), {}, out, {}, kT0);
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "DeletionBlocked");
+  EXPECT_THAT(d.events[0].note, HasSubstr("Reading the job's state failed: unsupported field."));
+  EXPECT_THAT(d.events[0].note, Not(HasSubstr("submitted again")));
   // A transient failure is only retried.
   out.query = absl::UnavailableError("connection reset");
   d = Decide(job, Cluster(), {}, out, {}, kT0);
