@@ -49,12 +49,17 @@ nlohmann::json OwnersPatch(const nlohmann::json& s, const std::set<std::string>&
   return patch;
 }
 
+// What `step` does, for a message.
+std::string StepDescription(const ProtectionStep& step) {
+  return step.kind == ProtectionStep::Kind::kPatchCluster
+             ? "patching the SlurmCluster's finalizer and annotations"
+             : absl::StrCat("patching the finalizer of Secret ", step.secret);
+}
+
 // The Warning Event for a protection step the API server refused.
 EventSpec RefusalEvent(const ProtectionFacts& f, const ProtectionStep& step,
                        const absl::Status& s) {
-  const std::string what = step.kind == ProtectionStep::Kind::kPatchCluster
-                               ? "patching the SlurmCluster's finalizer and annotations"
-                               : absl::StrCat("patching the finalizer of Secret ", step.secret);
+  const std::string what = StepDescription(step);
   const std::string failed =
       f.in_use ? absl::StrCat(
                      "Keeping the SlurmCluster and its credentials Secret while SlurmJobs "
@@ -94,7 +99,10 @@ ReconcileResult ClusterProtector::Reconcile(const std::string& key) {
   const std::string ns = key.substr(0, slash);
   const std::string name = key.substr(slash + 1);
   std::shared_ptr<const nlohmann::json> cached = clusters_.Get(ns, name);
-  if (!cached) return {};
+  if (!cached) {
+    problems_.Clear(key);
+    return {};
+  }
   if (!jobs_.synced()) return {seconds(1), false};
   const ProtectionFacts facts = ProtectionFactsOf(*cached, jobs_.name_cluster(ns, name));
   nlohmann::json cluster = *cached;  // as the previous step's patch left it
@@ -102,13 +110,17 @@ ReconcileResult ClusterProtector::Reconcile(const std::string& key) {
     if (absl::Status s = Apply(ns, cluster, step); !s.ok()) {
       LOG(WARNING) << "SlurmCluster " << key << ": keeping it (and its Secret) while SlurmJobs "
                    << "name it: " << s;
-      if (events_ && !kube::IsConflict(s) && !kube::IsUnreachable(s)) {
-        events_->Record(*cached, RefusalEvent(facts, step, s));
+      if (!kube::IsConflict(s) && !kube::IsUnreachable(s)) {
+        if (events_) events_->Record(*cached, RefusalEvent(facts, step, s));
+        if (facts.in_use) {
+          problems_.Set(key, absl::StrCat(StepDescription(step), " failed: ", s.message()));
+        }
       }
       // No answer at all: retried as soon as the API server answers again (retry_scheduler.h).
       return {std::nullopt, true, kube::IsUnreachable(s)};
     }
   }
+  problems_.Clear(key);
   return {};
 }
 

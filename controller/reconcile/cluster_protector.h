@@ -23,6 +23,7 @@
 #include "controller/kube/client.h"
 #include "controller/reconcile/cluster_protection.h"
 #include "controller/reconcile/ports.h"
+#include "controller/reconcile/protection_problems.h"
 
 namespace slurmop::reconcile {
 
@@ -42,6 +43,10 @@ class ClusterProtector {
       : kube_(kube), clusters_(clusters), jobs_(std::move(jobs)), events_(events) {}
 
   ReconcileResult Reconcile(const std::string& key);
+
+  // Why a SlurmCluster in use could not be kept, by key, for its waiting SlurmJobs (the executor
+  // reads it through ClusterCaches); cleared once a reconcile of that key completes.
+  const ProtectionProblems& problems() const { return problems_; }
 
  private:
   absl::Status Apply(const std::string& ns, nlohmann::json& cluster, const ProtectionStep& step);
@@ -63,6 +68,7 @@ class ClusterProtector {
   const ObjectCache& clusters_;
   const JobsView jobs_;
   EventSink* const events_;
+  ProtectionProblems problems_;
 };
 
 // The facts PlanProtection needs, from a SlurmCluster object.

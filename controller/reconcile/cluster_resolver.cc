@@ -117,6 +117,9 @@ ClusterFacts ResolveJobCluster(const ClusterCaches& caches, const std::string& n
   c.deleting = BeingDeleted(*obj);
   const ProtectionFacts protection = ProtectionFactsOf(*obj, true);
   c.unprotected = !KeptWhileInUse(protection);
+  if (c.unprotected && caches.protection_problems) {
+    c.protection_problem = caches.protection_problems->Get(c.key);
+  }
   absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*obj);
   if (!cluster.ok()) {
     // Unreadable: treat as found with an empty spec so that validation explains what is missing.

@@ -13,6 +13,7 @@
 #include "controller/reconcile/cluster_access.h"
 #include "controller/reconcile/decide.h"
 #include "controller/reconcile/ports.h"
+#include "controller/reconcile/protection_problems.h"
 
 namespace slurmop::reconcile {
 
@@ -21,6 +22,8 @@ struct ClusterCaches {
   const ObjectCache* namespaced = nullptr;      // SlurmClusters
   const ObjectCache* cluster_scoped = nullptr;  // ClusterSlurmClusters (nullptr: none known)
   const ObjectCache* namespaces = nullptr;      // Namespaces (nullptr: none known)
+  // Why the protector could not keep a SlurmCluster (nullptr: nothing is ever on record).
+  const ProtectionProblems* protection_problems = nullptr;
 };
 
 // The cluster of a SlurmJob of namespace `ns` with `ref` (an empty name means `default_cluster`,

@@ -563,6 +563,29 @@ Decision WaitingForDeps(const Known& k, const SubmitPlan& plan) {
   return WriteIfChanged(k.job, std::move(s), {}, Stop("waiting for dependencies"));
 }
 
+// Nothing is submitted to a SlurmCluster until it is kept while SlurmJobs name it. That takes
+// one patch or two, so the job only waits, woken by the SlurmCluster's change; once the protector
+// was refused (RBAC, an admission policy), the status says so and the job waits for that change.
+Decision ClusterUnprotected(const Known& k) {
+  const std::string& problem = k.cluster.protection_problem;
+  if (problem.empty()) {
+    return StopAndRequeue(std::chrono::seconds(1),
+                          "waiting for the SlurmCluster to be kept while SlurmJobs name it");
+  }
+  const std::string msg = absl::StrCat(
+      "SlurmCluster \"", k.cluster.name, "\" cannot be kept while SlurmJobs name it (", problem,
+      "), so nothing is submitted to it: deleting its namespace could otherwise leave the job "
+      "running. Let the operator patch SlurmClusters and Secrets in this namespace (or exempt "
+      "its finalizers from the admission policy that refuses them); the job is submitted once "
+      "the SlurmCluster is kept.");
+  const std::string reason = "ClusterProtectionFailed";
+  v1alpha1::SlurmJobStatus s = StatusRetrying(k.job.status, reason, msg, k.job.generation, k.now);
+  s.set_phase(std::string(kPhasePending));
+  s.set_reason(reason);
+  return WriteIfChanged(k.job, std::move(s), {{kWarning, reason, "Submit", msg}},
+                        StopAndRequeue(k.opt.permission_retry, msg));
+}
+
 // The finalizer first; when the submit is the step after it (and a note key
 // is set), the same patch records where the submit goes
 // (submit_target_note.h), which spares the status write of RecordingTarget.
@@ -1116,8 +1139,7 @@ Decision DecideStage(const Known& k, Assessment a) {
     case Stage::kWaitingForDeps:
       return WaitingForDeps(k, *a.plan);
     case Stage::kClusterUnprotected:
-      return StopAndRequeue(std::chrono::seconds(1),
-                            "waiting for the SlurmCluster to be kept while SlurmJobs name it");
+      return ClusterUnprotected(k);
     case Stage::kRecordingTarget:
       return RecordingTarget(k);
     case Stage::kReadyToSubmit:

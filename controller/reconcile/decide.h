@@ -89,6 +89,9 @@ struct ClusterFacts {
   // not name its credentials Secret yet (cluster_protection.h), so deleting its namespace would
   // delete it (or the Secret) at once; nothing is submitted to it until the protector kept both.
   bool unprotected = false;
+  // With `unprotected`: why the protector's last try to keep it was refused ("" while none was,
+  // e.g. before its first try), from ProtectionProblems.
+  std::string protection_problem;
   v1alpha1::SlurmClusterSpec spec;
   ClusterIdentity identity;  // kFound: whose credentials the calls carry
   ClusterAccess access;      // kRefused: why (reason, message, transient)

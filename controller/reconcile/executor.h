@@ -86,6 +86,12 @@ class Executor {
     caches_.namespaces = namespaces;
   }
 
+  // Why the protector could not keep a SlurmCluster, for the status of the SlurmJobs waiting on
+  // it (without it they only wait). Set before the first Reconcile.
+  void SetProtectionProblems(const ProtectionProblems* problems) {
+    caches_.protection_problems = problems;
+  }
+
   // The tracker saw the job of `key` change: the next reconcile looks at it
   // even if it looked recently.
   void MarkChanged(const std::string& key);

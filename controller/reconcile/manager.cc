@@ -97,6 +97,7 @@ Manager::Manager(kube::Client& kube, agentplatform::SlurmApi& slurm_api,
         static_cast<size_t>(options_.workers - options_.workers_kept_for_submits));
   }
   executor_.SetClusterScopedCaches(&cluster_clusters_view_, &namespaces_view_);
+  executor_.SetProtectionProblems(&protector_.problems());
   cluster_reconciler_.SetClusterAccess(&cluster_clusters_view_, options_.executor.access);
   jobs_ = std::make_unique<kube::Informer>(
       kube, SlurmJobsResource(), options_.watch_namespace,

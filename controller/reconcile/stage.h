@@ -88,7 +88,10 @@
 //                                                  Stalled if never met), stop
 // kClusterUnprotected ClusterUnprotected (its      none, requeue 1 s (the       kReadyToSubmit
 //                     SlurmCluster does not carry  protector adds it; the
-//                     cluster-in-use yet)          cluster's change wakes us)
+//                     cluster-in-use yet)          cluster's change wakes us);
+//                                                  the protector refused:
+//                                                  WriteStatus(ClusterProtection-
+//                                                  Failed), requeue permission_retry
 // kRecordingTarget    !SubmitTargetRecorded        WriteStatus(submitTarget :=  kReadyToSubmit
 //                     (status.submitTarget, or     where the cluster points,
 //                     without it the verified      and a StatusSaysRejected

@@ -463,6 +463,37 @@ TEST_F(TenantIdentity, DeletingANamespaceCancelsItsSlurmJobsAndCompletes) {
   EXPECT_EQ(state, "CANCELLED") << all.dump();
 }
 
+// An admission policy that refuses finalizers on Secrets: the operator cannot keep the
+// SlurmCluster's credentials Secret, so its SlurmJob is not submitted. The SlurmJob itself says
+// why (before, only the SlurmCluster's Event did), and is submitted once the policy is lifted.
+TEST_F(TenantIdentity, ARefusedProtectionIsToldOnTheSlurmJobAndLiftingItSubmits) {
+  const json refuse = {
+      {"method", "PATCH"},
+      {"path", "/namespaces/team-a/secrets/tenant-creds"},
+      {"status", 403},
+      {"reason", "Forbidden"},
+      {"message",
+       "admission webhook \"no-secret-finalizers.example.com\" denied the request: finalizers "
+       "on Secrets are not allowed"},
+      {"count", -1}};
+  ASSERT_EQ(Send(true, "POST", "/__admin/faults", refuse.dump()).status, 200);
+  ApplyJob("team-a", "guarded", "{name: with-creds}");
+  ASSERT_TRUE(WaitReason("team-a", "sj/guarded", "Reconciling", "ClusterProtectionFailed"));
+  EXPECT_THAT(
+      Get("team-a", "sj/guarded", "{.status.conditions[?(@.type==\"Reconciling\")].message}"),
+      HasSubstr("finalizers on Secrets are not allowed"));
+  EXPECT_EQ(Get("team-a", "sj/guarded", "{.status.phase}"), "Pending");
+  EXPECT_THAT(EventsOf("team-a", "guarded"), HasSubstr("ClusterProtectionFailed"));
+  EXPECT_TRUE(SlurmJobsOf("team-a", "guarded").empty());
+
+  ASSERT_EQ(Send(true, "POST", "/__admin/faults/clear").status, 200);
+  CommandResult done = WaitJobState("team-a", "sj/guarded", "COMPLETED");
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_EQ(SlurmJobsOf("team-a", "guarded").size(), 1u);
+  EXPECT_THAT(Get("team-a", "secret/tenant-creds", "{.metadata.finalizers}"),
+              HasSubstr("credentials-in-use"));
+}
+
 // Every path that talks to the Kubernetes API, then the recorded requests against deploy/.
 TEST_F(TenantIdentity, RbacMatchesTheCode) {
   const std::string cm =

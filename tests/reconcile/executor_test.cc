@@ -1915,6 +1915,41 @@ TEST_F(ExecutorTest, AProtectionStepRefusedIsAWarningOnTheSlurmCluster) {
   EXPECT_FALSE(protector.Reconcile("team-a/a3").retry_with_backoff) << "kept once it is allowed";
 }
 
+// A SlurmJob waiting for its SlurmCluster to be kept said nothing of its own: `kubectl describe
+// slurmjob` showed no reason while the protector was refused. Its status and a Warning Event now
+// say why; once the protector is let through, it is submitted.
+TEST_F(ExecutorTest, ASlurmJobWaitingOnARefusedProtectionSaysWhyAndIsSubmittedOnceKept) {
+  ClusterProtector protector(
+      kube_, clusters_,
+      {[] { return true; }, [](const std::string&, const std::string&) { return true; }}, &events_);
+  exec_->SetProtectionProblems(&protector.problems());
+  kube_.MutateBehindTheBack("slurmclusters", kNs, "a3",
+                            [](nlohmann::json& o) { o["metadata"].erase("finalizers"); });
+  AddJob();
+  EXPECT_EQ(Reconcile().requeue_after, std::optional<Duration>(seconds(1)));
+  EXPECT_TRUE(events_.WithReason("ClusterProtectionFailed").empty()) << "only a short wait";
+
+  kube_.FailNext("patch", absl::PermissionDeniedError(
+                              "slurmclusters.hpc.slurmoperator.dev \"a3\" is forbidden"));
+  EXPECT_TRUE(protector.Reconcile("team-a/a3").retry_with_backoff);
+  Reconcile();
+  EXPECT_EQ(Submits(), 0);
+  const v1alpha1::Condition reconciling = Cond(kReconciling);
+  EXPECT_EQ(reconciling.reason(), "ClusterProtectionFailed");
+  EXPECT_THAT(reconciling.message(), HasSubstr("is forbidden"));
+  EXPECT_EQ(Status().phase(), "Pending");
+  ASSERT_THAT(events_.WithReason("ClusterProtectionFailed"),
+              ElementsAre(EventIs("Warning", "ClusterProtectionFailed")));
+  EXPECT_EQ(events_.events().back().object, kKey);
+
+  EXPECT_FALSE(protector.Reconcile("team-a/a3").retry_with_backoff);
+  EXPECT_EQ(protector.problems().Get("team-a/a3"), "") << "kept: nothing on record";
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+  Reconcile();
+  EXPECT_EQ(Status().job_id(), 42) << Object()->dump();
+  EXPECT_NE(Cond(kReconciling).reason(), "ClusterProtectionFailed");
+}
+
 TEST_F(TenantAccessTest, ProbeOfANamespacedClusterWithoutCredentialsSendsNothing) {
   NewExecutor(/*allow_operator_identity=*/false);
 

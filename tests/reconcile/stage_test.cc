@@ -16,6 +16,7 @@
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/tag_search.h"
 #include "controller/slurm/array_folding.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/reconcile/decide_fixtures.h"
 
@@ -24,6 +25,7 @@ namespace {
 
 using fixtures::kT0;
 using std::chrono::seconds;
+using ::testing::HasSubstr;
 
 // Everything Decide() reads, held by value so that a row can edit it.
 struct World {
@@ -603,6 +605,28 @@ void ClusterUnprotected() {
   w.cluster.unprotected = true;
   ExpectRow(w, Stage::kClusterUnprotected, Action::kNone);
   EXPECT_EQ(w.decide().requeue_after, std::chrono::seconds(1));
+  EXPECT_TRUE(w.decide().events.empty()) << "keeping it takes a patch or two: only a wait";
+
+  // The protector was refused: the status and a Warning Event say why, once.
+  w.cluster.protection_problem =
+      "patching the finalizer of Secret tenant-creds failed: secrets \"tenant-creds\" is "
+      "forbidden";
+  ExpectRow(w, Stage::kClusterUnprotected, Action::kWriteStatus);
+  const Decision d = w.decide();
+  const v1alpha1::Condition* reconciling = FindCondition(d.status.conditions(), kReconciling);
+  ASSERT_NE(reconciling, nullptr);
+  EXPECT_EQ(reconciling->reason(), "ClusterProtectionFailed");
+  EXPECT_THAT(reconciling->message(), HasSubstr("is forbidden"));
+  EXPECT_THAT(reconciling->message(), HasSubstr("nothing is submitted"));
+  EXPECT_EQ(d.status.phase(), "Pending");
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].type, kWarning);
+  EXPECT_EQ(d.events[0].reason, "ClusterProtectionFailed");
+  w.Wrote(d);
+  ExpectRow(w, Stage::kClusterUnprotected, Action::kNone);
+  EXPECT_EQ(w.decide().requeue_after, w.opt.permission_retry) << "the cluster's change wakes it";
+  EXPECT_TRUE(w.decide().events.empty());
+
   w.cluster.unprotected = false;
   EXPECT_EQ(w.stage(), Stage::kReadyToSubmit);
 }
