@@ -69,6 +69,7 @@ void Replica::Build() {
                                  [this](const std::string& ns, const std::string& name) {
                                    return !index_->Naming(ns, name, "").empty();
                                  }});
+  executor_->SetProtectionProblems(&protector_->problems());
   if (d_.batched) {
     TrackerOptions t;
     t.fetch_threads = 1;

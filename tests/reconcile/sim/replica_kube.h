@@ -7,6 +7,9 @@
 //   kube.reply-lost      a write was applied, its answer lost (the
 //                        connection dropped after the server committed)
 //   kube.conflict        409: someone else wrote first (nothing done)
+//   kube.forbidden       403: an admission policy (or RBAC being rolled out) refused the
+//                        write (nothing done); the protector's refusals reach the
+//                        SlurmJobs waiting on it (ProtectionProblems)
 
 #ifndef SLURMOP_TESTS_RECONCILE_SIM_REPLICA_KUBE_H_
 #define SLURMOP_TESTS_RECONCILE_SIM_REPLICA_KUBE_H_
@@ -92,8 +95,12 @@ class ReplicaKube : public kube::Client {
   absl::StatusOr<nlohmann::json> Write(const Op& op) {
     if (auto d = Died(op)) return *d;
     const std::string fault =
-        faults_.Roll({"kube.unavailable", "kube.reply-lost", "kube.conflict"});
+        faults_.Roll({"kube.unavailable", "kube.reply-lost", "kube.conflict", "kube.forbidden"});
     if (fault == "kube.unavailable") return Unreachable();
+    if (fault == "kube.forbidden") {
+      return absl::PermissionDeniedError(
+          "admission webhook \"policy.example.com\" denied the request: try again later");
+    }
     if (fault == "kube.conflict") {
       return absl::AbortedError(
           "Operation cannot be fulfilled: the object has been modified; please apply your "
