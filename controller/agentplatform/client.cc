@@ -286,7 +286,8 @@ class SlurmApiClient final : public SlurmApi {
         return decoded;
       }
 
-      absl::Status s = RedactStatus(GoogleErrorToStatus(*response, clock_->Now()), secrets);
+      absl::Status s =
+          RedactStatus(GoogleErrorToStatus(*response, clock_->Now(), secrets), secrets);
       if (s.code() == absl::StatusCode::kUnauthenticated || response->status == 401) {
         if (!auth_retried) {
           auth_retried = true;

@@ -18,7 +18,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "controller/agentplatform/token_endpoint.h"
 #include "controller/common/bounded_json.h"
+#include "controller/common/bounded_text.h"
 #include "nlohmann/json.hpp"
 
 namespace slurmop::agentplatform {
@@ -211,7 +213,8 @@ int ErrorHttpStatus(const absl::Status& status) {
   return s;
 }
 
-absl::Status GoogleErrorToStatus(const http::Response& response, Time now) {
+absl::Status GoogleErrorToStatus(const http::Response& response, Time now,
+                                 const std::vector<std::string>& secrets) {
   nlohmann::json body = ParseBoundedJson(response.body, kMaxRemoteJsonDepth);
   const bool is_json = !body.is_discarded();
   // Some front ends wrap the error in a one-element array.
@@ -234,7 +237,7 @@ absl::Status GoogleErrorToStatus(const http::Response& response, Time now) {
     }
     auto message_it = error->find("message");
     if (message_it != error->end() && message_it->is_string()) {
-      message = message_it->get<std::string>();
+      message = CutText(Redact(message_it->get<std::string>(), secrets), kMaxRemoteMessageBytes);
     }
     auto details = error->find("details");
     if (details != error->end() && details->is_array()) {

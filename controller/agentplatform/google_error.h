@@ -34,6 +34,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "controller/common/clock.h"
@@ -53,8 +54,11 @@ std::optional<std::chrono::milliseconds> ParseRetryAfter(std::string_view value,
 // "1.5s", "30s", "250ms".
 std::string FormatDelay(std::chrono::milliseconds delay);
 
-// The status for a non-2xx callSlurmRestApi answer.
-absl::Status GoogleErrorToStatus(const http::Response& response, Time now);
+// The status for a non-2xx callSlurmRestApi answer. The remote's message is untrusted: `secrets`
+// are redacted from it (token_endpoint.h's Redact), then it is cut to kMaxRemoteMessageBytes, in
+// that order, so that no cut leaves part of a secret unredacted.
+absl::Status GoogleErrorToStatus(const http::Response& response, Time now,
+                                 const std::vector<std::string>& secrets = {});
 
 // "a 1234-byte text/html body that is not a JSON error (not quoted)": how a
 // remote's non-JSON body is mentioned in messages (size and sanitised

@@ -12,6 +12,7 @@
 #include "absl/strings/str_replace.h"
 #include "controller/agentplatform/google_error.h"
 #include "controller/common/bounded_json.h"
+#include "controller/common/bounded_text.h"
 #include "controller/common/json_members.h"
 #include "controller/http/percent_encoding.h"
 
@@ -120,6 +121,8 @@ absl::Status TokenEndpointError(const http::Response& response, const TokenExcha
   std::string detail;
   if (!error.empty()) detail = error;
   if (!description.empty()) absl::StrAppend(&detail, detail.empty() ? "" : ": ", description);
+  // Redacted before it is cut: a cut through a secret would leave its start unredacted.
+  detail = CutText(Redact(detail, exchange.secrets), kMaxRemoteMessageBytes);
   if (detail.empty() && !body.is_object()) detail = DescribeUnquotedBody(response);
   std::string message = absl::StrCat(exchange.what, " answered HTTP ", s);
   if (!detail.empty()) absl::StrAppend(&message, " (", detail, ")");

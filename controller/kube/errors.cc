@@ -13,6 +13,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "controller/common/bounded_json.h"
+#include "controller/common/bounded_text.h"
 
 namespace slurmop::kube {
 namespace {
@@ -155,7 +156,9 @@ absl::Status StatusFromKubeStatus(const nlohmann::json& kube_status,
     code = it->get<int>();
   }
   if (!retry_after.has_value()) retry_after = RetryAfterFromDetails(kube_status);
-  return BuildStatus(code, StringField(kube_status, "reason"), StringField(kube_status, "message"),
+  // An admission webhook's message is the webhook's own text, of any length.
+  return BuildStatus(code, StringField(kube_status, "reason"),
+                     CutText(StringField(kube_status, "message"), kMaxRemoteMessageBytes),
                      CauseReasons(kube_status), retry_after);
 }
 

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "controller/common/bounded_text.h"
+
 namespace slurmop::reconcile {
 namespace {
 
@@ -42,7 +44,7 @@ void SetCondition(Conditions* conditions, std::string_view type, ConditionStatus
     c->mutable_last_transition_time()->set_nanos(0);
   }
   c->set_reason(std::string(reason));
-  c->set_message(std::string(message));
+  c->set_message(CutText(message, kMaxConditionMessageBytes));
   c->set_observed_generation(generation);
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/common/bounded_text.h"
 #include "controller/slurm/json_fields.h"
 #include "controller/slurm/text_compat.h"
 
@@ -115,6 +116,7 @@ absl::Status RejectionStatus(int http_status, const nlohmann::json& body,
   if (text.empty()) {
     text = absl::StrCat("Slurm REST API answered HTTP ", http_status, " without an error message");
   }
+  text = CutText(text, kMaxRemoteMessageBytes);
   if (IsUnauthenticated(http_status, errors)) return absl::UnauthenticatedError(text);
   if (http_status == 502 || http_status == 503 || http_status == 504 ||
       AnyNumber(errors, IsControllerUnreachableNumber)) {

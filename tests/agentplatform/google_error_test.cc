@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "controller/agentplatform/client.h"
+#include "controller/common/bounded_text.h"
 #include "tests/agentplatform/fake_transport.h"
 
 namespace slurmop::agentplatform {
@@ -195,6 +196,29 @@ TEST(GoogleError, RetryDelayOfPlainStatusIsEmpty) {
   EXPECT_FALSE(RetryDelay(absl::UnavailableError("x")).has_value());
   EXPECT_FALSE(RetryDelay(absl::OkStatus()).has_value());
   EXPECT_EQ(ErrorReason(absl::UnavailableError("x")), "");
+}
+
+// A remote's message is untrusted input: a 40 KB one made the SlurmJob's status write fail (a
+// condition's message holds 32 KiB) and the SlurmJob said nothing.
+// Redacted before it is cut: a cut through an echoed secret would leave its start readable.
+TEST(GoogleError, ASecretAcrossTheCutIsRedactedWhole) {
+  const std::string secret = "ya29.secret-token-0123456789abcdefghijklmnopqrstuvwxyz";
+  for (size_t at = 400; at < 520; ++at) {
+    const std::string body = std::string(at, 'x') + secret + std::string(1000, 'y');
+    absl::Status s = GoogleErrorToStatus(Respond(403, ErrorBody(403, "PERMISSION_DENIED", body)),
+                                         kNow, {secret});
+    EXPECT_EQ(std::string(s.message()).find("ya29.secret"), std::string::npos) << at;
+  }
+}
+
+TEST(GoogleError, AHugeMessageIsCut) {
+  const std::string huge = "denied " + std::string(40000, 'x');
+  absl::Status s =
+      GoogleErrorToStatus(Respond(403, ErrorBody(403, "PERMISSION_DENIED", huge)), kNow);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  // The remote's part, after the operator's own prefix.
+  EXPECT_LE(s.message().size(), kMaxRemoteMessageBytes + 100) << s.message();
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("denied xxx"));
 }
 
 }  // namespace

@@ -205,6 +205,29 @@ TEST_F(ServiceAccountTest, ErrorMapping) {
   }
 }
 
+// A token endpoint's error text is untrusted input: cut to kMaxRemoteMessageBytes (a longer one
+// could not be written into a condition), after the assertion is redacted from it, so that the
+// cut never leaves the assertion's start readable.
+TEST_F(ServiceAccountTest, AHugeErrorIsCutAfterTheAssertionIsRedacted) {
+  for (size_t pad : {0, 300, 450, 480}) {
+    transport_.SetHandler([pad](const http::Request& req) -> absl::StatusOr<http::Response> {
+      const std::string assertion = ParseForm(req.body)["assertion"];
+      return Respond(400, nlohmann::json({{"error", "invalid_grant"},
+                                          {"error_description", std::string(pad, 'x') + assertion +
+                                                                    std::string(40000, 'y')}})
+                              .dump());
+    });
+    auto source = Load();
+    absl::StatusOr<std::string> token = source->Token();
+    ASSERT_FALSE(token.ok());
+    const std::string message(token.status().message());
+    const std::string assertion = ParseForm(transport_.requests().back().body)["assertion"];
+    EXPECT_LT(message.size(), 2048u) << pad;
+    EXPECT_THAT(message, Not(HasSubstr(assertion.substr(0, 20)))) << pad;
+    EXPECT_THAT(message, HasSubstr("check that the key of service account")) << "the advice stays";
+  }
+}
+
 TEST_F(ServiceAccountTest, NoAssertionOrKeyInErrors) {
   // A token endpoint that echoes the request body in its error.
   transport_.SetHandler([](const http::Request& req) -> absl::StatusOr<http::Response> {

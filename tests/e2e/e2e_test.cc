@@ -36,6 +36,7 @@ namespace {
 using std::chrono::seconds;
 using testing::CommandResult;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ReadFile;
 using testing::ReadPort;
 using testing::RunCommand;
@@ -661,6 +662,33 @@ TEST_F(E2E, UnknownPartitionIsRejectedOnceWithSlurmsMessage) {
   ASSERT_TRUE(view.is_object()) << view.dump();
   EXPECT_EQ(view["submit_counts"]["total"], 1) << view["submit_counts"].dump();
   EXPECT_EQ(view["submit_counts"]["rejected"], 1);
+}
+
+// A remote's error message is untrusted input. A 40 KB one (past the 32 KiB a condition's
+// message may hold) made every status write fail with 422 Invalid: the SlurmJob showed nothing
+// and its Events were never sent. The remote's part is cut; the operator's advice after it stays.
+TEST_F(E2E, AHugeErrorMessageFromAgentPlatformIsCutAndTheAdviceStays) {
+  ASSERT_TRUE(AdminPost("/__admin/faults", {{"error", "PERMISSION_DENIED"},
+                                            {"message", std::string(40000, 'x') + " (end)"},
+                                            {"method", "POST"},
+                                            {"path", "/job/submit$"},
+                                            {"count", 1}}));
+  ASSERT_EQ(ApplyJob("bigerror", "#!/bin/bash\ntrue\n").exit_code, 0);
+  CommandResult wait = Kubectl(
+      {"wait", "-n", kNs, "sj/bigerror",
+       "--for=jsonpath={.status.conditions[?(@.type==\"Submitted\")].reason}=PermissionDenied",
+       "--timeout=30s"});
+  ASSERT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  const std::string message =
+      Get("bigerror", "{.status.conditions[?(@.type==\"Submitted\")].message}");
+  EXPECT_LT(message.size(), 4096u);
+  EXPECT_THAT(message, HasSubstr("xxxx"));
+  EXPECT_THAT(message, Not(HasSubstr("(end)")));
+  EXPECT_THAT(message, HasSubstr("roles/aiplatform.user"));
+  CommandResult events = Kubectl({"get", "events", "-n", kNs, "--field-selector",
+                                  "involvedObject.name=bigerror", "-o", "json"});
+  EXPECT_THAT(events.out, HasSubstr("PermissionDenied"));
+  EXPECT_THAT(events.out, HasSubstr("roles/aiplatform.user"));
 }
 
 TEST_F(E2E, ALostSubmitResponseIsFoundByItsTagNotSubmittedAgain) {

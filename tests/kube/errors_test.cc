@@ -5,6 +5,7 @@
 
 #include "controller/kube/errors.h"
 
+#include "controller/common/bounded_text.h"
 #include "controller/kube/resource_types.h"
 #include "controller/kube/watch_event.h"
 #include "gtest/gtest.h"
@@ -239,6 +240,16 @@ TEST(WatchEventTest, Error410EventIsGone) {
   ASSERT_TRUE(other.ok());
   EXPECT_FALSE(IsGone(*other));
   EXPECT_EQ(StatusFromErrorEvent(*other).code(), absl::StatusCode::kInternal);
+}
+
+// An admission webhook's message is its own text, of any length: the operator quotes at most
+// kMaxRemoteMessageBytes of it, so that its conditions and Events can still be written.
+TEST(ErrorsTest, AWebhooksHugeMessageIsCut) {
+  const std::string huge = "admission webhook denied the request: " + std::string(40000, 'x');
+  absl::Status s = StatusFromResponse(StatusResponse(403, "Forbidden", huge));
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_LE(s.message().size(), kMaxRemoteMessageBytes);
+  EXPECT_EQ(s.message().substr(0, 37), huge.substr(0, 37));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <chrono>
 
+#include "controller/common/bounded_text.h"
 #include "controller/reconcile/conditions.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -996,6 +997,18 @@ TEST(DecideTrack, ConditionTimesMoveOnlyOnTransitions) {
   Decision d2 = Decide(job, Cluster(), {}, Queried(done), {}, kT0 + seconds(50));
   EXPECT_EQ(Cond(d2.status, kSubmitted).last_transition_time().seconds(), submitted_at);
   EXPECT_EQ(Cond(d2.status, kReady).last_transition_time().seconds(), 1'700'000'050);
+}
+
+// Whatever a message quotes, a condition holds no more than the CRD's maxLength allows: a longer
+// one fails the whole status write (422), and the SlurmJob then says nothing at all.
+TEST(DecideTrack, AConditionsMessageFitsTheSchema) {
+  v1alpha1::SlurmJobStatus s;
+  SetCondition(s.mutable_conditions(), kReady, ConditionStatus::kFalse, "Failed",
+               std::string(100000, 'x'), 1, kT0);
+  EXPECT_LE(Cond(s, kReady).message().size(), kMaxConditionMessageBytes);
+  const std::string cut = Cond(s, kReady).message();
+  SetCondition(s.mutable_conditions(), kReady, ConditionStatus::kFalse, "Failed", cut, 1, kT0);
+  EXPECT_EQ(Cond(s, kReady).message(), cut) << "written again unchanged: no write loop";
 }
 
 TEST(PollInterval, FastAtFirstThenSlowerAndCapped) {

@@ -5,6 +5,7 @@
 
 #include "controller/slurm/slurm_errors.h"
 
+#include "controller/common/bounded_text.h"
 #include "gtest/gtest.h"
 
 namespace slurmop::slurm {
@@ -88,6 +89,14 @@ TEST(RejectionStatusTest, MessageIsTheSlurmText) {
             "Authentication failure");
   EXPECT_EQ(RejectionStatus(502, nullptr, {}).message(),
             "Slurm REST API answered HTTP 502 without an error message");
+}
+
+TEST(RejectionStatusTest, AHugeErrorListIsCut) {
+  std::vector<SlurmMessage> errors(2000, SlurmMessage{2000, "Invalid partition name specified",
+                                                      "Batch job submission failed", "x"});
+  const absl::Status s = RejectionStatus(500, nullptr, errors);
+  EXPECT_LE(s.message().size(), kMaxRemoteMessageBytes);
+  EXPECT_EQ(s.message().substr(0, 32), "Invalid partition name specified");
 }
 
 }  // namespace
