@@ -4,6 +4,7 @@
 
 #include "controller/slurm/job_record_decoding.h"
 
+#include "controller/common/bounded_text.h"
 #include "controller/slurm/allocation_decoding.h"
 #include "controller/slurm/exit_code_decoding.h"
 #include "controller/slurm/job_state_decoding.h"
@@ -124,8 +125,10 @@ absl::StatusOr<JobInfo> DecodeSlurmctldJob(const nlohmann::json& record) {
   if (!info.ok()) return info;
   info->comment = StringMember(record, "comment");
   ApplyState(FindMember(record, "job_state"), &*info);
-  info->state_reason = StringMember(record, "state_reason");
-  info->state_description = StringMember(record, "state_description");
+  // Both reach the SlurmJob's status and messages: cut like any remote text (bounded_text.h).
+  info->state_reason = CutText(StringMember(record, "state_reason"), kMaxRemoteMessageBytes);
+  info->state_description =
+      CutText(StringMember(record, "state_description"), kMaxRemoteMessageBytes);
   info->submit_time = EpochMember(record, "submit_time");
   info->start_time = EpochMember(record, "start_time");
   info->end_time = EpochMember(record, "end_time");
@@ -147,7 +150,7 @@ absl::StatusOr<JobInfo> DecodeSlurmdbJob(const nlohmann::json& record,
   }
   if (const nlohmann::json* state = FindMember(record, "state"); state != nullptr) {
     ApplyState(state->is_object() ? FindMember(*state, "current") : state, &*info);
-    info->state_reason = StringMember(*state, "reason");
+    info->state_reason = CutText(StringMember(*state, "reason"), kMaxRemoteMessageBytes);
   }
   if (const nlohmann::json* time = FindMember(record, "time"); time != nullptr) {
     info->submit_time = EpochMember(*time, "submission");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/common/bounded_text.h"
 #include "controller/slurm/dialects.h"
 #include "gtest/gtest.h"
 #include "tests/slurm/test_fixtures.h"
@@ -187,6 +188,22 @@ TEST_P(DialectScenarioTest, JobPendingWithReason) {
   EXPECT_EQ(j.start_time, std::nullopt);
   EXPECT_EQ(j.end_time, std::nullopt);
   EXPECT_EQ(j.exit_code, std::nullopt);
+}
+
+// Slurm's state reason and description reach the SlurmJob's status and messages: cut like any
+// remote text, so that a runaway one cannot swell the status past what the API server stores.
+TEST_P(DialectScenarioTest, AHugeStateReasonIsCut) {
+  RecordedResponse r = Load("job_pending.json");
+  const std::string huge = "Resources" + std::string(100000, 'r');
+  std::string text = r.body.dump();
+  const size_t at = text.find("\"Resources\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 11, nlohmann::json(huge).dump());
+  absl::StatusOr<JobLookup> got = dialect().ParseJob(r.status, nlohmann::json::parse(text), 42);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->job.has_value());
+  EXPECT_LE(got->job->state_reason.size(), kMaxRemoteMessageBytes);
+  EXPECT_EQ(got->job->state_reason.substr(0, 9), "Resources");
 }
 
 TEST_P(DialectScenarioTest, UnknownJobOnGet) {
