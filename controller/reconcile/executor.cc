@@ -84,6 +84,23 @@ const char* ActionName(Action a) {
   return "?";
 }
 
+// 403 (RBAC, an admission policy) or 400/422 (the object as written is invalid): unlike a
+// conflict, a 5xx or no answer, retrying does not make it pass by itself.
+bool RefusedForGood(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kPermissionDenied ||
+         s.code() == absl::StatusCode::kInvalidArgument;
+}
+
+// The Warning Event for a write of the SlurmJob the API server refused for good. It goes by the
+// Events API: the refused write may be the very status that would have said so.
+EventSpec WriteRefusedEvent(const absl::Status& s, std::string_view what) {
+  return {kWarning, "WriteRefused", "Reconcile",
+          absl::StrCat("The API server refused the operator's ", std::string(what),
+                       " of this SlurmJob: ", s.message(),
+                       ". The SlurmJob stays where it is until that is accepted. Check the "
+                       "operator's RBAC and any admission policy on SlurmJobs; retrying.")};
+}
+
 // The string values of metadata.labels or metadata.annotations.
 std::map<std::string, std::string> StringMap(const nlohmann::json& meta, const char* field) {
   std::map<std::string, std::string> out;
@@ -410,10 +427,12 @@ class Executor::Attempt {
   // A failed write: gone (stop), a conflict (re-read and decide again with
   // the outcomes kept), or an error (backoff; for a status write, a 429 says
   // when to come back, and that is honoured rather than the per-key backoff).
+  // `what` names the write for the log and the Event: "status write", or the action's name.
   Next WriteFailed(const absl::Status& s, std::string_view what, bool honour_retry_after) {
     if (kube::IsNotFound(s)) return Finish({});
     if (kube::IsConflict(s) && Refresh().ok()) return kDecideAgain;
     write_failed_ = true;
+    if (RefusedForGood(s)) Record({WriteRefusedEvent(s, what)});
     // Applied but unanswered, it is in no view of ours: stage kConfirmingWrite reads it back.
     if (kube::MayHaveBeenApplied(s)) memo_.write_outcome_unknown = true;
     LOG(WARNING) << key_ << ": " << what << " failed: " << s;

@@ -1915,6 +1915,39 @@ TEST_F(ExecutorTest, AProtectionStepRefusedIsAWarningOnTheSlurmCluster) {
   EXPECT_FALSE(protector.Reconcile("team-a/a3").retry_with_backoff) << "kept once it is allowed";
 }
 
+// A write of the SlurmJob the API server refuses for good (an admission policy, RBAC, an invalid
+// object) was retried with nothing but a log line, and the SlurmJob's status could not say so:
+// the refused write may be that very status. A Warning Event says it; a conflict or no answer,
+// which pass by themselves, says nothing.
+TEST_F(ExecutorTest, AWriteRefusedForGoodIsAWarningEvent) {
+  AddJob();
+  kube_.FailNext("patch", absl::PermissionDeniedError(
+                              "admission webhook \"policy.example.com\" denied the request: "
+                              "finalizers are not allowed"));
+  EXPECT_TRUE(Reconcile().retry_with_backoff);
+  EXPECT_EQ(Submits(), 0);
+  ASSERT_THAT(events_.WithReason("WriteRefused"), ElementsAre(EventIs("Warning", "WriteRefused")));
+  EXPECT_THAT(events_.events().back().event.note,
+              HasSubstr("the operator's add-finalizer of this SlurmJob"));
+  EXPECT_THAT(events_.events().back().event.note, HasSubstr("finalizers are not allowed"));
+
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+  kube_.FailNext("update-status",
+                 absl::InvalidArgumentError("SlurmJob.hpc.slurmoperator.dev \"train\" is invalid"));
+  EXPECT_TRUE(Reconcile().retry_with_backoff);
+  EXPECT_EQ(Submits(), 0) << "the status records where the submit goes before it is sent";
+  EXPECT_EQ(events_.WithReason("WriteRefused").size(), 2u);
+  EXPECT_THAT(events_.events().back().event.note,
+              HasSubstr("the operator's status write of this SlurmJob"));
+
+  kube_.FailNext("update-status", absl::UnavailableError("connection refused"));
+  Reconcile();
+  EXPECT_EQ(events_.WithReason("WriteRefused").size(), 2u) << "it passes by itself";
+  Reconcile();
+  EXPECT_EQ(Status().job_id(), 42);
+  EXPECT_EQ(Submits(), 1);
+}
+
 // A SlurmJob waiting for its SlurmCluster to be kept said nothing of its own: `kubectl describe
 // slurmjob` showed no reason while the protector was refused. Its status and a Warning Event now
 // say why; once the protector is let through, it is submitted.
