@@ -494,6 +494,34 @@ TEST_F(TenantIdentity, ARefusedProtectionIsToldOnTheSlurmJobAndLiftingItSubmits)
               HasSubstr("credentials-in-use"));
 }
 
+// An admission policy refusing the SlurmJob's finalizer: nothing is submitted (a job without the
+// finalizer could be left running by a deletion), and a Warning Event quotes the refusal. Before,
+// only the operator's log said why the SlurmJob never moved. Lifting the policy submits it.
+TEST_F(TenantIdentity, AFinalizerRefusedByAPolicyIsAWarningEventAndNothingIsSubmitted) {
+  const json refuse = {
+      {"method", "PATCH"},
+      {"path", "/namespaces/team-a/slurmjobs/refused$"},
+      {"status", 403},
+      {"reason", "Forbidden"},
+      {"message",
+       "admission webhook \"no-finalizers.example.com\" denied the request: finalizers are not "
+       "allowed on SlurmJobs"},
+      {"count", -1}};
+  ASSERT_EQ(Send(true, "POST", "/__admin/faults", refuse.dump()).status, 200);
+  ApplyJob("team-a", "refused", "{kind: ClusterSlurmCluster, name: shared}");
+  ASSERT_TRUE(WaitUntil(
+      [&] { return EventsOf("team-a", "refused").find("WriteRefused") != std::string::npos; },
+      seconds(30)))
+      << EventsOf("team-a", "refused");
+  EXPECT_THAT(EventsOf("team-a", "refused"), HasSubstr("finalizers are not allowed on SlurmJobs"));
+  EXPECT_TRUE(SlurmJobsOf("team-a", "refused").empty());
+
+  ASSERT_EQ(Send(true, "POST", "/__admin/faults/clear").status, 200);
+  CommandResult done = WaitJobState("team-a", "sj/refused", "COMPLETED");
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_EQ(SlurmJobsOf("team-a", "refused").size(), 1u);
+}
+
 // Every path that talks to the Kubernetes API, then the recorded requests against deploy/.
 TEST_F(TenantIdentity, RbacMatchesTheCode) {
   const std::string cm =
