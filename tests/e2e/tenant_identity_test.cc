@@ -247,6 +247,27 @@ class TenantIdentity : public ::testing::Test {
     return r.ok() ? *r : http::Response{};
   }
 
+  // Until the faults are cleared, the stand-in API server answers every PATCH whose path matches
+  // `path_regex` as an admission webhook refusing it with `why` (403, nothing done).
+  void RefusePatches(const std::string& path_regex, const std::string& why) {
+    const json refuse = {
+        {"method", "PATCH"},
+        {"path", path_regex},
+        {"status", 403},
+        {"reason", "Forbidden"},
+        {"message", "admission webhook \"policy.example.com\" denied the request: " + why},
+        {"count", -1}};
+    ASSERT_EQ(Send(true, "POST", "/__admin/faults", refuse.dump()).status, 200);
+  }
+
+  // Clears RefusePatches' faults: SlurmJob `name` of team-a then completes, submitted once.
+  void LiftRefusalsAndExpectOneRun(const std::string& name) {
+    ASSERT_EQ(Send(true, "POST", "/__admin/faults/clear").status, 200);
+    CommandResult done = WaitJobState("team-a", "sj/" + name, "COMPLETED");
+    ASSERT_EQ(done.exit_code, 0) << done.err;
+    EXPECT_EQ(SlurmJobsOf("team-a", name).size(), 1u);
+  }
+
   json AgentAdmin(const std::string& path) {
     return json::parse(Send(false, "GET", path).body, nullptr, false);
   }
@@ -467,16 +488,7 @@ TEST_F(TenantIdentity, DeletingANamespaceCancelsItsSlurmJobsAndCompletes) {
 // SlurmCluster's credentials Secret, so its SlurmJob is not submitted. The SlurmJob itself says
 // why (before, only the SlurmCluster's Event did), and is submitted once the policy is lifted.
 TEST_F(TenantIdentity, ARefusedProtectionIsToldOnTheSlurmJobAndLiftingItSubmits) {
-  const json refuse = {
-      {"method", "PATCH"},
-      {"path", "/namespaces/team-a/secrets/tenant-creds"},
-      {"status", 403},
-      {"reason", "Forbidden"},
-      {"message",
-       "admission webhook \"no-secret-finalizers.example.com\" denied the request: finalizers "
-       "on Secrets are not allowed"},
-      {"count", -1}};
-  ASSERT_EQ(Send(true, "POST", "/__admin/faults", refuse.dump()).status, 200);
+  RefusePatches("/namespaces/team-a/secrets/tenant-creds", "finalizers on Secrets are not allowed");
   ApplyJob("team-a", "guarded", "{name: with-creds}");
   ASSERT_TRUE(WaitReason("team-a", "sj/guarded", "Reconciling", "ClusterProtectionFailed"));
   EXPECT_THAT(
@@ -486,10 +498,7 @@ TEST_F(TenantIdentity, ARefusedProtectionIsToldOnTheSlurmJobAndLiftingItSubmits)
   EXPECT_THAT(EventsOf("team-a", "guarded"), HasSubstr("ClusterProtectionFailed"));
   EXPECT_TRUE(SlurmJobsOf("team-a", "guarded").empty());
 
-  ASSERT_EQ(Send(true, "POST", "/__admin/faults/clear").status, 200);
-  CommandResult done = WaitJobState("team-a", "sj/guarded", "COMPLETED");
-  ASSERT_EQ(done.exit_code, 0) << done.err;
-  EXPECT_EQ(SlurmJobsOf("team-a", "guarded").size(), 1u);
+  LiftRefusalsAndExpectOneRun("guarded");
   EXPECT_THAT(Get("team-a", "secret/tenant-creds", "{.metadata.finalizers}"),
               HasSubstr("credentials-in-use"));
 }
@@ -498,16 +507,7 @@ TEST_F(TenantIdentity, ARefusedProtectionIsToldOnTheSlurmJobAndLiftingItSubmits)
 // finalizer could be left running by a deletion), and a Warning Event quotes the refusal. Before,
 // only the operator's log said why the SlurmJob never moved. Lifting the policy submits it.
 TEST_F(TenantIdentity, AFinalizerRefusedByAPolicyIsAWarningEventAndNothingIsSubmitted) {
-  const json refuse = {
-      {"method", "PATCH"},
-      {"path", "/namespaces/team-a/slurmjobs/refused$"},
-      {"status", 403},
-      {"reason", "Forbidden"},
-      {"message",
-       "admission webhook \"no-finalizers.example.com\" denied the request: finalizers are not "
-       "allowed on SlurmJobs"},
-      {"count", -1}};
-  ASSERT_EQ(Send(true, "POST", "/__admin/faults", refuse.dump()).status, 200);
+  RefusePatches("/namespaces/team-a/slurmjobs/refused$", "finalizers are not allowed on SlurmJobs");
   ApplyJob("team-a", "refused", "{kind: ClusterSlurmCluster, name: shared}");
   ASSERT_TRUE(WaitUntil(
       [&] { return EventsOf("team-a", "refused").find("WriteRefused") != std::string::npos; },
@@ -516,10 +516,7 @@ TEST_F(TenantIdentity, AFinalizerRefusedByAPolicyIsAWarningEventAndNothingIsSubm
   EXPECT_THAT(EventsOf("team-a", "refused"), HasSubstr("finalizers are not allowed on SlurmJobs"));
   EXPECT_TRUE(SlurmJobsOf("team-a", "refused").empty());
 
-  ASSERT_EQ(Send(true, "POST", "/__admin/faults/clear").status, 200);
-  CommandResult done = WaitJobState("team-a", "sj/refused", "COMPLETED");
-  ASSERT_EQ(done.exit_code, 0) << done.err;
-  EXPECT_EQ(SlurmJobsOf("team-a", "refused").size(), 1u);
+  LiftRefusalsAndExpectOneRun("refused");
 }
 
 // Every path that talks to the Kubernetes API, then the recorded requests against deploy/.
