@@ -26,11 +26,15 @@
 #include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 #include "controller/slurm/dialects.h"
+#include "controller/slurm/slurm_errors.h"
 #include "controller/slurm/submit_outcome.h"
 #include "glog/logging.h"
 
 namespace slurmop::reconcile {
 namespace {
+
+// Slurm's folded warnings, leaving room in an Event's 1 KiB note for the count before them.
+constexpr size_t kMaxWarningNoteBytes = 960;
 
 // The shortest retry delay of this reconcile's Slurm calls that the
 // project's call budget held back (never sent), if any.
@@ -476,10 +480,16 @@ class Executor::Attempt {
     if (!s.creds.ok()) return s.creds.status();
     return ex_.slurm_.Call(s.where, **s.creds, m, path, body);
   }
+  // Slurm's warnings as one Event: one per warning would let a remote fill the recorder's
+  // queue, which every SlurmJob shares, and crowd out the Events of others.
   void Warn(const std::vector<slurm::SlurmMessage>& warnings, const char* action) {
-    for (const auto& w : warnings) {
-      ex_.events_.Record(object_, {kWarning, "SlurmWarning", action, w.ToString()});
-    }
+    if (warnings.empty()) return;
+    const std::string text = slurm::FoldMessages(warnings, kMaxWarningNoteBytes);
+    ex_.events_.Record(
+        object_,
+        {kWarning, "SlurmWarning", action,
+         warnings.size() == 1 ? text
+                              : absl::StrCat("Slurm warned ", warnings.size(), " times: ", text)});
   }
 
   Next Submit(const Decision& d) {

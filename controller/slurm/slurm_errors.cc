@@ -4,6 +4,7 @@
 
 #include "controller/slurm/slurm_errors.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -105,6 +106,26 @@ std::string JoinMessages(const std::vector<SlurmMessage>& messages) {
   return absl::StrJoin(messages, "; ", [](std::string* out, const SlurmMessage& m) {
     absl::StrAppend(out, m.ToString());
   });
+}
+
+std::string FoldMessages(const std::vector<SlurmMessage>& messages, size_t limit) {
+  // Room kept for the " (and N more)" tail, whatever N is.
+  constexpr size_t kTail = 32;
+  std::string out;
+  absl::flat_hash_set<std::string> seen;
+  size_t left_out = 0;
+  for (const SlurmMessage& m : messages) {
+    std::string text = CutText(m.ToString(), kMaxRemoteMessageBytes);
+    if (!seen.insert(text).second) continue;  // a repeat says nothing new
+    const size_t needed = (out.empty() ? 0 : 2) + text.size();
+    if (left_out > 0 || out.size() + needed + kTail > limit) {
+      ++left_out;
+      continue;
+    }
+    absl::StrAppend(&out, out.empty() ? "" : "; ", text);
+  }
+  if (left_out > 0) absl::StrAppend(&out, " (and ", left_out, " more)");
+  return out;
 }
 
 absl::Status RejectionStatus(int http_status, const nlohmann::json& body,

@@ -40,6 +40,12 @@ bool ContainsText(const std::vector<SlurmMessage>& messages, std::string_view ne
 // ToString() of each message, joined with "; ".
 std::string JoinMessages(const std::vector<SlurmMessage>& messages);
 
+// Many messages as one text of at most `limit` bytes (limit >= 64), for one Event rather than
+// one per message, so a remote that sends thousands cannot crowd out the other Events: the
+// distinct ToString()s in order, each cut to kMaxRemoteMessageBytes, joined with "; " while they
+// fit, then " (and N more)" for those left out. Empty for no messages.
+std::string FoldMessages(const std::vector<SlurmMessage>& messages, size_t limit);
+
 // The non-OK Status for a rejection: code per dialect.h's table, message
 // = JoinMessages(errors), or the text body, or a generic sentence naming the
 // HTTP status when Slurm gave no text at all.

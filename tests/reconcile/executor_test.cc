@@ -58,6 +58,7 @@ using testing::Meta;
 using ::testing::Not;
 using testing::RecordingEventSink;
 using testing::ScriptedAgentPlatform;
+using ::testing::StartsWith;
 using testing::StringBody;
 using testing::StructuredBody;
 using testing::WireCall;
@@ -493,6 +494,24 @@ TEST_F(ExecutorTest, SubmitWithWarningsRecordsTheJobAndSurfacesTheWarning) {
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].type, "Warning");
   EXPECT_THAT(w[0].note, HasSubstr("Requested partition configuration not available now"));
+  EXPECT_EQ(Submits(), 1);
+}
+
+TEST_F(ExecutorTest, ThousandsOfSubmitWarningsAreOneEvent) {
+  AddJob();
+  std::string warnings = "[";
+  for (int i = 0; i < 3000; ++i) {
+    absl::StrAppend(&warnings, i == 0 ? "" : ",", R"({"description": "warning )", i, R"("})");
+  }
+  warnings += "]";
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42, warnings)));
+  Reconcile();
+  EXPECT_EQ(Status().job_id(), 42);
+  std::vector<EventSpec> w = events_.WithReason("SlurmWarning");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_THAT(w[0].note, StartsWith("Slurm warned 3000 times: warning 0; warning 1; "));
+  EXPECT_THAT(w[0].note, HasSubstr(" more)"));
+  EXPECT_LE(w[0].note.size(), 1024u);
   EXPECT_EQ(Submits(), 1);
 }
 

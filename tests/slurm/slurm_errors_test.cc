@@ -5,6 +5,10 @@
 
 #include "controller/slurm/slurm_errors.h"
 
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "controller/common/bounded_text.h"
 #include "gtest/gtest.h"
 
@@ -97,6 +101,36 @@ TEST(RejectionStatusTest, AHugeErrorListIsCut) {
   const absl::Status s = RejectionStatus(500, nullptr, errors);
   EXPECT_LE(s.message().size(), kMaxRemoteMessageBytes);
   EXPECT_EQ(s.message().substr(0, 32), "Invalid partition name specified");
+}
+
+SlurmMessage Warning(std::string text) { return SlurmMessage{std::nullopt, "", text, ""}; }
+
+TEST(FoldMessagesTest, NoneIsEmptyAndOneIsItself) {
+  EXPECT_EQ(FoldMessages({}, 960), "");
+  EXPECT_EQ(FoldMessages({Warning("partition busy")}, 960), "partition busy");
+}
+
+TEST(FoldMessagesTest, DistinctMessagesAreJoinedInOrderAndRepeatsDropped) {
+  EXPECT_EQ(FoldMessages({Warning("a"), Warning("b"), Warning("a"), Warning("c")}, 960), "a; b; c");
+}
+
+TEST(FoldMessagesTest, ThousandsFitTheLimitAndSayHowManyWereLeftOut) {
+  std::vector<SlurmMessage> many;
+  for (int i = 0; i < 5000; ++i) many.push_back(Warning(absl::StrCat("warning number ", i)));
+  const std::string text = FoldMessages(many, 960);
+  EXPECT_LE(text.size(), 960u);
+  EXPECT_EQ(text.substr(0, 34), "warning number 0; warning number 1");
+  // Every message is either shown or counted.
+  const size_t shown = std::count(text.begin(), text.end(), ';') + 1;
+  EXPECT_TRUE(absl::EndsWith(text, absl::StrCat(" (and ", 5000 - shown, " more)"))) << text;
+}
+
+TEST(FoldMessagesTest, AHugeMessageIsCutAndTheRestCounted) {
+  const std::string text =
+      FoldMessages({Warning(std::string(100000, 'x')), Warning("y"), Warning("z")}, 600);
+  EXPECT_LE(text.size(), 600u);
+  EXPECT_TRUE(absl::StrContains(text, "bytes cut")) << text;
+  EXPECT_TRUE(absl::EndsWith(text, " bytes cut); y; z")) << text;
 }
 
 }  // namespace
