@@ -12,6 +12,7 @@
 #include "controller/cron/cron_resource.h"
 #include "controller/kube/errors.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/reconcile/write_refusal.h"
 #include "glog/logging.h"
 
 namespace slurmop::cron {
@@ -117,6 +118,13 @@ void CronExecutor::ApplyRecorded(const std::string& key, CronFacts* facts) {
   }
 }
 
+void CronExecutor::TellRefusal(const nlohmann::json& cron, std::string_view what,
+                               const absl::Status& s) {
+  if (reconcile::RefusedForGood(s)) {
+    events_.Record(cron, reconcile::WriteRefusedEvent(s, what, "SlurmCronJob"));
+  }
+}
+
 ReconcileResult CronExecutor::Reconcile(const std::string& key) {
   const std::vector<std::string> parts = absl::StrSplit(key, absl::MaxSplits('/', 1));
   std::shared_ptr<const nlohmann::json> cron =
@@ -138,6 +146,7 @@ ReconcileResult CronExecutor::Reconcile(const std::string& key) {
   CronPlan plan = DecideCron(facts, clock_.Now());
   for (const reconcile::EventSpec& e : plan.events) events_.Record(*cron, e);
   if (absl::Status s = DeleteChildren(*cron, plan.replace); !s.ok()) {
+    TellRefusal(*cron, "deletion of an active SlurmJob (concurrencyPolicy Replace)", s);
     return Failed(key, "deleting an active SlurmJob (Replace)", s);
   }
   if (plan.create) {
@@ -149,9 +158,11 @@ ReconcileResult CronExecutor::Reconcile(const std::string& key) {
     }
   }
   if (absl::Status s = WriteStatus(*cron, key, typed->status(), plan.status); !s.ok()) {
+    TellRefusal(*cron, "status write", s);
     return Failed(key, "writing the status", s);
   }
   if (absl::Status s = DeleteChildren(*cron, plan.history); !s.ok()) {
+    TellRefusal(*cron, "deletion of a SlurmJob beyond the history limit", s);
     return Failed(key, "deleting a SlurmJob beyond the history limit", s);
   }
   return ReconcileResult{plan.requeue_after};

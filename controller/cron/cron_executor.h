@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "controller/common/clock.h"
@@ -60,6 +61,9 @@ class CronExecutor {
   void Remember(const std::string& key, const std::string& uid,
                 const v1alpha1::SlurmCronJobStatus& status);
   void ApplyRecorded(const std::string& key, CronFacts* facts);
+  // A Warning Event WriteRefused on the SlurmCronJob when the API server refused `what` for good
+  // (write_refusal.h); nothing for a failure that clears up by itself.
+  void TellRefusal(const nlohmann::json& cron, std::string_view what, const absl::Status& s);
 
   kube::Client& kube_;
   const reconcile::ObjectCache& crons_;

@@ -13,6 +13,7 @@
 #include "controller/reconcile/conditions.h"
 #include "controller/reconcile/job_descriptor.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/reconcile/write_refusal.h"
 #include "controller/slurm/dialects.h"
 #include "glog/logging.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -88,6 +89,9 @@ ReconcileResult ClusterReconciler::WriteStatus(const std::string& key, bool clus
   if (!w.ok()) {
     if (kube::IsNotFound(w.status())) return {};
     LOG(WARNING) << KindOf(cluster_scoped) << " " << key << ": status write failed: " << w.status();
+    if (RefusedForGood(w.status())) {
+      events_.Record(cached, WriteRefusedEvent(w.status(), "status write", KindOf(cluster_scoped)));
+    }
     // No answer at all: retried as soon as the API server answers again (retry_scheduler.h).
     return {std::nullopt, true, kube::IsUnreachable(w.status())};
   }

@@ -23,6 +23,7 @@
 #include "controller/reconcile/submit_target_note.h"
 #include "controller/reconcile/tag_search.h"
 #include "controller/reconcile/tracking_policy.h"
+#include "controller/reconcile/write_refusal.h"
 #include "controller/server/metric_names.h"
 #include "controller/server/metrics.h"
 #include "controller/slurm/dialects.h"
@@ -86,23 +87,6 @@ const char* ActionName(Action a) {
       return "reread";
   }
   return "?";
-}
-
-// 403 (RBAC, an admission policy) or 400/422 (the object as written is invalid): unlike a
-// conflict, a 5xx or no answer, retrying does not make it pass by itself.
-bool RefusedForGood(const absl::Status& s) {
-  return s.code() == absl::StatusCode::kPermissionDenied ||
-         s.code() == absl::StatusCode::kInvalidArgument;
-}
-
-// The Warning Event for a write of the SlurmJob the API server refused for good. It goes by the
-// Events API: the refused write may be the very status that would have said so.
-EventSpec WriteRefusedEvent(const absl::Status& s, std::string_view what) {
-  return {kWarning, "WriteRefused", "Reconcile",
-          absl::StrCat("The API server refused the operator's ", std::string(what),
-                       " of this SlurmJob: ", s.message(),
-                       ". The SlurmJob stays where it is until that is accepted. Check the "
-                       "operator's RBAC and any admission policy on SlurmJobs; retrying.")};
 }
 
 // The string values of metadata.labels or metadata.annotations.
@@ -436,7 +420,7 @@ class Executor::Attempt {
     if (kube::IsNotFound(s)) return Finish({});
     if (kube::IsConflict(s) && Refresh().ok()) return kDecideAgain;
     write_failed_ = true;
-    if (RefusedForGood(s)) Record({WriteRefusedEvent(s, what)});
+    if (RefusedForGood(s)) Record({WriteRefusedEvent(s, what, "SlurmJob")});
     // Applied but unanswered, it is in no view of ours: stage kConfirmingWrite reads it back.
     if (kube::MayHaveBeenApplied(s)) memo_.write_outcome_unknown = true;
     LOG(WARNING) << key_ << ": " << what << " failed: " << s;

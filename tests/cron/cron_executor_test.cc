@@ -197,5 +197,26 @@ TEST_F(CronExecutorTest, AFailedCreateIsRetriedWithAWarning) {
   EXPECT_FALSE(Cron().contains("status"));
 }
 
+TEST_F(CronExecutorTest, AStatusWriteRefusedForGoodIsAWarningEvent) {
+  kube_.FailNext("update-status", absl::PermissionDeniedError("slurmcronjobs/status is forbidden"));
+  const reconcile::ReconcileResult r = NewExecutor()->Reconcile("team/nightly");
+  EXPECT_TRUE(r.retry_with_backoff);
+  EXPECT_THAT(events_.reasons, ElementsAre("SuccessfulCreate", "WriteRefused"));
+}
+
+TEST_F(CronExecutorTest, ARefusedHistoryDeleteIsAWarningEvent) {
+  AddChild(kFirstDue - 600, "Failed");
+  AddChild(kFirstDue - 300, "Failed");
+  kube_.FailNext("delete", absl::PermissionDeniedError("slurmjobs is forbidden"));
+  NewExecutor()->Reconcile("team/nightly");
+  EXPECT_THAT(events_.reasons, ElementsAre("SuccessfulCreate", "WriteRefused"));
+}
+
+TEST_F(CronExecutorTest, AStatusWriteWithoutAnAnswerIsNoEvent) {
+  kube_.FailNext("update-status", absl::UnavailableError("connection reset"));
+  NewExecutor()->Reconcile("team/nightly");
+  EXPECT_THAT(events_.reasons, ElementsAre("SuccessfulCreate"));
+}
+
 }  // namespace
 }  // namespace slurmop::cron

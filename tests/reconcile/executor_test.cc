@@ -1774,6 +1774,25 @@ TEST_F(TenantAccessTest, AClusterStatusWriteWithoutAnAnswerWaitsForTheApiServer)
   EXPECT_TRUE(r.api_server_unreachable);
 }
 
+// A refusal for good (RBAC, an admission policy, 422) is told on the SlurmCluster, like a
+// SlurmJob's: its Ready condition cannot say so, since that is the refused write.
+TEST_F(TenantAccessTest, AClusterStatusWriteRefusedForGoodIsAWarningEvent) {
+  NewExecutor(/*allow_operator_identity=*/false);
+  kube_.FailNext("update-status",
+                 absl::PermissionDeniedError("admission webhook \"policy\" denied the request"));
+
+  const ReconcileResult r = Probe("team-a/a3", /*allow_operator_identity=*/false);
+
+  EXPECT_TRUE(r.retry_with_backoff);
+  ASSERT_THAT(events_.WithReason("WriteRefused"), ElementsAre(EventIs("Warning", "WriteRefused")));
+  EXPECT_THAT(events_.WithReason("WriteRefused")[0].note,
+              HasSubstr("status write of this SlurmCluster: admission webhook"));
+
+  kube_.FailNext("update-status", absl::UnavailableError("connection refused"));
+  Probe("team-a/a3", /*allow_operator_identity=*/false);
+  EXPECT_EQ(events_.WithReason("WriteRefused").size(), 1u) << "it clears up by itself";
+}
+
 // ... and for the protector's "protect:" keys.
 TEST_F(ExecutorTest, AProtectorWriteWithoutAnAnswerWaitsForTheApiServer) {
   // No SlurmJob names the (kept) SlurmCluster: its finalizer is to go.
