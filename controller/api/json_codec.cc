@@ -26,6 +26,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
+#include "controller/common/bounded_text.h"
 
 namespace slurmop::api {
 namespace {
@@ -80,7 +81,7 @@ std::string Shown(const json& value) {
   if (value.is_object()) return "an object";
   if (value.is_array()) return "an array";
   std::string text = value.dump();
-  if (text.size() > 64) text = absl::StrCat(text.substr(0, 61), "...");
+  if (text.size() > 64) text = absl::StrCat(Utf8Prefix(text, 61), "...");
   return text;
 }
 

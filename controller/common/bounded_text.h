@@ -10,6 +10,9 @@
 //  * CutText(text, limit): `text` when it fits in `limit` bytes; otherwise a prefix that does
 //    not split a UTF-8 sequence, followed by " ... (N bytes cut)", together at most `limit`
 //    bytes. Cutting a cut text again gives it back unchanged.
+//  * Utf8Prefix(text, limit): the longest prefix of at most `limit` bytes that does not split a
+//    UTF-8 sequence, with no marker. A split sequence is not UTF-8, and a JSON writer refuses it
+//    (nlohmann's dump() throws type_error 316), so no cut of text may split one.
 
 #ifndef SLURMOP_CONTROLLER_COMMON_BOUNDED_TEXT_H_
 #define SLURMOP_CONTROLLER_COMMON_BOUNDED_TEXT_H_
@@ -27,6 +30,7 @@ inline constexpr size_t kMaxRemoteMessageBytes = 512;
 inline constexpr size_t kMaxConditionMessageBytes = 32768;
 
 std::string CutText(std::string_view text, size_t limit);
+std::string Utf8Prefix(std::string_view text, size_t limit);
 
 }  // namespace slurmop
 

@@ -175,7 +175,7 @@ absl::Status StatusFromResponse(const http::Response& response) {
     body["code"] = response.status;
     return StatusFromKubeStatus(body, retry_after);
   }
-  std::string excerpt = response.body.substr(0, kMaxBodyInMessage);
+  std::string excerpt = Utf8Prefix(response.body, kMaxBodyInMessage);
   std::string message = excerpt.empty() ? absl::StrCat("HTTP ", response.status)
                                         : absl::StrCat("HTTP ", response.status, ": ", excerpt);
   return BuildStatus(response.status, "", message, "", retry_after);

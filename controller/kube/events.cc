@@ -11,6 +11,7 @@
 #include <iterator>
 #include <utility>
 
+#include "controller/common/bounded_text.h"
 #include "controller/common/time_format.h"
 #include "controller/kube/errors.h"
 #include "controller/kube/metrics_hooks.h"
@@ -22,14 +23,6 @@ namespace {
 constexpr size_t kMaxReason = 128;
 constexpr size_t kMaxAction = 128;
 constexpr size_t kMaxNote = 1024;
-
-// Cuts `text` to at most `limit` bytes without splitting a UTF-8 sequence.
-std::string Truncate(std::string_view text, size_t limit) {
-  if (text.size() <= limit) return std::string(text);
-  size_t end = limit;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
-  return std::string(text.substr(0, end));
-}
 
 std::string Field(const nlohmann::json& object, const char* field) {
   auto it = object.find(field);
@@ -72,7 +65,7 @@ EventRecorder::EventRecorder(Client& client, const Clock& clock, std::string rep
     : client_(client),
       clock_(clock),
       controller_(std::move(reporting_controller)),
-      instance_(Truncate(reporting_instance, 128)),
+      instance_(Utf8Prefix(reporting_instance, 128)),
       opts_(opts),
       spam_(opts.spam),
       worker_([this] { Loop(); }) {}
@@ -94,9 +87,9 @@ void EventRecorder::Record(const nlohmann::json& regarding_object, std::string_v
   event.ns = Field(event.regarding, "namespace");
   if (event.ns.empty()) event.ns = "default";
   event.type = std::string(type);
-  event.reason = Truncate(reason, kMaxReason);
-  event.action = Truncate(action, kMaxAction);
-  event.note = Truncate(note, kMaxNote);
+  event.reason = Utf8Prefix(reason, kMaxReason);
+  event.action = Utf8Prefix(action, kMaxAction);
+  event.note = Utf8Prefix(note, kMaxNote);
   event.observed = clock_.Now();
 
   std::lock_guard<std::mutex> lock(mu_);

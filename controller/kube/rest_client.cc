@@ -25,6 +25,14 @@ constexpr char kJson[] = "application/json";
 // A watch may stay silent for its whole timeoutSeconds (no bookmarks); the
 // transport's inactivity limit must be longer than that.
 constexpr std::chrono::seconds kWatchIdleMargin{60};
+
+// The JSON text of a request. A string that is not UTF-8 (a remote's text cut mid-sequence, a
+// byte from a non-JSON answer) is written with U+FFFD in its place: the strict dump() throws
+// type_error 316, and nothing catches it on a worker thread, so one such text in a condition
+// would end the process on every try.
+std::string RequestBody(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 constexpr std::chrono::hours kWatchWithoutTimeout{1};
 
 const char* ContentType(PatchType type) {
@@ -204,7 +212,7 @@ absl::StatusOr<nlohmann::json> RestClient::Create(const ResourceType& rt, std::s
                                                   const nlohmann::json& obj) {
   http::Request request = NewRequest("POST", rt.CollectionPath(NamespaceFor(rt, ns, obj)), {});
   request.headers["Content-Type"] = kJson;
-  request.body = obj.dump();
+  request.body = RequestBody(obj);
   return Call(std::move(request));
 }
 
@@ -216,7 +224,7 @@ absl::StatusOr<nlohmann::json> RestClient::Put(const ResourceType& rt, const nlo
   if (status_subresource) path += "/status";
   http::Request request = NewRequest("PUT", path, {});
   request.headers["Content-Type"] = kJson;
-  request.body = obj.dump();
+  request.body = RequestBody(obj);
   return Call(std::move(request));
 }
 
@@ -245,7 +253,7 @@ absl::StatusOr<nlohmann::json> RestClient::Patch(const ResourceType& rt, std::st
   if (status_subresource) path += "/status";
   http::Request request = NewRequest("PATCH", path, query);
   request.headers["Content-Type"] = ContentType(type);
-  request.body = patch.dump();
+  request.body = RequestBody(patch);
   // A merge patch with metadata.resourceVersion is conditional: replayed
   // after it applied, it fails with 409 Conflict instead of applying twice.
   if (type == PatchType::kMerge && patch.is_object()) {
@@ -268,7 +276,7 @@ absl::StatusOr<nlohmann::json> RestClient::Delete(const ResourceType& rt, std::s
     body["kind"] = "DeleteOptions";
     body["apiVersion"] = "v1";
     request.headers["Content-Type"] = kJson;
-    request.body = body.dump();
+    request.body = RequestBody(body);
   }
   return Call(std::move(request));
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/api/json_codec.h"
 #include "controller/api/types.h"
+#include "controller/common/bounded_text.h"
 #include "controller/reconcile/cluster_resolver.h"
 #include "controller/reconcile/cluster_status.h"
 #include "controller/reconcile/conditions.h"
@@ -71,7 +72,7 @@ ProbeOutcome ClusterReconciler::Probe(const std::string& key, const ClusterIdent
     p.slurm_detail = r->body.is_string() ? r->body.get<std::string>()
                      : r->body.is_null() ? ""
                                          : r->body.dump();
-    if (p.slurm_detail.size() > 300) p.slurm_detail.resize(300);
+    p.slurm_detail = CutText(p.slurm_detail, 300);  // never splitting a UTF-8 sequence
   }
   return p;
 }

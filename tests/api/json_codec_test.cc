@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "slurmoperator/v1alpha1/slurmcluster.pb.h"
 #include "slurmoperator/v1alpha1/slurmjob.pb.h"
 
@@ -263,6 +264,18 @@ TEST(JsonCodecTest, ErrorsNameTheFieldPath) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(status.message(), c.message);
   }
+}
+
+// The value shown in a message is cut to 64 bytes without splitting a UTF-8 sequence: the
+// message reaches a condition, and a split sequence made the status write fail to serialize.
+TEST(JsonCodecTest, AShownValueIsCutWithoutSplittingUtf8) {
+  std::string value(59, 'x');  // dumped as '"' + 59 x: the first two-byte é starts at byte 60
+  for (int i = 0; i < 40; ++i) value += "\u00e9";
+  SlurmJob job;
+  const absl::Status status = FromJson(json{{"spec", {{"nodes", value}}}}, &job);
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NO_THROW(json(std::string(status.message())).dump()) << "split UTF-8";
+  EXPECT_TRUE(absl::EndsWith(status.message(), "...")) << status.message();
 }
 
 TEST(JsonCodecTest, UnknownFieldsAndProtoNamesAreIgnored) {

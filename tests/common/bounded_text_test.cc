@@ -13,6 +13,16 @@ namespace {
 using ::testing::EndsWith;
 using ::testing::StartsWith;
 
+TEST(Utf8Prefix, KeepsWholeSequencesOnly) {
+  EXPECT_EQ(Utf8Prefix("abc", 5), "abc");
+  EXPECT_EQ(Utf8Prefix("abc", 2), "ab");
+  EXPECT_EQ(Utf8Prefix("a\u00e9b", 2), "a");  // é is 2 bytes: not half of it
+  EXPECT_EQ(Utf8Prefix("a\u00e9b", 3), "a\u00e9");
+  EXPECT_EQ(Utf8Prefix("\U0001F600x", 3), "");  // a 4-byte emoji
+  EXPECT_EQ(Utf8Prefix("\U0001F600x", 4), "\U0001F600");
+  EXPECT_EQ(Utf8Prefix("", 0), "");
+}
+
 TEST(CutText, TextThatFitsIsKeptWhole) {
   EXPECT_EQ(CutText("denied", 6), "denied");
   EXPECT_EQ(CutText("", 0), "");

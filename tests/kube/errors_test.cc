@@ -5,6 +5,7 @@
 
 #include "controller/kube/errors.h"
 
+#include "absl/strings/match.h"
 #include "controller/common/bounded_text.h"
 #include "controller/kube/resource_types.h"
 #include "controller/kube/watch_event.h"
@@ -51,6 +52,15 @@ TEST(ErrorsTest, MapsHttpStatusesToAbslCodes) {
     EXPECT_EQ(HttpStatusCode(status), c.http);
     EXPECT_EQ(StatusReason(status), c.reason);
   }
+}
+
+// A body that is not a Status is quoted in part, never splitting a UTF-8 sequence.
+TEST(ErrorsTest, AnExcerptOfAPlainBodyDoesNotSplitUtf8) {
+  std::string body(255, 'x');
+  for (int i = 0; i < 100; ++i) body += "\u00e9";  // the first é starts at byte 255 of 256
+  const absl::Status s = StatusFromResponse(http::Response{502, {}, body});
+  EXPECT_NO_THROW(nlohmann::json(std::string(s.message())).dump()) << "split UTF-8";
+  EXPECT_TRUE(absl::EndsWith(s.message(), std::string(10, 'x'))) << s.message();
 }
 
 TEST(ErrorsTest, PredicatesDistinguishConflictFromAlreadyExists) {

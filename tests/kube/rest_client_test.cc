@@ -227,6 +227,24 @@ TEST_F(RestClientTest, UpdateAndUpdateStatusPutTheObject) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A string that is not UTF-8 is sent with U+FFFD in its place. The strict dump() threw
+// type_error 316, which nothing on a worker thread catches: the process ended.
+TEST_F(RestClientTest, AStringThatIsNotUtf8IsSentReplacedRatherThanThrown) {
+  auto client = NewTestClient();
+  nlohmann::json job = {{"metadata", {{"name", "j1"}, {"namespace", "ns"}}},
+                        {"status", {{"message", "cut mid-sequence \xC3"}}}};
+  absl::StatusOr<nlohmann::json> r;
+  ASSERT_NO_THROW(r = client->UpdateStatus(kJobs, job));
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_NO_THROW(client->Patch(kJobs, "ns", "j1", PatchType::kMerge, job));
+  ASSERT_NO_THROW(client->Create(kJobs, "ns", job));
+  ASSERT_EQ(transport_.requests.size(), 3u);
+  for (const auto& request : transport_.requests) {
+    EXPECT_EQ(nlohmann::json::parse(request.body)["status"]["message"],
+              "cut mid-sequence \xEF\xBF\xBD");
+  }
+}
+
 TEST_F(RestClientTest, PatchContentTypesAndApplyParameters) {
   auto client = NewTestClient();
   ASSERT_TRUE(client->Patch(kJobs, "ns", "j1", PatchType::kMerge, {{"a", 1}}).ok());

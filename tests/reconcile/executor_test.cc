@@ -2132,6 +2132,28 @@ TEST_F(TenantAccessTest, ClusterSlurmClusterIsProbedAndItsStatusWritten) {
   EXPECT_TRUE(IsConditionTrue(c->cluster.status().conditions(), kReady));
 }
 
+// Slurm's text on a failed probe is quoted in the Ready condition, cut without splitting a
+// UTF-8 sequence: a split one made the status write fail to serialize.
+TEST_F(TenantAccessTest, AProbesLongTextAnswerIsCutWithoutSplittingUtf8) {
+  AddClusterScoped({{"namespaceSelector", nlohmann::json::object()}});
+  std::string text(299, 'x');
+  for (int i = 0; i < 400; ++i) text += "\u00e9";  // é: two bytes, the first at 299
+  ap_.On(kGet, kPing42, StringBody(404, text));
+
+  Probe("/shared", /*allow_operator_identity=*/false);
+
+  std::optional<nlohmann::json> o = kube_.Object("clusterslurmclusters", "", "shared");
+  ASSERT_TRUE(o);
+  absl::StatusOr<api::ClusterScopedCluster> c = api::ClusterSlurmClusterFromObject(*o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const v1alpha1::Condition* ready = FindCondition(c->cluster.status().conditions(), kReady);
+  ASSERT_NE(ready, nullptr) << o->dump();
+  EXPECT_EQ(ready->status(), "False");
+  EXPECT_THAT(ready->message(), HasSubstr("xxx"));
+  EXPECT_LT(ready->message().size(), 1200u);
+  EXPECT_NO_THROW(o->dump()) << "the message splits a UTF-8 sequence";
+}
+
 // A probe the project's budget holds back (here: paused after the quota ran
 // out) is not a fact about the cluster: the status stays as the last sent
 // probe left it, and the probe is retried when the pause ends (#16 item 3).
