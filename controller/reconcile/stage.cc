@@ -266,11 +266,13 @@ std::optional<Blocker> ClusterBlocker(const Known& k) {
   return std::nullopt;
 }
 
-// A Secret of spec.environment[].valueFrom that could not be read (its message names the Secret
-// and the key, never a value): retried like a missing script.
+// A Secret of spec.environment[].valueFrom that could not be read, or whose values come to more
+// than a submit carries (its message names the Secret and the key, never a value): retried like a
+// missing script, since the Secret may change.
 Blocker SecretMissing(const Known& k) {
+  const bool too_large = k.out.secret_env->status().code() == absl::StatusCode::kOutOfRange;
   return Blocker{
-      "SecretNotFound",
+      too_large ? "SecretTooLarge" : "SecretNotFound",
       absl::StrCat(
           k.out.secret_env->status().message(), ". Nothing was submitted; retrying every ",
           std::chrono::duration_cast<std::chrono::seconds>(k.opt.missing_script_retry).count(),

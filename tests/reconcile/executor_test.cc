@@ -2265,6 +2265,46 @@ TEST_F(SecretEnvTest, AMissingKeyIsNamedAndTheOtherKeysValuesAreNot) {
   EXPECT_THAT(Visible(), Not(HasSubstr(kApiKey)));
 }
 
+// 1,000 entries naming one 1 MiB Secret held a copy each: a gigabyte, and the operator ran out
+// of memory on every restart. Now the values are capped at what a submit can carry.
+TEST_F(SecretEnvTest, ValuesPastWhatASubmitCarriesAreRefusedBeforeTheyAreCopied) {
+  AddSecret("big", {{"blob", std::string(400 * 1000, 'b')}});
+  nlohmann::json env = nlohmann::json::array();
+  for (int i = 0; i < 1000; ++i) {
+    env.push_back({{"name", absl::StrCat("V", i)},
+                   {"valueFrom", {{"secretKeyRef", {{"name", "big"}, {"key", "blob"}}}}}});
+  }
+  AddJob({{"environment", env}});
+
+  Reconcile();
+
+  EXPECT_EQ(Submits(), 0);
+  v1alpha1::Condition stalled = Cond(kStalled);
+  EXPECT_EQ(stalled.reason(), "SecretTooLarge");
+  EXPECT_THAT(stalled.message(), HasSubstr("more than 1000000 bytes"));
+  EXPECT_THAT(stalled.message(), HasSubstr("variable V2"));
+  EXPECT_EQ(kube_.Count("get"), 1) << "the Secret is read once";
+}
+
+TEST_F(SecretEnvTest, SecretsAreReadOncePerSecretInOrderOfMention) {
+  AddSecret("a", {{"k", "1"}});
+  AddSecret("b", {{"k", "2"}});
+  AddJob({{"environment",
+           {{{"name", "A1"}, {"valueFrom", {{"secretKeyRef", {{"name", "a"}, {"key", "k"}}}}}},
+            {{"name", "B1"}, {"valueFrom", {{"secretKeyRef", {{"name", "b"}, {"key", "k"}}}}}},
+            {{"name", "A2"}, {"valueFrom", {{"secretKeyRef", {{"name", "a"}, {"key", "k"}}}}}}}}});
+  ap_.On(kPost, kSubmit42, StructuredBody(200, SubmitOk42(42)));
+
+  Reconcile();
+
+  ASSERT_EQ(Submits(), 1);
+  const std::string env = ap_.calls(kPost, kSubmit42)[0].body["job"]["environment"].dump();
+  EXPECT_THAT(env, HasSubstr("A1=1"));
+  EXPECT_THAT(env, HasSubstr("B1=2"));
+  EXPECT_THAT(env, HasSubstr("A2=1"));
+  EXPECT_EQ(kube_.Count("get"), 2);
+}
+
 TEST_F(SecretEnvTest, ValueAndValueFromTogetherIsInvalid) {
   AddSecret("wandb", {{"api-key", kApiKey}});
   AddJob({{"environment",
