@@ -103,19 +103,34 @@ std::string_view JobIndex::PhaseOf(const Summaries::value_type& entry) const {
 std::vector<std::string> JobIndex::UpdateDependents(const std::string& type, const std::string& key,
                                                     const std::string& ns,
                                                     const nlohmann::json& obj) {
-  if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
-    if (auto deps = spec->find("dependsOn"); deps != spec->end() && deps->is_array()) {
-      for (const auto& dep : *deps) {
-        if (!dep.is_object() || !dep.contains("name") || !dep["name"].is_string()) continue;
-        const std::string dep_key = absl::StrCat(ns, "/", dep["name"].get<std::string>());
-        if (type != kube::kDeleted) {
-          dependents_[dep_key].insert(key);
-        } else if (auto it = dependents_.find(dep_key); it != dependents_.end()) {
-          it->second.erase(key);
-          if (it->second.empty()) dependents_.erase(it);
+  // What `key` names now (nothing once deleted), against what it named before: the names an
+  // edit drops are forgotten too, or every edit of spec.dependsOn would leave entries behind.
+  std::set<std::string> now;
+  if (type != kube::kDeleted) {
+    if (auto spec = obj.find("spec"); spec != obj.end() && spec->is_object()) {
+      if (auto deps = spec->find("dependsOn"); deps != spec->end() && deps->is_array()) {
+        for (const auto& dep : *deps) {
+          if (!dep.is_object() || !dep.contains("name") || !dep["name"].is_string()) continue;
+          now.insert(absl::StrCat(ns, "/", dep["name"].get<std::string>()));
         }
       }
     }
+  }
+  auto before = depends_on_.find(key);
+  if (before != depends_on_.end()) {
+    for (const std::string& dep_key : before->second) {
+      if (now.contains(dep_key)) continue;
+      if (auto it = dependents_.find(dep_key); it != dependents_.end()) {
+        it->second.erase(key);
+        if (it->second.empty()) dependents_.erase(it);
+      }
+    }
+  }
+  for (const std::string& dep_key : now) dependents_[dep_key].insert(key);
+  if (now.empty()) {
+    if (before != depends_on_.end()) depends_on_.erase(before);
+  } else {
+    depends_on_[key] = std::move(now);
   }
   auto it = dependents_.find(key);
   if (it == dependents_.end()) return {};

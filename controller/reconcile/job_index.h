@@ -9,7 +9,8 @@
 //
 // Contract:
 //  * Apply() takes every watch event of the SlurmJob informer, in order; a
-//    DELETED event forgets the SlurmJob (and its dependsOn entries).
+//    DELETED event forgets the SlurmJob (and its dependsOn entries), and an
+//    edit of spec.dependsOn forgets the names it drops.
 //  * A uid maps to the SlurmJob last seen with it; objects without a uid
 //    are indexed by key only.
 //  * Fields of the wrong JSON type count as absent.
@@ -111,6 +112,8 @@ class JobIndex {
   std::map<std::string, std::string> other_phases_;   // by key: a status.phase none of Phase's
   // SlurmJob key -> the keys of SlurmJobs whose spec.dependsOn names it.
   std::map<std::string, std::set<std::string>> dependents_;
+  // SlurmJob key -> the keys its spec.dependsOn names (only SlurmJobs that name some).
+  std::map<std::string, std::set<std::string>> depends_on_;
 };
 
 }  // namespace slurmop::reconcile

@@ -78,6 +78,22 @@ TEST(JobIndex, WakesTheSlurmJobsThatDependOnOne) {
   EXPECT_THAT(index.Apply("MODIFIED", Job("data", "u4")), IsEmpty());
 }
 
+// An edit of spec.dependsOn forgets the names it drops. Before, they stayed for good: a tenant
+// editing a SlurmJob's dependsOn (editable until it is submitted) grew the index without bound.
+TEST(JobIndex, AnEditOfDependsOnForgetsTheNamesItDrops) {
+  JobIndex index;
+  index.Apply("ADDED", Job("train", "u1", {{"dependsOn", {{{"name", "prep"}}}}}));
+  index.Apply("MODIFIED", Job("train", "u1", {{"dependsOn", {{{"name", "data"}}}}}));
+  EXPECT_THAT(index.Apply("MODIFIED", Job("prep", "u3")), IsEmpty());
+  EXPECT_THAT(index.Apply("MODIFIED", Job("data", "u4")), ElementsAre("team-a/train"));
+  index.Apply("MODIFIED", Job("train", "u1"));  // no dependsOn left
+  EXPECT_THAT(index.Apply("MODIFIED", Job("data", "u4")), IsEmpty());
+  // A DELETED event forgets what the SlurmJob named, whatever the object it carries says.
+  index.Apply("MODIFIED", Job("train", "u1", {{"dependsOn", {{{"name", "prep"}}}}}));
+  index.Apply("DELETED", Job("train", "u1"));
+  EXPECT_THAT(index.Apply("MODIFIED", Job("prep", "u3")), IsEmpty());
+}
+
 TEST(JobIndex, MalformedDependsOnEntriesAreSkipped) {
   JobIndex index;
   const json deps = {{"dependsOn", json::array({42, {{"name", 7}}, {{"name", "prep"}}})}};
