@@ -102,7 +102,7 @@ struct ScriptFacts {
   enum class Kind { kNotLoaded, kLoaded, kMissing };
   Kind kind = Kind::kNotLoaded;
   std::string text;   // kLoaded
-  std::string error;  // kMissing: what is missing, for the user
+  std::string error;  // kMissing: what is missing or may not be read, for the user
 };
 
 // What Slurm said about the job: found (live queue or accounting) or unknown to both.

@@ -353,14 +353,23 @@ class Executor::Attempt {
     const auto& ref = facts_.spec.script_from().config_map_key_ref();
     absl::StatusOr<nlohmann::json> cm = ex_.kube_.Get(kube::ConfigMaps(), ns_, ref.name());
     if (!cm.ok()) {
-      if (!kube::IsNotFound(cm.status())) {
+      script_.kind = ScriptFacts::Kind::kMissing;
+      if (kube::IsNotFound(cm.status())) {
+        script_.error =
+            absl::StrCat("ConfigMap \"", ref.name(),
+                         "\" (spec.scriptFrom) does not exist in namespace \"", ns_, "\"");
+      } else if (cm.status().code() == absl::StatusCode::kPermissionDenied) {
+        // A refusal does not pass by itself: the user is to grant the read, and is told how.
+        script_.error =
+            absl::StrCat("the operator may not read ConfigMap \"", ref.name(),
+                         "\" (spec.scriptFrom) in namespace \"", ns_,
+                         "\"; bind the ClusterRole slurmjob-operator-namespace-reader there "
+                         "(deploy/tenant-namespace-rolebinding.yaml)");
+      } else {
+        script_.kind = ScriptFacts::Kind::kNotLoaded;
         LOG(WARNING) << key_ << ": reading ConfigMap " << ref.name() << ": " << cm.status();
         return Finish({std::nullopt, true});
       }
-      script_.kind = ScriptFacts::Kind::kMissing;
-      script_.error =
-          absl::StrCat("ConfigMap \"", ref.name(),
-                       "\" (spec.scriptFrom) does not exist in namespace \"", ns_, "\"");
       return kDecideAgain;
     }
     const nlohmann::json data = cm->value("data", nlohmann::json::object());

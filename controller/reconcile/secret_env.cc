@@ -49,6 +49,12 @@ absl::StatusOr<SecretEnv> LoadSecretEnv(kube::Client& kube, const std::string& n
         return absl::NotFoundError(
             absl::StrCat(first, " does not exist in namespace \"", ns, "\""));
       }
+      if (secret.status().code() == absl::StatusCode::kPermissionDenied) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("the operator may not read ", first, " in namespace \"", ns,
+                         "\"; bind the ClusterRole slurmjob-operator-namespace-reader there "
+                         "(deploy/tenant-namespace-rolebinding.yaml)"));
+      }
       return absl::Status(secret.status().code(),
                           absl::StrCat("reading ", first, ": ", secret.status().message()));
     }

@@ -2187,6 +2187,40 @@ TEST_F(TenantAccessTest, UnknownClusterSlurmClusterIsNamedInTheCondition) {
   EXPECT_THAT(stalled.message(), HasSubstr("ClusterSlurmCluster \"shared\" does not exist"));
 }
 
+// ------------------------------------------ spec.scriptFrom.configMapKeyRef
+
+// A ConfigMap the operator may not read (403: the namespace has no read grant) is a condition
+// saying how to grant it. Before, it was retried with backoff and only logged: the SlurmJob sat
+// with no status at all.
+TEST_F(ExecutorTest, AConfigMapTheOperatorMayNotReadIsAConditionWithTheGrantToMake) {
+  AddJob({{"script", nullptr},
+          {"scriptFrom", {{"configMapKeyRef", {{"name", "scripts"}, {"key", "train.sh"}}}}}});
+  kube_.FailNext("get", absl::PermissionDeniedError("configmaps \"scripts\" is forbidden"));
+
+  ReconcileResult r = Reconcile();
+
+  EXPECT_EQ(Submits(), 0);
+  v1alpha1::Condition stalled = Cond(kStalled);
+  EXPECT_EQ(stalled.reason(), "ScriptNotFound");
+  EXPECT_THAT(stalled.message(), HasSubstr("may not read ConfigMap \"scripts\""));
+  EXPECT_THAT(stalled.message(), HasSubstr("slurmjob-operator-namespace-reader"));
+  EXPECT_THAT(events_.WithReason("ScriptNotFound"),
+              ElementsAre(EventIs("Warning", "ScriptNotFound")));
+  EXPECT_TRUE(r.requeue_after.has_value());
+}
+
+TEST_F(ExecutorTest, AConfigMapReadWithoutAnAnswerIsRetriedWithoutACondition) {
+  AddJob({{"script", nullptr},
+          {"scriptFrom", {{"configMapKeyRef", {{"name", "scripts"}, {"key", "train.sh"}}}}}});
+  kube_.FailNext("get", absl::UnavailableError("connection refused"));
+
+  ReconcileResult r = Reconcile();
+
+  EXPECT_EQ(Submits(), 0);
+  EXPECT_TRUE(r.retry_with_backoff);
+  EXPECT_THAT(events_.WithReason("ScriptNotFound"), IsEmpty());
+}
+
 // ---------------------------------- spec.environment[].valueFrom.secretKeyRef
 
 constexpr char kApiKey[] = "sk-very-secret-value-0123456789";
@@ -2303,6 +2337,18 @@ TEST_F(SecretEnvTest, SecretsAreReadOncePerSecretInOrderOfMention) {
   EXPECT_THAT(env, HasSubstr("B1=2"));
   EXPECT_THAT(env, HasSubstr("A2=1"));
   EXPECT_EQ(kube_.Count("get"), 2);
+}
+
+TEST_F(SecretEnvTest, ASecretTheOperatorMayNotReadNamesTheGrantToMake) {
+  AddJobWithSecretEnv();
+  kube_.FailNext("get", absl::PermissionDeniedError("secrets \"wandb\" is forbidden"));
+
+  Reconcile();
+
+  EXPECT_EQ(Submits(), 0);
+  v1alpha1::Condition stalled = Cond(kStalled);
+  EXPECT_THAT(stalled.message(), HasSubstr("may not read Secret \"wandb\""));
+  EXPECT_THAT(stalled.message(), HasSubstr("slurmjob-operator-namespace-reader"));
 }
 
 TEST_F(SecretEnvTest, ValueAndValueFromTogetherIsInvalid) {
