@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "controller/common/bounded_text.h"
 #include "controller/slurm/dialects.h"
 #include "glog/logging.h"
 
@@ -646,15 +647,23 @@ void JobTracker::SweepLocked(std::unique_lock<std::mutex>& lock, Cluster& c, Tim
   }
   SweepVerdict verdict = DecideSweep(c.jobs, c.orphan_candidates, known_uid_, scope);
   c.orphan_candidates = std::move(verdict.candidates);
-  const std::vector<std::pair<int64_t, std::string>>& to_cancel = verdict.to_cancel;
+  std::vector<std::pair<int64_t, std::string>>& to_cancel = verdict.to_cancel;
   if (to_cancel.empty()) return;
+  const size_t cap = static_cast<size_t>(std::max(1, options_.max_cancels_per_sweep));
+  if (to_cancel.size() > cap) {
+    LOG(WARNING) << "SlurmCluster " << c.endpoint.key << ": " << to_cancel.size()
+                 << " Slurm jobs belong to no current run of an existing SlurmJob; cancelling "
+                 << cap << " now and the rest at the next sweeps";
+    to_cancel.resize(cap);
+  }
   const ClusterEndpoint endpoint = c.endpoint;
   const std::string key = endpoint.key;
   lock.unlock();
   absl::StatusOr<const slurm::Dialect*> dialect = slurm::DialectFor(endpoint.api_version);
   for (const auto& [id, comment] : to_cancel) {
     if (!dialect.ok()) break;
-    LOG(WARNING) << "SlurmCluster " << key << ": Slurm job " << id << " (" << comment
+    LOG(WARNING) << "SlurmCluster " << key << ": Slurm job " << id << " ("
+                 << CutText(comment, kMaxRemoteMessageBytes)
                  << ") belongs to no current run of an existing SlurmJob (its SlurmJob is gone, "
                     "or it duplicates the run's recorded job); cancelling it. Set "
                     "deletionPolicy: Orphan on SlurmJobs whose jobs must outlive them.";

@@ -140,6 +140,10 @@ struct TrackerOptions {
   // names on the swept cluster.
   std::string installation;
   std::function<bool(const ClusterEndpoint& cluster, int64_t job_id)> named_by_status;
+  // Cancels one sweep sends at most (lowest job ids first); the rest stay candidates and go at
+  // the next sweeps. A job's tag is only its comment, which any Slurm user can write: thousands
+  // of them must not take the project's call budget from every other cluster in one sweep.
+  int max_cancels_per_sweep = 20;
   ListPace pace;                             // how often one cluster is listed (tracking_policy.h)
   int fetch_threads = 4;                     // lists in flight at once, one per cluster
   std::chrono::milliseconds get_wait{2000};  // the longest Get() waits for a list

@@ -698,6 +698,27 @@ TEST_F(JobTrackerTest, OrphanSweepCancelsOnlyTaggedActiveJobsSeenOrphanedTwice) 
   EXPECT_EQ(tracker_.OrphansCancelled(), 1);
 }
 
+// A tag is a comment any Slurm user can write: thousands of orphans are cancelled a capped number
+// per sweep, the rest at the next sweeps, so one sweep cannot take the project's call budget.
+TEST_F(JobTrackerTest, OrphanCancelsPerSweepAreCapped) {
+  for (int i = 1; i <= 50; ++i) {
+    slurm_.jobs[i] = {"RUNNING", absl::StrCat("slurmjob-operator:team-a/gone", i, "/1")};
+  }
+  tracker_.RegisterCluster(Endpoint());
+  Tick();  // first sweep: all become candidates
+  for (int sweep = 1; sweep <= 3; ++sweep) {
+    clock_.Advance(seconds(61));
+    slurm_.last_update = 1000 + sweep;
+    Tick();
+    EXPECT_EQ(slurm_.deletes.size(), std::min<size_t>(50, 20u * sweep)) << "sweep " << sweep;
+    for (const std::string& path : slurm_.deletes) {
+      const int id = std::stoi(path.substr(path.rfind('/') + 1));
+      slurm_.jobs[id].first = "CANCELLED";
+    }
+  }
+  EXPECT_EQ(slurm_.deletes.front(), "/slurm/v0.0.42/job/1") << "lowest job ids first";
+}
+
 // A cluster listed only for its sweep keeps no copy of the queue between sweeps (many
 // SlurmClusters can name one busy Slurm cluster); the two-sweep rule still holds, and a cluster
 // that tracks a job keeps its snapshot.
