@@ -91,7 +91,8 @@ absl::StatusOr<FieldBits> ParsePart(const FieldSpec& f, absl::string_view part) 
     if (step > 1) out.star = false;
   }
   if (start > end) return FieldError(f, part, absl::StrCat(start, " is after ", end));
-  for (int v = start; v <= end; v += step) out.bits |= uint64_t{1} << v;
+  // In 64 bits: a step near INT_MAX would overflow an int past `end` (undefined behaviour).
+  for (int64_t v = start; v <= end; v += step) out.bits |= uint64_t{1} << v;
   return out;
 }
 

@@ -65,6 +65,16 @@ TEST(ParseScheduleTest, PlainValuesListsRangesAndSteps) {
   EXPECT_TRUE(s.day_of_week_star);
 }
 
+// A step near INT_MAX stepped an int past its range (undefined behaviour; the sanitizer build
+// stops on it). It is a step past the field's end: the start alone.
+TEST(ParseScheduleTest, AHugeStepIsTheStartAlone) {
+  const Schedule s = MustParse("59/2147483647 23/2147483647 * * *");
+  EXPECT_EQ(s.minutes.count(), 1u);
+  EXPECT_TRUE(s.minutes.test(59));
+  EXPECT_EQ(s.hours.count(), 1u);
+  EXPECT_TRUE(s.hours.test(23));
+}
+
 TEST(ParseScheduleTest, NamesAreCaseInsensitive) {
   const Schedule s = MustParse("0 0 ? jan-MAR,Dec mon-fri");
   EXPECT_TRUE(s.months.test(1) && s.months.test(3) && s.months.test(12));
