@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/agentplatform/body_stream.h"
+#include "controller/common/bounded_text.h"
 
 namespace slurmop::agentplatform {
 namespace {
@@ -140,8 +141,10 @@ class BodyReader {
     bool record = false;   // an element of a streaming jobs array
   };
 
+  // `why` may quote the answer (a repeated key, a status, the parser's last token): cut like any
+  // remote text before it reaches a SlurmJob's status.
   bool Fail(std::string why) {
-    if (error_.empty()) error_ = std::move(why);
+    if (error_.empty()) error_ = CutText(why, kMaxRemoteMessageBytes);
     return false;
   }
   // True when the value that starts now is to be skipped (a scalar, here).

@@ -22,7 +22,8 @@ absl::StatusOr<JobInfo> StartRecord(const nlohmann::json& record) {
   JobInfo info;
   info.job_id = *id;
   info.name = StringMember(record, "name");
-  info.partition = StringMember(record, "partition");
+  // Both become metric labels (executor.cc): bounded like any remote text.
+  info.partition = CutText(StringMember(record, "partition"), kMaxRemoteMessageBytes);
   return info;
 }
 
@@ -157,7 +158,7 @@ absl::StatusOr<JobInfo> DecodeSlurmdbJob(const nlohmann::json& record,
     info->start_time = EpochMember(*time, "start");
     info->end_time = EpochMember(*time, "end");
   }
-  info->account = StringMember(record, "account");
+  info->account = CutText(StringMember(record, "account"), kMaxRemoteMessageBytes);
   info->allocation = DecodeSlurmdbAllocation(record);
   if (const nlohmann::json* exit = FindMember(record, "exit_code"); exit != nullptr) {
     ApplyExit(exit_codes == SlurmdbExitCodes::kReliable

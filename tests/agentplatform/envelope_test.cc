@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "controller/common/bounded_text.h"
 
 namespace slurmop::agentplatform {
 namespace {
@@ -341,6 +342,17 @@ TEST(EnvelopeResponse, ARepeatedKeyInAStructIsRefusedInABodyStringTheLaterWins) 
   absl::StatusOr<SlurmResponse> r = DecodeResponse(R"({"status":200,"body":"{\"a\":1,\"a\":2}"})");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->body, nlohmann::json({{"a", 2}}));
+}
+
+// The error may quote the answer (here a 100 KB key): it is cut like any remote text, since it
+// reaches a SlurmJob's status.message, which nothing else bounds.
+TEST(EnvelopeResponse, AnErrorQuotingTheAnswerIsCut) {
+  const std::string key(100000, 'k');
+  absl::StatusOr<SlurmResponse> r = DecodeResponse(
+      absl::StrCat(R"({"status":200,"structuredBody":{")", key, R"(":1,")", key, R"(":2}})"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_LT(r.status().message().size(), 2 * kMaxRemoteMessageBytes) << r.status().message();
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("bytes cut"));
 }
 
 TEST(EnvelopeResponse, NestingIsLimited) {

@@ -206,6 +206,20 @@ TEST_P(DialectScenarioTest, AHugeStateReasonIsCut) {
   EXPECT_EQ(got->job->state_reason.substr(0, 9), "Resources");
 }
 
+// The partition becomes a metric label: cut like any remote text.
+TEST_P(DialectScenarioTest, AHugePartitionNameIsCut) {
+  RecordedResponse r = Load("job_pending.json");
+  std::string text = r.body.dump();
+  const size_t at = text.find("\"debug\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 7, nlohmann::json("debug" + std::string(100000, 'p')).dump());
+  absl::StatusOr<JobLookup> got = dialect().ParseJob(r.status, nlohmann::json::parse(text), 42);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(got->job.has_value());
+  EXPECT_LE(got->job->partition.size(), kMaxRemoteMessageBytes);
+  EXPECT_EQ(got->job->partition.substr(0, 5), "debug");
+}
+
 TEST_P(DialectScenarioTest, UnknownJobOnGet) {
   RecordedResponse r = Load("job_unknown.json");
   EXPECT_EQ(r.status, GetParam() == "v0.0.38" ? 500 : 404);
