@@ -136,7 +136,13 @@ ReconcileResult CronExecutor::Reconcile(const std::string& key) {
   }
   absl::StatusOr<v1alpha1::SlurmCronJob> typed = api::SlurmCronJobFromObject(*cron);
   if (!typed.ok()) {
+    // Its status is not writable as the type either: the Event is what tells the user. A change
+    // of the object brings it back here.
     LOG(WARNING) << key << ": cannot read the SlurmCronJob: " << typed.status();
+    events_.Record(*cron,
+                   {reconcile::kWarning, "InvalidSpec", "Validate",
+                    absl::StrCat("The SlurmCronJob cannot be read: ", typed.status().message(),
+                                 ". Nothing is scheduled until it is fixed.")});
     return {};
   }
   CronFacts facts = ReadFacts(*cron);

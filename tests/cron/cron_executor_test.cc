@@ -197,6 +197,19 @@ TEST_F(CronExecutorTest, AFailedCreateIsRetriedWithAWarning) {
   EXPECT_FALSE(Cron().contains("status"));
 }
 
+// A SlurmCronJob the codec refuses (e.g. an int32 field past its range, which API servers
+// before 1.36 store) was only logged; it is a Warning Event naming the field.
+TEST_F(CronExecutorTest, ASlurmCronJobThatCannotBeReadIsAWarningEvent) {
+  kube_.MutateBehindTheBack("slurmcronjobs", "team", "nightly", [](nlohmann::json& o) {
+    o["spec"]["successfulJobsHistoryLimit"] = 3000000000LL;
+  });
+  kube_.ClearCalls();
+  const reconcile::ReconcileResult r = NewExecutor()->Reconcile("team/nightly");
+  EXPECT_FALSE(r.retry_with_backoff);
+  EXPECT_THAT(events_.reasons, ElementsAre("InvalidSpec"));
+  EXPECT_THAT(Verbs(), ::testing::IsEmpty()) << "nothing created or written";
+}
+
 TEST_F(CronExecutorTest, AStatusWriteRefusedForGoodIsAWarningEvent) {
   kube_.FailNext("update-status", absl::PermissionDeniedError("slurmcronjobs/status is forbidden"));
   const reconcile::ReconcileResult r = NewExecutor()->Reconcile("team/nightly");
