@@ -40,8 +40,8 @@ absl::Status TokenError(std::string_view token, std::string_view why) {
       absl::StrCat("spec.array.indexes: \"", std::string(token), "\" ", std::string(why)));
 }
 
-// `N`, `N-M` or `N-M:S` into `out`.
-absl::Status AddToken(std::string_view token, IndexSet& out) {
+// `N`, `N-M` or `N-M:S` into `out`, taking one of `visits_left` per index it names.
+absl::Status AddToken(std::string_view token, IndexSet& out, int64_t& visits_left) {
   if (token.empty()) {
     return absl::InvalidArgumentError(
         "spec.array.indexes: an empty element (two commas in a row, or a comma at an end)");
@@ -73,6 +73,11 @@ absl::Status AddToken(std::string_view token, IndexSet& out) {
                                           " (Slurm's largest MaxArraySize is 4000001)"));
   }
   for (int64_t i = *first; i <= *last; i += step) {
+    if (--visits_left < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.array.indexes names indexes more than ", kMaxArrayIndexVisits,
+                       " times in all (its ranges overlap); name each index once"));
+    }
     out.insert(static_cast<int32_t>(i));
     if (out.size() > static_cast<size_t>(kMaxArrayIndexes)) {
       return absl::InvalidArgumentError(
@@ -105,6 +110,10 @@ absl::StatusOr<ArrayExpression> ParseArrayExpression(std::string_view text) {
     return absl::InvalidArgumentError(
         "spec.array.indexes is empty; give Slurm's --array expression, e.g. \"0-31%4\"");
   }
+  if (text.size() > kMaxArrayExpressionBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.array.indexes is longer than ", kMaxArrayExpressionBytes, " bytes"));
+  }
   ArrayExpression out;
   std::string_view list = text;
   if (size_t pct = text.find('%'); pct != std::string_view::npos) {
@@ -117,8 +126,9 @@ absl::StatusOr<ArrayExpression> ParseArrayExpression(std::string_view text) {
     out.max_running = static_cast<int32_t>(*t);
     list = text.substr(0, pct);
   }
+  int64_t visits_left = kMaxArrayIndexVisits;
   for (std::string_view token : Split(list, ',')) {
-    if (absl::Status s = AddToken(token, out.indexes); !s.ok()) return s;
+    if (absl::Status s = AddToken(token, out.indexes, visits_left); !s.ok()) return s;
   }
   return out;
 }
@@ -134,12 +144,13 @@ std::string FormatIndexList(const IndexSet& indexes) { return Join(indexes, true
 absl::StatusOr<IndexSet> ParseIndexList(std::string_view text) {
   IndexSet out;
   if (text.empty()) return out;
+  int64_t visits_left = kMaxArrayIndexVisits;
   for (std::string_view token : Split(text, ',')) {
     if (token.find(':') != std::string_view::npos) {
       return absl::InvalidArgumentError(
           absl::StrCat("index list element \"", std::string(token), "\" is not N or N-M"));
     }
-    if (absl::Status s = AddToken(token, out); !s.ok()) return s;
+    if (absl::Status s = AddToken(token, out, visits_left); !s.ok()) return s;
   }
   return out;
 }

@@ -9,7 +9,10 @@
 //    accept, made stricter: comma-separated `N`, `N-M` or `N-M:S` (N <= M,
 //    S >= 1, no blanks, no sign), then an optional `%T` (T >= 1); at most
 //    kMaxArrayIndexes distinct indexes, each at most kMaxArrayIndexValue.
-//    Errors name the offending token.
+//    Errors name the offending token. Bounded work whatever the text (it also
+//    reads Slurm's array_task_string, a remote's): at most
+//    kMaxArrayExpressionBytes of text and kMaxArrayIndexVisits indexes named
+//    in all, counting an index once per range that names it.
 //  * FormatIndexList writes batch/v1 Job's format: ascending, runs of three
 //    or more as `a-b`, a pair as `a,b` (Kubernetes' orderedIntervals.String),
 //    "" for none. ParseIndexList reads it back (and `a-b` for any run);
@@ -20,6 +23,7 @@
 #ifndef SLURMOP_CONTROLLER_SLURM_ARRAY_INDEXES_H_
 #define SLURMOP_CONTROLLER_SLURM_ARRAY_INDEXES_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -36,6 +40,11 @@ namespace slurmop::slurm {
 // (MaxArraySize <= 4000001).
 inline constexpr int32_t kMaxArrayIndexes = 1000;
 inline constexpr int32_t kMaxArrayIndexValue = 4000000;
+// 1,000 seven-digit indexes, each with its comma, fit twice over.
+inline constexpr size_t kMaxArrayExpressionBytes = 16384;
+// Overlapping ranges may name an index more than once; repeating "0-999," must not cost a
+// thousand steps per six bytes.
+inline constexpr int64_t kMaxArrayIndexVisits = 4 * int64_t{kMaxArrayIndexes};
 
 using IndexSet = std::set<int32_t>;
 

@@ -69,6 +69,27 @@ TEST(ArrayExpressionTest, CapsTheNumberOfIndexes) {
   EXPECT_TRUE(ParseArrayExpression("0-3999999:10000").ok());
 }
 
+// Slurm's array_task_string is a remote's text: repeating "0-999," named a thousand indexes per
+// six bytes, and a 2 MiB record cost seconds of CPU. Work is bounded whatever the text.
+TEST(ArrayExpressionTest, OverlappingAndOverlongExpressionsAreRefusedQuickly) {
+  std::string repeated;
+  for (int i = 0; i < 2000; ++i) absl::StrAppend(&repeated, i == 0 ? "" : ",", "0-999");
+  absl::StatusOr<ArrayExpression> r = ParseArrayExpression(repeated);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("more than 4000 times"));
+  r = ParseArrayExpression(std::string(kMaxArrayExpressionBytes + 1, '1'));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("longer than 16384 bytes"));
+  // Overlap within the bound is still Slurm's syntax.
+  r = ParseArrayExpression("0-10,5-15");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->indexes.size(), 16u);
+  // 1,000 seven-digit indexes fit.
+  std::string sparse;
+  for (int i = 0; i < 1000; ++i) absl::StrAppend(&sparse, i == 0 ? "" : ",", 3000000 + 2 * i);
+  EXPECT_TRUE(ParseArrayExpression(sparse).ok());
+}
+
 TEST(IndexListTest, FormatsAsBatchV1Job) {
   EXPECT_EQ(FormatIndexList({}), "");
   EXPECT_EQ(FormatIndexList({5}), "5");
