@@ -84,6 +84,25 @@ void QuotaBudget::Remember(Bucket& b, const BudgetRequest& request, Time now) co
   b.configured = lowest.value_or(options_.requests_per_minute);
 }
 
+bool QuotaBudget::AtRest(const Bucket& b, Time now) const {
+  if (now - b.updated <= options_.setting_memory) return false;  // settings too are stale then
+  if (b.probing || (b.paused_until.has_value() && *b.paused_until > now)) return false;
+  const double rate = RateLocked(b, now);
+  if (rate < b.configured) return false;
+  const double seconds = std::chrono::duration<double>(now - b.updated).count();
+  return b.tokens + seconds * std::max(0.0, rate) / 60 >= options_.burst;
+}
+
+void QuotaBudget::PruneLocked(Time now) {
+  if (now - last_prune_ < std::chrono::minutes(1)) return;
+  last_prune_ = now;
+  for (std::map<std::string, Bucket>* buckets : {&buckets_, &own_}) {
+    for (auto it = buckets->begin(); it != buckets->end();) {
+      it = AtRest(it->second, now) ? buckets->erase(it) : std::next(it);
+    }
+  }
+}
+
 double QuotaBudget::ReserveOf(CallPriority priority) const {
   switch (priority) {
     case CallPriority::kChange:
@@ -116,6 +135,7 @@ Reservation QuotaBudget::Reserve(const std::string& key, const BudgetRequest& re
   }
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();
+  PruneLocked(now);
   Bucket& project = Refilled(buckets_, key, options_.requests_per_minute, now);
   Remember(project, request, now);
   Bucket* own = nullptr;

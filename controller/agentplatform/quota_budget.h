@@ -34,6 +34,10 @@
 //    SlurmCluster's `callBudget` is a bucket of its own the call must also
 //    take a token from, so a tenant can slow only its own calls. Reserves
 //    apply in both buckets; a call takes a token from both or from neither.
+//  * Buckets are forgotten once at rest: untouched for `setting_memory`, not
+//    paused, not probing, rate recovered and tokens full, i.e. the same as a
+//    new one. Keys come from tenants' resources (project, region, the owner
+//    of a cap), so kept forever they would grow with every edit.
 //  * Thread-safe; time comes only from the injected Clock.
 
 #ifndef SLURMOP_CONTROLLER_AGENTPLATFORM_QUOTA_BUDGET_H_
@@ -153,6 +157,10 @@ class QuotaBudget {
   void Remember(Bucket& b, const BudgetRequest& request, Time now) const;
   double RateLocked(const Bucket& b, Time now) const;  // per minute
   double ReserveOf(CallPriority priority) const;
+  // Whether `b` is the same as a new bucket would be (see the file comment).
+  bool AtRest(const Bucket& b, Time now) const;
+  // Forgets the buckets at rest, at most once a minute.
+  void PruneLocked(Time now);
   // The wait for a token of `b` for `priority` (zero when one is there).
   std::chrono::nanoseconds WaitFor(const Bucket& b, CallPriority priority, Time now) const;
 
@@ -161,6 +169,7 @@ class QuotaBudget {
   std::mutex mu_;
   std::map<std::string, Bucket> buckets_;  // per QuotaKey()
   std::map<std::string, Bucket> own_;      // per BudgetRequest::owner with a cap
+  Time last_prune_{};
 };
 
 }  // namespace slurmop::agentplatform

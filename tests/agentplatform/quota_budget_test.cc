@@ -4,7 +4,10 @@
 
 #include "controller/agentplatform/quota_budget.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
 
 namespace slurmop::agentplatform {
 namespace {
@@ -46,6 +49,23 @@ TEST(QuotaBudget, RefillIsCappedAtBurst) {
   clock.Advance(std::chrono::hours(1));
   for (int i = 0; i < 10; ++i) EXPECT_EQ(Take(budget, CallPriority::kChange), nanoseconds(0)) << i;
   EXPECT_GT(Take(budget, CallPriority::kChange), nanoseconds(0));
+}
+
+// Keys come from tenants' resources: a bucket at rest (the same as a new one) is forgotten, or
+// every edit of a SlurmCluster's project or region would leave one behind for good.
+TEST(QuotaBudget, BucketsAtRestAreForgottenAndOthersKept) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(1, 10));
+  for (int i = 0; i < 1000; ++i) Take(budget, CallPriority::kChange, absl::StrCat("p", i));
+  budget.Exhausted("paused", milliseconds(3600 * 1000));
+  EXPECT_EQ(budget.Snapshot().size(), 1001u);
+  clock.Advance(std::chrono::minutes(11));
+  Take(budget, CallPriority::kChange, "now");
+  std::vector<std::string> keys;
+  for (const BudgetState& s : budget.Snapshot()) keys.push_back(s.key);
+  EXPECT_THAT(keys, ::testing::UnorderedElementsAre("now", "paused"));
+  // A forgotten bucket starts full again, as it would have been.
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(Take(budget, CallPriority::kChange, "p1"), nanoseconds(0));
 }
 
 TEST(QuotaBudget, KeysAreIndependentAndNameProjectAndRegion) {
