@@ -310,6 +310,12 @@ class ExecutorTest : public ::testing::Test {
     kube_.ClearCalls();
   }
 
+  // A SlurmJob whose script is key train.sh of ConfigMap "scripts".
+  void AddJobWithScriptFrom() {
+    AddJob({{"script", nullptr},
+            {"scriptFrom", {{"configMapKeyRef", {{"name", "scripts"}, {"key", "train.sh"}}}}}});
+  }
+
   ReconcileResult Reconcile() { return exec_->Reconcile(kKey); }
 
   std::optional<nlohmann::json> Object() { return kube_.Object("slurmjobs", kNs, kName); }
@@ -2193,8 +2199,7 @@ TEST_F(TenantAccessTest, UnknownClusterSlurmClusterIsNamedInTheCondition) {
 // saying how to grant it. Before, it was retried with backoff and only logged: the SlurmJob sat
 // with no status at all.
 TEST_F(ExecutorTest, AConfigMapTheOperatorMayNotReadIsAConditionWithTheGrantToMake) {
-  AddJob({{"script", nullptr},
-          {"scriptFrom", {{"configMapKeyRef", {{"name", "scripts"}, {"key", "train.sh"}}}}}});
+  AddJobWithScriptFrom();
   kube_.FailNext("get", absl::PermissionDeniedError("configmaps \"scripts\" is forbidden"));
 
   ReconcileResult r = Reconcile();
@@ -2210,8 +2215,7 @@ TEST_F(ExecutorTest, AConfigMapTheOperatorMayNotReadIsAConditionWithTheGrantToMa
 }
 
 TEST_F(ExecutorTest, AConfigMapReadWithoutAnAnswerIsRetriedWithoutACondition) {
-  AddJob({{"script", nullptr},
-          {"scriptFrom", {{"configMapKeyRef", {{"name", "scripts"}, {"key", "train.sh"}}}}}});
+  AddJobWithScriptFrom();
   kube_.FailNext("get", absl::UnavailableError("connection refused"));
 
   ReconcileResult r = Reconcile();
