@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "controller/kube/resource_types.h"
+#include "controller/reconcile/read_grant.h"
 
 namespace slurmop::reconcile {
 
@@ -68,10 +69,7 @@ absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> SecretCredentialsRes
     }
     if (secret.status().code() == absl::StatusCode::kPermissionDenied) {
       return absl::UnauthenticatedError(
-          absl::StrCat("the operator may not read Secret \"", id.secret_name, "\" in namespace \"",
-                       id.secret_namespace,
-                       "\"; bind the ClusterRole slurmjob-operator-namespace-reader there "
-                       "(deploy/tenant-namespace-rolebinding.yaml)"));
+          MayNotRead(absl::StrCat("Secret \"", id.secret_name, "\""), id.secret_namespace));
     }
     return absl::UnavailableError(
         absl::StrCat("reading Secret \"", id.secret_name, "\": ", secret.status().message()));

@@ -17,6 +17,7 @@
 #include "controller/reconcile/job_lifetime.h"
 #include "controller/reconcile/job_usage.h"
 #include "controller/reconcile/ownership.h"
+#include "controller/reconcile/read_grant.h"
 #include "controller/reconcile/resource_types.h"
 #include "controller/reconcile/runs.h"
 #include "controller/reconcile/secret_env.h"
@@ -361,10 +362,7 @@ class Executor::Attempt {
       } else if (cm.status().code() == absl::StatusCode::kPermissionDenied) {
         // A refusal does not pass by itself: the user is to grant the read, and is told how.
         script_.error =
-            absl::StrCat("the operator may not read ConfigMap \"", ref.name(),
-                         "\" (spec.scriptFrom) in namespace \"", ns_,
-                         "\"; bind the ClusterRole slurmjob-operator-namespace-reader there "
-                         "(deploy/tenant-namespace-rolebinding.yaml)");
+            MayNotRead(absl::StrCat("ConfigMap \"", ref.name(), "\" (spec.scriptFrom)"), ns_);
       } else {
         script_.kind = ScriptFacts::Kind::kNotLoaded;
         LOG(WARNING) << key_ << ": reading ConfigMap " << ref.name() << ": " << cm.status();

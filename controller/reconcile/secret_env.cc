@@ -9,6 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "controller/kube/resource_types.h"
+#include "controller/reconcile/read_grant.h"
 
 namespace slurmop::reconcile {
 namespace {
@@ -50,10 +51,7 @@ absl::StatusOr<SecretEnv> LoadSecretEnv(kube::Client& kube, const std::string& n
             absl::StrCat(first, " does not exist in namespace \"", ns, "\""));
       }
       if (secret.status().code() == absl::StatusCode::kPermissionDenied) {
-        return absl::PermissionDeniedError(
-            absl::StrCat("the operator may not read ", first, " in namespace \"", ns,
-                         "\"; bind the ClusterRole slurmjob-operator-namespace-reader there "
-                         "(deploy/tenant-namespace-rolebinding.yaml)"));
+        return absl::PermissionDeniedError(MayNotRead(first, ns));
       }
       return absl::Status(secret.status().code(),
                           absl::StrCat("reading ", first, ": ", secret.status().message()));
