@@ -754,7 +754,8 @@ int RunSharded(slurmop::kube::Client& kube, slurmop::agentplatform::SlurmApi& sl
   rc::Manager::DeclareMetrics();
   ShardManagers shard_managers;
   rc::Manager::RegisterGauges([&shard_managers] { return shard_managers.List(); });
-  rc::ShardLabeller labeller(kube, clock, shards, ns, manager_options.executor.default_cluster);
+  rc::ShardLabeller labeller(kube, clock, events, shards, ns,
+                             manager_options.executor.default_cluster);
   labeller.Start();
   ShardedCron cron(kube, events, clock, ns);
 

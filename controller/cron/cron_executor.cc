@@ -160,6 +160,13 @@ ReconcileResult CronExecutor::Reconcile(const std::string& key) {
       events_.Record(
           *cron, {reconcile::kWarning, "FailedCreate", "Create",
                   absl::StrCat("cannot create SlurmJob ", plan.create->name, ": ", s.message())});
+      // The condition stays when the Event is gone (or refused: a namespace being deleted).
+      const v1alpha1::SlurmCronJobStatus failed =
+          StatusAfterFailedCreate(facts, *plan.create, s, clock_.Now());
+      if (absl::Status w = WriteStatus(*cron, key, typed->status(), failed); !w.ok()) {
+        TellRefusal(*cron, "status write", w);
+        LOG(WARNING) << key << ": writing the failed create's status: " << w;
+      }
       return Failed(key, "creating SlurmJob " + plan.create->name, s);
     }
   }

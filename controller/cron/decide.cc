@@ -250,4 +250,16 @@ CronPlan DecideCron(const CronFacts& facts, Time now) {
   return plan;
 }
 
+v1alpha1::SlurmCronJobStatus StatusAfterFailedCreate(const CronFacts& facts,
+                                                     const ChildToCreate& child,
+                                                     const absl::Status& error, Time now) {
+  v1alpha1::SlurmCronJobStatus status = facts.status;
+  SetReady(facts, now, ConditionStatus::kFalse, "FailedCreate",
+           absl::StrCat("cannot create SlurmJob ", child.name, " for ",
+                        FormatRfc3339(child.scheduled_time), ": ", error.message(),
+                        "; retried with backoff, and that scheduled time is kept until it is made"),
+           &status);
+  return status;
+}
+
 }  // namespace slurmop::cron

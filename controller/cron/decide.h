@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "controller/common/clock.h"
 #include "controller/reconcile/job_status.h"
 #include "slurmoperator/v1alpha1/slurmcronjob.pb.h"
@@ -97,6 +98,14 @@ struct CronPlan {
 };
 
 CronPlan DecideCron(const CronFacts& facts, Time now);
+
+// The status to write once the create of `child` failed with `error`: the current status (no
+// lastScheduleTime or active entry for a child that does not exist, so its scheduled time is
+// tried again) with Ready False and Stalled True, reason FailedCreate. Before, Ready stayed True
+// while every scheduled time failed (a forbidden create, a ResourceQuota, a webhook's denial).
+v1alpha1::SlurmCronJobStatus StatusAfterFailedCreate(const CronFacts& facts,
+                                                     const ChildToCreate& child,
+                                                     const absl::Status& error, Time now);
 
 // `<cron name>-<unix minutes of t>`, Kubernetes' CronJob naming.
 std::string ChildName(const std::string& cron_name, Time scheduled_time);

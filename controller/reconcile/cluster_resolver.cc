@@ -120,15 +120,23 @@ ClusterFacts ResolveJobCluster(const ClusterCaches& caches, const std::string& n
   if (c.unprotected && caches.protection_problems) {
     c.protection_problem = caches.protection_problems->Get(c.key);
   }
+  c.generation = Generation(*obj);
   absl::StatusOr<v1alpha1::SlurmCluster> cluster = api::SlurmClusterFromObject(*obj);
   if (!cluster.ok()) {
-    // Unreadable: treat as found with an empty spec so that validation explains what is missing.
+    // Unreadable: nothing is sent for it, and the job says why. (Read as an empty spec, it was
+    // refused for a missing credentialsSecretRef, or seen repointed, whatever was wrong.)
     LOG(WARNING) << "SlurmCluster " << ns << "/" << c.name
                  << " cannot be read: " << cluster.status();
-  } else {
-    c.generation = Generation(*obj);
-    c.spec = cluster->spec();
+    Apply({false,
+           {},
+           "InvalidCluster",
+           absl::StrCat("SlurmCluster \"", c.name, "\" cannot be read (",
+                        cluster.status().message(), "); fix it with kubectl edit slurmcluster ",
+                        c.name, " -n ", ns, ". Nothing was sent to the cluster")},
+          &c);
+    return c;
   }
+  c.spec = cluster->spec();
   Apply(DecideClusterAccess(RequestFor(false, c.name, ns, c.spec), options), &c);
   return c;
 }

@@ -103,7 +103,21 @@ absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> SecretCredentialsRes
                                                    "\": ", source.status().message()));
   }
   by_secret_[cache_key] = {digest, clock.Now(), *source};
+  PruneLocked(clock.Now());
   return *source;
+}
+
+void SecretCredentialsResolver::PruneLocked(Time now) {
+  if (now - pruned_at_ < std::chrono::minutes(1)) return;
+  pruned_at_ = now;
+  for (auto it = by_secret_.begin(); it != by_secret_.end();) {
+    it = now - it->second.read_at >= kIdleEntry ? by_secret_.erase(it) : std::next(it);
+  }
+}
+
+size_t SecretCredentialsResolver::CachedSecrets() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return by_secret_.size();
 }
 
 }  // namespace slurmop::reconcile

@@ -14,6 +14,10 @@
 // after that it is read again, and the token source is rebuilt only when the
 // key's content changed, so cached tokens survive the re-read.
 // A rotated or deleted Secret is noticed within `secret_ttl`.
+//
+// Memory: an entry not read again for kIdleEntry (no cluster used it: an active one re-reads it
+// every `secret_ttl`) is dropped, at most once a minute, so the cache holds the Secrets in use,
+// not every Secret a SlurmCluster ever named.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_CREDENTIALS_RESOLVER_H_
 #define SLURMOP_CONTROLLER_RECONCILE_CREDENTIALS_RESOLVER_H_
@@ -42,6 +46,10 @@ class SecretCredentialsResolver final : public CredentialsResolver {
   absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> For(
       const ClusterIdentity& identity) override;
 
+  static constexpr Duration kIdleEntry = std::chrono::minutes(10);
+  // Secrets whose token source is kept (for tests).
+  size_t CachedSecrets();
+
  private:
   struct Entry {
     std::string content_digest;
@@ -51,6 +59,8 @@ class SecretCredentialsResolver final : public CredentialsResolver {
   absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> OperatorCredentials();
   absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> FromSecret(
       const ClusterIdentity& identity);
+  // Drops the entries idle for kIdleEntry (at most once a minute). With mu_ held.
+  void PruneLocked(Time now);
 
   kube::Client& kube_;
   const agentplatform::CredentialsOptions options_;
@@ -58,6 +68,7 @@ class SecretCredentialsResolver final : public CredentialsResolver {
   std::mutex mu_;
   std::shared_ptr<agentplatform::TokenSource> default_;
   std::map<std::string, Entry> by_secret_;  // "ns/name/key[/installer]"
+  Time pruned_at_{};
 };
 
 }  // namespace slurmop::reconcile

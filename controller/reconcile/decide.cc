@@ -203,27 +203,53 @@ Decision RetryFailedCancel(const Known& k, int64_t job_id, const std::string& wh
   return d;
 }
 
+// Deleting, and the deletion cannot go on for now (`reason`, `msg`; `then`: when to try again).
+// The status says why as well as a Warning Event (recorded with the status write, so once per
+// change): a namespace being deleted refuses new Events, but the status writes of the objects
+// in it still land, so there the condition is all the user sees.
+// A job known from the memo only (submitted, its id not recorded yet) is not said to be
+// unsubmitted: its Submitted condition stays as it was.
+Decision DeletionHeldUp(const Known& k, const std::string& reason, const std::string& msg,
+                        Decision then) {
+  v1alpha1::SlurmJobStatus s = StatusRetrying(k.job.status, reason, msg, k.job.generation, k.now);
+  if (k.job.status.job_id() == 0 && guards::KnownJobId(k) != 0) {
+    RemoveCondition(s.mutable_conditions(), kSubmitted);
+    if (const v1alpha1::Condition* was = FindCondition(k.job.status.conditions(), kSubmitted)) {
+      *s.add_conditions() = *was;
+    }
+  }
+  return WriteIfChanged(k.job, std::move(s), {{kWarning, reason, "Cancel", msg}}, std::move(then));
+}
+
 // Deleting, and a call the deletion needs (`what`: reading the job's state, searching for its
 // tag) failed with `err`. A transient failure is retried with backoff; a lasting refusal (the
 // credentials Secret gone or wrong, permission denied, no such cluster) is told as a condition and
 // a Warning Event, with how to finish the deletion without the cancel. Before, the deletion just
 // waited, and `kubectl delete` hung with nothing saying why.
-Decision DeletionCallFailed(const Known& k, const absl::Status& err, const std::string& what) {
+//
+// A transient failure that has lasted (`failing_since`, past tracking_failure_grace) is told the
+// same way, as DeletionRetrying, so that a deletion that keeps waiting on a cluster whose
+// answers fail says why.
+Decision DeletionCallFailed(const Known& k, const absl::Status& err, const std::string& what,
+                            std::optional<Time> failing_since = std::nullopt) {
+  const std::string how_to_finish = absl::StrCat(
+      " The SlurmJob is deleted once its Slurm job is known to be cancelled or gone; to "
+      "delete it without that, remove the finalizer ",
+      std::string(api::kSlurmJobFinalizer), ".");
   if (IsTransient(err.code())) {
-    return StopAndBackoff(absl::StrCat("deleting; ", what, " failed: ", err.message()));
+    Decision retry = StopAndBackoff(absl::StrCat("deleting; ", what, " failed: ", err.message()));
+    if (!failing_since) return retry;
+    const std::string msg =
+        absl::StrCat(what, " has failed since ", FormatRfc3339(*failing_since), ": ", err.message(),
+                     ". Retrying with backoff.", how_to_finish);
+    return DeletionHeldUp(k, "DeletionRetrying", msg, std::move(retry));
   }
   Refusal r = ExplainRefusal(err, k.cluster, what);
   if (!r.retry_later) {  // its "fix the spec; it is submitted again" is about submits
     r = {"DeletionBlocked", absl::StrCat(what, " failed: ", err.message(), "."), true};
   }
-  const std::string msg = absl::StrCat(
-      r.message,
-      " The SlurmJob is deleted once its Slurm job is known to be cancelled or gone; to "
-      "delete it without that, remove the finalizer ",
-      std::string(api::kSlurmJobFinalizer), ".");
-  return WriteIfChanged(k.job, StatusRetrying(k.job.status, r.reason, msg, k.job.generation, k.now),
-                        {{kWarning, r.reason, "Cancel", msg}},
-                        StopAndRequeue(k.opt.permission_retry, msg));
+  const std::string msg = absl::StrCat(r.message, how_to_finish);
+  return DeletionHeldUp(k, r.reason, msg, StopAndRequeue(k.opt.permission_retry, msg));
 }
 
 Decision DeletingUnsubmitted(const Known& k) {
@@ -315,13 +341,12 @@ Decision Disowning(const Known& k) {
       return d;
     }
     if (!update->ok()) {
-      Decision d = StopAndBackoff(
-          absl::StrCat("cannot disown Slurm job ", job_id, ": ", update->status().message()));
-      d.events.push_back(
-          {kWarning, "OrphanFailed", "Delete",
-           absl::StrCat("Leaving Slurm job ", job_id, " running failed to mark it as orphaned: ",
-                        update->status().message(), "; retrying.")});
-      return d;
+      return DeletionHeldUp(
+          k, "OrphanFailed",
+          absl::StrCat("Leaving Slurm job ", job_id, " running failed to mark it as orphaned: ",
+                       update->status().message(), "; retrying with backoff."),
+          StopAndBackoff(
+              absl::StrCat("cannot disown Slurm job ", job_id, ": ", update->status().message())));
     }
   }
   Decision d = Do(Action::kRemoveFinalizer, "deletionPolicy Orphan");
@@ -335,16 +360,14 @@ Decision CancelBlocked(const Known& k) {
   const int64_t job_id = guards::KnownJobId(k);
   // Without the cluster the job cannot be cancelled: keep the finalizer so
   // nothing is lost, and say how to proceed.
-  Decision d = StopAndRequeue(
-      std::chrono::seconds(30),
-      absl::StrCat("cannot cancel Slurm job ", job_id, ": ", ClusterUnusable(k.cluster)));
-  d.events.push_back(
-      {kWarning, "CancelBlocked", "Cancel",
-       absl::StrCat("Cannot cancel Slurm job ", job_id, ": ", ClusterUnusable(k.cluster),
-                    ". Recreate (or allow) it, or remove the finalizer "
-                    "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob "
-                    "without cancelling the job.")});
-  return d;
+  return DeletionHeldUp(
+      k, "CancelBlocked",
+      absl::StrCat("Cannot cancel Slurm job ", job_id, ": ", ClusterUnusable(k.cluster),
+                   ". Recreate (or allow) it, or remove the finalizer "
+                   "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob "
+                   "without cancelling the job."),
+      StopAndRequeue(std::chrono::seconds(30), absl::StrCat("cannot cancel Slurm job ", job_id,
+                                                            ": ", ClusterUnusable(k.cluster))));
 }
 
 // The job was submitted where the SlurmCluster no longer points: a cancel by
@@ -358,9 +381,7 @@ Decision DeletionClusterMoved(const Known& k) {
       ". Point the SlurmCluster back to cancel the job, or remove the finalizer "
       "hpc.slurmoperator.dev/slurm-job to delete this SlurmJob without cancelling it (the job "
       "then runs on).");
-  Decision d = StopAndRequeue(std::chrono::seconds(30), msg);
-  d.events.push_back({kWarning, "CancelBlocked", "Cancel", msg});
-  return d;
+  return DeletionHeldUp(k, "CancelBlocked", msg, StopAndRequeue(std::chrono::seconds(30), msg));
 }
 
 // The record under the job's id is another job's: never cancelled.
@@ -371,9 +392,7 @@ Decision DeletionNotOurs(const Known& k) {
       ": its comment is not this SlurmJob's tag, so it is another job (the cluster's job ids "
       "may have started again). This SlurmJob's own job is not found under that id; remove the "
       "finalizer hpc.slurmoperator.dev/slurm-job to delete the SlurmJob.");
-  Decision d = StopAndRequeue(k.opt.permission_retry, msg);
-  d.events.push_back({kWarning, "CancelBlocked", "Cancel", msg});
-  return d;
+  return DeletionHeldUp(k, "CancelBlocked", msg, StopAndRequeue(k.opt.permission_retry, msg));
 }
 
 Decision Cancelling(const Known& k) {
@@ -386,7 +405,9 @@ Decision Cancelling(const Known& k) {
     return d;
   }
   if (guards::QueryFailed(k.out)) {
-    return DeletionCallFailed(k, k.out.query->status(), "Reading the job's state");
+    return DeletionCallFailed(
+        k, k.out.query->status(), "Reading the job's state",
+        guards::LooksFailingLong(k) ? k.memo.looks_failing_since : std::nullopt);
   }
   if (guards::SlurmKnowsNoJob(k.out) || guards::SlurmSaysEnded(k.out)) {
     Decision d = Do(Action::kRemoveFinalizer, "deleting; the Slurm job has ended");
@@ -406,7 +427,12 @@ Decision Cancelling(const Known& k) {
     return d;
   }
   if (guards::CancelFailed(k.out)) {
-    return RetryFailedCancel(k, job_id, "the SlurmJob is deleted", "Cancel");
+    const std::string detail(k.out.cancel->status().message());
+    return DeletionHeldUp(
+        k, "CancelFailed",
+        absl::StrCat("Cancelling Slurm job ", job_id, " for the deletion failed: ", detail,
+                     "; retrying with backoff."),
+        StopAndBackoff(absl::StrCat("cancel of Slurm job ", job_id, " failed: ", detail)));
   }
   return StopAndRequeue(k.opt.cancel_wait_poll, "waiting for the cancelled job to end");
 }
@@ -849,7 +875,15 @@ Decision Following(const Known& k) {
 Decision QueryFailed(const Known& k) {
   const absl::Status& err = k.out.query->status();
   if (IsTransient(err.code())) {
-    return StopAndBackoff(absl::StrCat("reading the Slurm job failed: ", err.message()));
+    Decision retry = StopAndBackoff(absl::StrCat("reading the Slurm job failed: ", err.message()));
+    if (!guards::LooksFailingLong(k)) return retry;
+    const std::string msg =
+        absl::StrCat("Reading the state of Slurm job ", k.job.status.job_id(), " has failed since ",
+                     FormatRfc3339(*k.memo.looks_failing_since), ": ", err.message(),
+                     ". Retrying with backoff; the status shows the job's last known state.");
+    return WriteIfChanged(
+        k.job, StatusRetrying(k.job.status, "TrackingRetrying", msg, k.job.generation, k.now),
+        {{kWarning, "TrackingRetrying", "Track", msg}}, std::move(retry));
   }
   Refusal r = ExplainRefusal(err, k.cluster, "Reading the job's state");
   return WriteIfChanged(k.job,
@@ -1329,6 +1363,7 @@ void RememberTagLookup(Memo* memo, const Outcomes& out, const ClusterFacts& clus
 void RememberQuery(Memo* memo, const Outcomes& out, Time now) {
   memo->last_query_at = now;
   memo->look_unrecorded = false;
+  memo->looks_failing_since.reset();
   if (out.query->value().job) {
     memo->not_found_since.reset();
   } else if (!memo->not_found_since) {
@@ -1359,6 +1394,10 @@ void UpdateMemo(Memo* memo, const Outcomes& out, const JobFacts& job, const Clus
   if (out.tag_lookup && out.tag_lookup->ok()) RememberTagLookup(memo, out, cluster, opt);
   if (out.added_finalizer) memo->no_earlier_submit = true;
   if (out.query && out.query->ok()) RememberQuery(memo, out, now);
+  if (out.query && !out.query->ok() && IsTransient(out.query->status().code()) &&
+      !out.query_held_back && !memo->looks_failing_since) {
+    memo->looks_failing_since = now;
+  }
   if (out.cancel && out.cancel->ok()) memo->cancel_requested_at = now;
   if (out.update && out.update->ok() && job.deleting) memo->disowned = true;
 }

@@ -130,6 +130,8 @@ struct Outcomes {
   std::optional<Duration> tag_lookup_held_back;
   Time submit_sent_at{};  // when the submit was sent (with `submit`)
   std::optional<absl::StatusOr<SlurmView>> query;
+  // With a failed query: it was never sent, because the project's call budget had no room.
+  bool query_held_back = false;
   std::optional<absl::StatusOr<slurm::CancelResponse>> cancel;
   std::optional<absl::StatusOr<slurm::UpdateResponse>> update;
   // The values of spec.environment[].valueFrom.secretKeyRef, by variable name (kLoadSecrets).
@@ -182,6 +184,11 @@ struct Memo {
   // leaves it alone.
   bool look_unrecorded = false;
   std::optional<Time> not_found_since;
+  // Since when this process's looks at the job (kQuery) have kept failing for now (a transient
+  // error that was sent, not held back by the call budget); cleared by a look that succeeds.
+  // Past DecideOptions::tracking_failure_grace the status says so (TrackingRetrying, or
+  // DeletionRetrying while the SlurmJob is deleted), where before it only kept its last phase.
+  std::optional<Time> looks_failing_since;
   // deletionPolicy Orphan: the job's tag was replaced by DisownedTag, so the
   // orphan sweep leaves it running.
   bool disowned = false;
@@ -224,6 +231,11 @@ struct DecideOptions {
   // did not show it at the first look (stage kAwaitingUsage; the looks are
   // NextUsageLook's, the last 300 s after the end).
   Duration usage_window = std::chrono::minutes(6);
+  // How long looks at a job may keep failing for now (retried with backoff, the status showing
+  // its last known state) before the status says they fail (Memo::looks_failing_since). Short
+  // outages of Agent Platform or slurmrestd pass unseen; a cluster whose job list cannot be read
+  // (a malformed answer, one record past the size bound) does not freeze its SlurmJobs silently.
+  Duration tracking_failure_grace = std::chrono::minutes(2);
   // When this process started (the executor sets it).
   Time process_start{};
   // Looks are answered from the cluster's shared list (job_tracker.h).

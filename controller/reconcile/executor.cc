@@ -683,6 +683,8 @@ class Executor::Attempt {
       if (live->left_record) return SlurmView{std::move(live->left_record), true};
       return LookInAccounting(s, d.job_id);
     }();
+    out_.query_held_back =
+        !out_.query->ok() && agentplatform::HeldBackByBudget(out_.query->status());
     return kDecideAgain;
   }
 
@@ -710,6 +712,7 @@ class Executor::Attempt {
     }
     // Whatever the cancel said, look again before deciding.
     out_.query.reset();
+    out_.query_held_back = false;
     return kDecideAgain;
   }
 

@@ -12,6 +12,7 @@
 #include "controller/api/resources.h"
 #include "controller/kube/errors.h"
 #include "controller/reconcile/resource_types.h"
+#include "controller/reconcile/write_refusal.h"
 
 namespace slurmop::reconcile {
 namespace {
@@ -31,10 +32,11 @@ std::string Meta(const nlohmann::json& obj, const char* field) {
 
 }  // namespace
 
-ShardLabeller::ShardLabeller(kube::Client& kube, const Clock& clock, int shards,
+ShardLabeller::ShardLabeller(kube::Client& kube, const Clock& clock, EventSink& events, int shards,
                              std::string watch_namespace, std::string default_cluster, int workers)
     : kube_(kube),
       clock_(clock),
+      events_(events),
       shards_(shards),
       ns_(std::move(watch_namespace)),
       default_cluster_(std::move(default_cluster)),
@@ -111,6 +113,9 @@ bool ShardLabeller::Label(const std::string& key) {
     if (kube::IsNotFound(r.status())) break;
     if (r.status().code() != absl::StatusCode::kAborted) {
       LOG(WARNING) << "cannot label " << key << ": " << r.status();
+      if (RefusedForGood(r.status())) {
+        events_.Record(*obj, WriteRefusedEvent(r.status(), "shard label", kind));
+      }
       return false;
     }
     // 409: changed meanwhile; label what it is now.

@@ -14,6 +14,9 @@
 //    seen, one object at a time each (the work queue never hands one key to two workers); a 409
 //    reads the object again, a failure retries with the queue's backoff. At 100,000 SlurmJobs
 //    created at once, one worker (one round trip at a time) set the pace of every shard.
+//  * A patch the API server refuses for good (RBAC, an admission policy on labels) is a Warning
+//    Event WriteRefused on the object (write_refusal.h), besides the retry: no shard's informers
+//    see an object without its label, so nothing else would ever tell its owner.
 
 #ifndef SLURMOP_CONTROLLER_RECONCILE_SHARD_LABELLER_H_
 #define SLURMOP_CONTROLLER_RECONCILE_SHARD_LABELLER_H_
@@ -28,14 +31,15 @@
 
 #include "controller/kube/informer.h"
 #include "controller/kube/workqueue.h"
+#include "controller/reconcile/ports.h"
 #include "controller/reconcile/shards.h"
 
 namespace slurmop::reconcile {
 
 class ShardLabeller {
  public:
-  ShardLabeller(kube::Client& kube, const Clock& clock, int shards, std::string watch_namespace,
-                std::string default_cluster, int workers = 4);
+  ShardLabeller(kube::Client& kube, const Clock& clock, EventSink& events, int shards,
+                std::string watch_namespace, std::string default_cluster, int workers = 4);
   ~ShardLabeller();
 
   // The workers (every replica).
@@ -56,6 +60,7 @@ class ShardLabeller {
 
   kube::Client& kube_;
   const Clock& clock_;
+  EventSink& events_;
   const int shards_;
   const std::string ns_;
   const std::string default_cluster_;

@@ -152,6 +152,10 @@ bool CancelDue(const Known& k) {
 bool CancelFailed(const Outcomes& out) { return out.cancel && !out.cancel->ok(); }
 bool QueryDone(const Outcomes& out) { return out.query.has_value(); }
 bool QueryFailed(const Outcomes& out) { return out.query && !out.query->ok(); }
+bool LooksFailingLong(const Known& k) {
+  return k.memo.looks_failing_since &&
+         k.now - *k.memo.looks_failing_since >= k.opt.tracking_failure_grace;
+}
 
 // A look at Slurm younger than the poll interval, taken since the spec last
 // changed. A spec change (a new generation: spec.suspend flipped, say) is not

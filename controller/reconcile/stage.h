@@ -32,20 +32,28 @@
 // kDisowning          OrphanPolicy                 UpdateJob comment :=         kReleased
 //                                                  DisownedTag (unless Disowned
 //                                                  or !ClusterFound; transient
-//                                                  failure: backoff), then
+//                                                  failure: WriteStatus(Orphan-
+//                                                  Failed), backoff), then
 //                                                  RemoveFinalizer
-// kCancelBlocked      !ClusterFound                none, Event CancelBlocked,   kCancelling
+// kCancelBlocked      !ClusterFound                WriteStatus(CancelBlocked),  kCancelling
 //                                                  requeue 30 s                 (cluster back)
-// kDeletionClusterMoved ClusterMovedSinceSubmit    none, Event CancelBlocked    kCancelling
-//                                                  (where it runs, where the    (pointed back)
+// kDeletionClusterMoved ClusterMovedSinceSubmit    WriteStatus(CancelBlocked:   kCancelling
+//                                                  where it runs, where the     (pointed back)
 //                                                  cluster points), requeue 30 s
-// kDeletionNotOurs    RecordNotOurs (the look of   none, Event CancelBlocked,   kReleased (the
+// kDeletionNotOurs    RecordNotOurs (the look of   WriteStatus(CancelBlocked),  kReleased (the
 //                     kCancelling)                 requeue permission_retry     user removes the
 //                                                                               finalizer)
-// kCancelling         otherwise                    Query; ended: Remove-        kReleased
-//                                                  Finalizer; CancelDue: Cancel;
-//                                                  CancelFailed: backoff; else
+// kCancelling         otherwise                    Query (failed: backoff;      kReleased
+//                                                  LooksFailingLong or refused:
+//                                                  WriteStatus(Deletion-
+//                                                  Retrying or the refusal));
+//                                                  ended: RemoveFinalizer;
+//                                                  CancelDue: Cancel; Cancel-
+//                                                  Failed: WriteStatus(Cancel-
+//                                                  Failed), backoff; else
 //                                                  requeue cancel_wait_poll
+//                     (each WriteStatus of the deletion stages carries its Warning Event: a
+//                     namespace being deleted refuses new Events but takes status writes)
 // NOT SUBMITTED (!HasSlurmJob)
 // kRecordingSubmit    SubmittedJobKnown (memo,     WriteStatus(jobId)           kFollowing
 //                     SubmitReturnedId or
@@ -127,8 +135,10 @@
 //                                                  DeadlinePassed: stop until   kJobEnded, ...
 //                                                  the poll (or the deadline)
 //                                                  is due; else Query
-// kQueryFailed        QueryFailed                  transient: backoff; else     kFollowing
-//                                                  WriteStatus(Retrying)
+// kQueryFailed        QueryFailed                  transient: backoff (Looks-   kFollowing
+//                                                  FailingLong: WriteStatus(
+//                                                  TrackingRetrying) first);
+//                                                  else WriteStatus(Retrying)
 // kJobMissing         SlurmKnowsNoJob              WriteStatus(Unknown),        kFollowing
 //                                                  requeue
 // kNotOurs            RecordNotOurs (its comment   WriteStatus(Unknown,         kFollowing
@@ -356,6 +366,9 @@ bool CancelDue(const Known& k);
 bool CancelFailed(const Outcomes& out);
 bool QueryDone(const Outcomes& out);
 bool QueryFailed(const Outcomes& out);
+// Looks at the job have kept failing for now (Memo::looks_failing_since) for at least
+// DecideOptions::tracking_failure_grace: the status is to say so.
+bool LooksFailingLong(const Known& k);
 // A look younger than `poll`, since the spec's last change, whose status
 // was written (Memo::look_unrecorded).
 bool PolledRecently(const Known& k, Duration poll);

@@ -189,12 +189,29 @@ TEST_F(CronExecutorTest, HistoryDeletesComeAfterTheStatusWrite) {
   EXPECT_THAT(events_.reasons, ElementsAre("SuccessfulCreate", "SuccessfulDelete"));
 }
 
-TEST_F(CronExecutorTest, AFailedCreateIsRetriedWithAWarning) {
+// A failed create is a Warning Event and Ready False (it stayed True, the Event alone telling);
+// the scheduled time is not recorded, so the retry makes it, and Ready is True again.
+TEST_F(CronExecutorTest, AFailedCreateIsRetriedWithAWarningAndReadyFalse) {
   kube_.FailNext("create", absl::PermissionDeniedError("slurmjobs is forbidden"));
-  const reconcile::ReconcileResult r = NewExecutor()->Reconcile("team/nightly");
+  std::unique_ptr<CronExecutor> executor = NewExecutor();
+  reconcile::ReconcileResult r = executor->Reconcile("team/nightly");
   EXPECT_TRUE(r.retry_with_backoff);
   EXPECT_THAT(events_.reasons, ElementsAre("FailedCreate"));
-  EXPECT_FALSE(Cron().contains("status"));
+  nlohmann::json status = Cron().value("status", nlohmann::json::object());
+  EXPECT_FALSE(status.contains("lastScheduleTime")) << status.dump();
+  EXPECT_FALSE(status.contains("active")) << status.dump();
+  ASSERT_TRUE(status.contains("conditions")) << status.dump();
+  const nlohmann::json& ready = status["conditions"][0];
+  EXPECT_EQ(ready["type"], "Ready");
+  EXPECT_EQ(ready["status"], "False");
+  EXPECT_EQ(ready["reason"], "FailedCreate");
+  EXPECT_THAT(ready["message"].get<std::string>(), HasSubstr("slurmjobs is forbidden"));
+
+  r = executor->Reconcile("team/nightly");
+  EXPECT_FALSE(r.retry_with_backoff);
+  status = Cron()["status"];
+  EXPECT_TRUE(status.contains("lastScheduleTime")) << status.dump();
+  EXPECT_EQ(status["conditions"][0]["status"], "True") << status.dump();
 }
 
 // A SlurmCronJob the codec refuses (e.g. an int32 field past its range, which API servers

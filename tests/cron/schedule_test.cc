@@ -7,10 +7,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
 #include "controller/cron/time_zone.h"
 
@@ -213,6 +215,39 @@ TEST(LoadZoneTest, EmptyIsUtcUnknownAndLocalAreRefused) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("unknown time zone \"Mars/Olympus_Mons\""));
   EXPECT_FALSE(LoadZone("Local").ok());
+}
+
+// spec.timeZone is a tenant's text, and absl's loader opens what it names: an absolute path or
+// a "file:" prefix read any file of the operator's (a FIFO would block the worker for good).
+// Before the check, "/usr/share/zoneinfo/Europe/Paris" loaded.
+TEST(LoadZoneTest, ANameThatIsAPathIsRefusedBeforeAnyFileIsOpened) {
+  for (const char* name :
+       {"/usr/share/zoneinfo/Europe/Paris", "file:/usr/share/zoneinfo/Europe/Paris",
+        "Europe/../Europe/Paris", "Europe//Paris", "Europe/Paris/", "./UTC", "Europe/Paris\n"}) {
+    absl::StatusOr<absl::TimeZone> zone = LoadZone(name);
+    ASSERT_FALSE(zone.ok()) << name;
+    EXPECT_THAT(zone.status().message(), HasSubstr("is not an IANA name")) << name;
+  }
+  EXPECT_FALSE(LoadZone(std::string(65, 'A')).ok());
+  EXPECT_TRUE(LoadZone("America/Argentina/Buenos_Aires").ok());
+  EXPECT_TRUE(LoadZone("Etc/GMT+5").ok());
+  EXPECT_TRUE(LoadZone("EST5EDT").ok());
+  EXPECT_TRUE(LoadZone("UTC").ok());
+}
+
+// absl keeps every name it was asked to load, found or not, for the life of the process: each
+// distinct unknown spec.timeZone a tenant wrote was kept for good. Now only names the database
+// holds reach it. 100,000 distinct unknown names grew the heap by about 12 MB before.
+TEST(LoadZoneTest, UnknownNamesAreNotKeptForGood) {
+  auto heap = [] { return static_cast<int64_t>(mallinfo2().uordblks); };
+  LoadZone("Nowhere/Warmup-0").IgnoreError();
+  const int64_t before = heap();
+  for (int i = 0; i < 100000; ++i) {
+    absl::StatusOr<absl::TimeZone> zone =
+        LoadZone(absl::StrCat("Nowhere/Atlantis-", i, "-abcdefghijklmnopqrstuvwxyz"));
+    ASSERT_FALSE(zone.ok());
+  }
+  EXPECT_LT(heap() - before, 1 << 20) << "bytes kept after 100,000 unknown names";
 }
 
 }  // namespace

@@ -1153,6 +1153,59 @@ TEST(DecideDelete, AJobUnknownToSlurmReleases) {
   EXPECT_EQ(Decide(job, Cluster(), {}, out, {}, kT0).action, Action::kRemoveFinalizer);
 }
 
+// Looks at a submitted job that keep failing for now (a malformed job list, a record past the
+// size bound: Internal) were retried with backoff for ever while the status kept its last phase
+// and no condition. Past the grace the status says TrackingRetrying; the next good look writes
+// what Slurm says.
+TEST(DecideTrack, LooksThatKeepFailingAreToldInTheStatus) {
+  JobFacts job = Submitted();
+  Memo memo = Fresh();
+  Outcomes out;
+  out.query = absl::InternalError("record over 2 MiB");
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
+  const DecideOptions opt;
+  const Time past_grace = kT0 + opt.tracking_failure_grace;
+  UpdateMemo(&memo, out, job, Cluster(), past_grace);
+  ASSERT_EQ(memo.looks_failing_since, kT0) << "kept from the first failure";
+  Decision d = Decide(job, Cluster(), {}, out, memo, past_grace - seconds(1));
+  EXPECT_EQ(d.action, Action::kNone) << "a short outage passes unseen";
+  EXPECT_TRUE(d.retry_with_backoff);
+  d = Decide(job, Cluster(), {}, out, memo, past_grace);
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "TrackingRetrying");
+  EXPECT_EQ(Cond(d.status, kReconciling).status(), "True");
+  EXPECT_THAT(d.status.message(), HasSubstr("record over 2 MiB"));
+  EXPECT_EQ(d.status.job_state(), job.status.job_state()) << "the last known state stays";
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "TrackingRetrying");
+  job.status = d.status;
+  d = Decide(job, Cluster(), {}, out, memo, past_grace);
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.retry_with_backoff);
+
+  out = Queried(Info(42, slurm::BaseState::kRunning));
+  UpdateMemo(&memo, out, job, Cluster(), past_grace + seconds(5));
+  EXPECT_FALSE(memo.looks_failing_since.has_value()) << "a good look clears it";
+  d = Decide(job, Cluster(), {}, out, memo, past_grace + seconds(5));
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "JobRunning");
+}
+
+// A look the call budget held back was never sent: nothing failed, so it does not start the
+// clock (the budget's own wait is told where submits wait for it).
+TEST(DecideTrack, ALookHeldBackByTheBudgetIsNotAFailingLook) {
+  JobFacts job = Submitted();
+  Memo memo = Fresh();
+  Outcomes out;
+  out.query = absl::ResourceExhaustedError("held back");
+  out.query_held_back = true;
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
+  EXPECT_FALSE(memo.looks_failing_since.has_value());
+  out.query_held_back = false;
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
+  EXPECT_EQ(memo.looks_failing_since, kT0);
+}
+
 TEST(DecideDelete, ReadErrorsKeepTheFinalizer) {
   JobFacts job = Deleting(Submitted());
   Outcomes out;
@@ -1162,15 +1215,23 @@ TEST(DecideDelete, ReadErrorsKeepTheFinalizer) {
   EXPECT_TRUE(d.retry_with_backoff);
 }
 
-TEST(DecideDelete, CancelFailureKeepsTheFinalizerAndWarns) {
+// A failed cancel of the deletion is a condition as well as an Event: in a namespace being
+// deleted, new Events are refused, and the condition is all the user sees.
+TEST(DecideDelete, CancelFailureKeepsTheFinalizerAndSaysSoInTheStatus) {
   JobFacts job = Deleting(Submitted());
   Outcomes out = Queried(Info(42, slurm::BaseState::kRunning));
   out.cancel = absl::UnavailableError("down");
   Decision d = Decide(job, Cluster(), {}, out, {}, kT0);
-  EXPECT_EQ(d.action, Action::kNone);
-  EXPECT_TRUE(d.retry_with_backoff);
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "CancelFailed");
+  EXPECT_THAT(d.status.message(), HasSubstr("down"));
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_EQ(d.events[0].reason, "CancelFailed");
+  job.status = d.status;  // written
+  d = Decide(job, Cluster(), {}, out, {}, kT0);
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.retry_with_backoff);
+  EXPECT_TRUE(d.events.empty()) << "told once, with the write";
 }
 
 TEST(DecideDelete, MissingClusterKeepsTheFinalizerAndSaysHowToProceed) {
@@ -1179,10 +1240,42 @@ TEST(DecideDelete, MissingClusterKeepsTheFinalizerAndSaysHowToProceed) {
   gone.kind = ClusterFacts::Kind::kNotFound;
   gone.name = "a3";
   Decision d = Decide(job, gone, {}, {}, {}, kT0);
-  EXPECT_EQ(d.action, Action::kNone);
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "CancelBlocked");
+  EXPECT_THAT(d.status.message(), HasSubstr("remove the finalizer"));
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_EQ(d.events[0].reason, "CancelBlocked");
   EXPECT_THAT(d.events[0].note, HasSubstr("remove the finalizer"));
+  job.status = d.status;
+  d = Decide(job, gone, {}, {}, {}, kT0);
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.requeue_after.has_value());
+}
+
+// Reading the job's state while deleting keeps failing for now: retried quietly at first, then
+// the status says so (DeletionRetrying), with how to finish the deletion by hand.
+TEST(DecideDelete, ReadErrorsThatLastAreTold) {
+  JobFacts job = Deleting(Submitted());
+  Memo memo = Fresh();
+  Outcomes out;
+  out.query = absl::InternalError("malformed job list");
+  UpdateMemo(&memo, out, job, Cluster(), kT0);
+  ASSERT_EQ(memo.looks_failing_since, kT0);
+  DecideOptions opt;
+  Decision d = Decide(job, Cluster(), {}, out, memo, kT0 + opt.tracking_failure_grace - seconds(1));
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.retry_with_backoff);
+  d = Decide(job, Cluster(), {}, out, memo, kT0 + opt.tracking_failure_grace);
+  ASSERT_EQ(d.action, Action::kWriteStatus) << d.why;
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "DeletionRetrying");
+  EXPECT_THAT(d.status.message(), HasSubstr("malformed job list"));
+  EXPECT_THAT(d.status.message(), HasSubstr("remove the finalizer"));
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "DeletionRetrying");
+  job.status = d.status;
+  d = Decide(job, Cluster(), {}, out, memo, kT0 + opt.tracking_failure_grace);
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.retry_with_backoff);
 }
 
 TEST(DecideDelete, AJobSubmittedButNotYetRecordedIsCancelled) {

@@ -543,6 +543,11 @@ TEST(LifecycleTest, OrphanPolicyDisownsTheJobBeforeReleasing) {
   EXPECT_EQ(d.action, Action::kRemoveFinalizer);
   out.update = absl::UnavailableError("down");
   d = Decide(job, Cluster(), {}, out, Fresh(), kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus) << "the status says the re-tag failed";
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].reason, "OrphanFailed");
+  job.status = d.status;
+  d = Decide(job, Cluster(), {}, out, Fresh(), kT0);
   EXPECT_EQ(d.action, Action::kNone);
   EXPECT_TRUE(d.retry_with_backoff);
 }

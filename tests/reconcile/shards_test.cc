@@ -6,6 +6,7 @@
 #include "controller/reconcile/shards.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -230,10 +231,34 @@ TEST(PlanShardsTest, ReplicasPreferDifferentShards) {
   EXPECT_GE(first.size(), 3u);
 }
 
+// The Events a labeller records, by reason.
+class Events : public EventSink {
+ public:
+  void Record(const json& regarding, const EventSpec& e) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    reasons_.push_back(e.reason);
+    notes_.push_back(regarding["metadata"].value("name", "") + ": " + e.note);
+  }
+  std::vector<std::string> reasons() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return reasons_;
+  }
+  std::vector<std::string> notes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return notes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> reasons_;
+  std::vector<std::string> notes_;
+};
+
 TEST(ShardLabellerTest, LabelsWhatHasNoLabelOrAStaleOneAndLeavesTheRest) {
   kube::testing::FakeClient kube;
   FakeClock clock;
-  ShardLabeller labeller(kube, clock, 4, "", "");
+  Events events;
+  ShardLabeller labeller(kube, clock, events, 4, "", "");
   labeller.Start();
   auto obj = [](json j) { return std::make_shared<const json>(std::move(j)); };
   json fresh = Job("team", "new", {{"name", "a"}});
@@ -260,6 +285,30 @@ TEST(ShardLabellerTest, LabelsWhatHasNoLabelOrAStaleOneAndLeavesTheRest) {
   labeller.Stop();
 }
 
+// A label patch refused for good (an admission policy, RBAC) was only logged: no shard's
+// informers see the object without its label, so its owner was never told. It is a Warning
+// Event on the object now; a retry still follows.
+TEST(ShardLabellerTest, ARefusedLabelIsAWarningEventOnTheObject) {
+  kube::testing::FakeClient kube;
+  std::atomic<int> patches{0};
+  kube.on_patch = [&](const kube::testing::RecordedCall&) -> absl::StatusOr<json> {
+    ++patches;
+    return absl::PermissionDeniedError("denied by policy no-label-edits");
+  };
+  FakeClock clock;
+  Events events;
+  ShardLabeller labeller(kube, clock, events, 4, "", "");
+  labeller.Start();
+  labeller.Offer("SlurmJob", std::make_shared<const json>(Job("team", "new", {{"name", "a"}})));
+  ASSERT_TRUE(kube::testing::WaitUntil([&] { return !events.reasons().empty(); }));
+  labeller.Stop();
+  EXPECT_EQ(events.reasons().at(0), "WriteRefused");
+  EXPECT_THAT(events.notes().at(0), ::testing::HasSubstr("new: "));
+  EXPECT_THAT(events.notes().at(0), ::testing::HasSubstr("shard label of this SlurmJob"));
+  EXPECT_THAT(events.notes().at(0), ::testing::HasSubstr("denied by policy no-label-edits"));
+  EXPECT_EQ(labeller.Patched(), 0);
+}
+
 // Labels are written by several workers at once (one object each): with
 // 100,000 SlurmJobs created at once, one patch at a time set every shard's
 // pace. Each patch here waits (up to 2 s) for a second one to be in flight.
@@ -278,7 +327,8 @@ TEST(ShardLabellerTest, SeveralObjectsAreLabelledAtOnce) {
     return json::object();
   };
   FakeClock clock;
-  ShardLabeller labeller(kube, clock, 4, "", "");
+  Events events;
+  ShardLabeller labeller(kube, clock, events, 4, "", "");
   labeller.Start();
   for (int i = 0; i < 4; ++i) {
     labeller.Offer("SlurmJob", std::make_shared<const json>(

@@ -195,8 +195,10 @@ void CancelBlocked() {
   w.Submitted();
   w.job.deleting = true;
   w.cluster.kind = ClusterFacts::Kind::kNotFound;
-  ExpectRow(w, Stage::kCancelBlocked, Action::kNone);
+  ExpectRow(w, Stage::kCancelBlocked, Action::kWriteStatus);
   EXPECT_EQ(w.decide().events.at(0).reason, "CancelBlocked");
+  w.Wrote(w.decide());
+  ExpectRow(w, Stage::kCancelBlocked, Action::kNone);
   w.cluster = fixtures::Cluster();
   EXPECT_EQ(w.stage(), Stage::kCancelling);
 }
@@ -208,7 +210,7 @@ void DeletionClusterMoved() {
   w.Submitted();
   w.job.deleting = true;
   w.cluster.spec.set_cluster_id("elsewhere");
-  ExpectRow(w, Stage::kDeletionClusterMoved, Action::kNone);
+  ExpectRow(w, Stage::kDeletionClusterMoved, Action::kWriteStatus);
   const Decision d = w.decide();
   ASSERT_EQ(d.events.size(), 1u);
   EXPECT_EQ(d.events[0].reason, "CancelBlocked");
@@ -216,7 +218,9 @@ void DeletionClusterMoved() {
                                   "modelDevelopmentClusters/elsewhere"),
             std::string::npos)
       << d.events[0].note;
-  EXPECT_TRUE(d.requeue_after.has_value());
+  w.Wrote(d);
+  ExpectRow(w, Stage::kDeletionClusterMoved, Action::kNone);
+  EXPECT_TRUE(w.decide().requeue_after.has_value());
   w.cluster = fixtures::Cluster();  // pointed back
   EXPECT_EQ(w.stage(), Stage::kCancelling);
 }
@@ -229,8 +233,10 @@ void DeletionNotOurs() {
   w.job.deleting = true;
   ExpectRow(w, Stage::kCancelling, Action::kQuery);
   w.SlurmSays(slurm::BaseState::kRunning, "slurmjob-operator:team-b/other-uid/1");
-  ExpectRow(w, Stage::kDeletionNotOurs, Action::kNone);
+  ExpectRow(w, Stage::kDeletionNotOurs, Action::kWriteStatus);
   EXPECT_EQ(w.decide().events.at(0).reason, "CancelBlocked");
+  w.Wrote(w.decide());
+  ExpectRow(w, Stage::kDeletionNotOurs, Action::kNone);
   w.SlurmSays(slurm::BaseState::kRunning);  // its own record again
   EXPECT_EQ(w.decide().action, Action::kCancel);
 }
@@ -292,6 +298,12 @@ TEST(StageTable, AJobKnownOnlyFromTheMemoIsNotTouchedAfterARepoint) {
   w.memo.submitted_job_id = 42;
   w.memo.submitted_to = LocationOf(w.cluster.spec);
   w.cluster.spec.set_cluster_id("elsewhere");
+  ExpectRow(w, Stage::kDeletionClusterMoved, Action::kWriteStatus);
+  const Decision d = w.decide();
+  EXPECT_EQ(FindCondition(d.status.conditions(), kSubmitted), nullptr)
+      << "a job known from the memo is not said to be unsubmitted";
+  EXPECT_EQ(FindCondition(d.status.conditions(), kReconciling)->reason(), "CancelBlocked");
+  w.Wrote(d);
   ExpectRow(w, Stage::kDeletionClusterMoved, Action::kNone);
   w.job.spec.set_deletion_policy("Orphan");
   ExpectRow(w, Stage::kDisowning, Action::kRemoveFinalizer);
@@ -1015,6 +1027,12 @@ void QueryFailed() {
   ExpectRow(w, Stage::kQueryFailed, Action::kNone);
   w.NextReconcile();
   EXPECT_EQ(w.stage(), Stage::kFollowing);
+  // Failing for longer than the grace: the status says so before the backoff.
+  w.memo.looks_failing_since = w.now - w.opt.tracking_failure_grace;
+  w.out.query = absl::UnavailableError("x");
+  ExpectRow(w, Stage::kQueryFailed, Action::kWriteStatus);
+  w.Wrote(w.decide());
+  ExpectRow(w, Stage::kQueryFailed, Action::kNone);
 }
 
 void JobMissing() {

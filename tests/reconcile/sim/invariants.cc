@@ -215,8 +215,10 @@ std::string Invariants::MoveReported(const JobView& v, Time now) const {
       absl::StrCat(v.key, "'s job ", v.job_id, " was submitted to ", v.submitted_to,
                    ", its SlurmCluster points at ", PointsAt(v.cluster));
   if (v.deleting) {
-    if (reported_(v.key, "CancelBlocked")) return "";
-    return absl::StrCat("[converge] ", where, ", and no CancelBlocked Event says so");
+    // Its condition says so (the Event may be lost with a write whose reply was lost, or refused
+    // in a namespace being deleted), or an Event did.
+    if (v.reconciling == "CancelBlocked" || reported_(v.key, "CancelBlocked")) return "";
+    return absl::StrCat("[converge] ", where, ", and no CancelBlocked condition or Event says so");
   }
   if (v.reconciling == "ClusterChanged") return "";
   return absl::StrCat("[converge] ", where, ", and its status says ", v.reconciling);
@@ -241,7 +243,7 @@ std::vector<std::string> Invariants::Converged(Time now) {
     // A job known only from the memo (its status write failed) on a cluster
     // the SlurmCluster no longer points at: its cancel is blocked.
     if (v.deleting && v.job_id == 0 && JobElsewhere(uid, points) &&
-        reported_(v.key, "CancelBlocked")) {
+        (v.reconciling == "CancelBlocked" || reported_(v.key, "CancelBlocked"))) {
       continue;
     }
     // The Secret its SlurmCluster names is gone (switched to one the namespace's deletion took
