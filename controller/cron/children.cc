@@ -34,8 +34,12 @@ std::optional<Time> ScheduledTime(const nlohmann::json& metadata, const std::str
   const std::string name = StringAt(metadata, "name");
   const std::string prefix = cron_name + "-";
   int64_t minutes = 0;
+  // Unix minutes up to year 2160: beyond, a Time (int64 nanoseconds) overflows, and the name is
+  // a SlurmJob's own choice, not a scheduled time.
+  constexpr int64_t kMaxMinutes = 100'000'000;
   if (absl::StartsWith(name, prefix) &&
-      absl::SimpleAtoi(absl::string_view(name).substr(prefix.size()), &minutes) && minutes > 0) {
+      absl::SimpleAtoi(absl::string_view(name).substr(prefix.size()), &minutes) && minutes > 0 &&
+      minutes <= kMaxMinutes) {
     return Time(std::chrono::minutes(minutes));
   }
   return std::nullopt;

@@ -166,13 +166,19 @@ std::optional<absl::Time> MostRecentDue(const Schedule& schedule, const absl::Ti
   return LatestIn(schedule, zone, last, now);
 }
 
+// A starting deadline longer than this (100 years) is as good as none.
+constexpr int64_t kMaxDeadlineSeconds = int64_t{100} * 366 * 24 * 3600;
+
 // What to do about the due time `due`: create (maybe replacing), or skip with an Event.
 void StartOrSkip(const CronFacts& facts, Time due, Time now, CronPlan* plan) {
   const v1alpha1::SlurmCronJobSpec& spec = facts.spec;
   const std::vector<const Child*> active = Select(facts.children, Active);
   const std::string when = FormatRfc3339(due);
+  // Compared as a lateness: `due + deadline` overflowed for a deadline past ~292 years (the CRD
+  // sets no maximum), wrapped into the past, and every time was missed.
   if (spec.has_starting_deadline_seconds() &&
-      due + std::chrono::seconds(spec.starting_deadline_seconds()) < now) {
+      now - due > std::chrono::seconds(
+                      std::min<int64_t>(spec.starting_deadline_seconds(), kMaxDeadlineSeconds))) {
     plan->events.push_back({"Warning", "MissSchedule", "Schedule",
                             absl::StrCat("scheduled time ", when, " missed by more than ",
                                          spec.starting_deadline_seconds(),

@@ -2,6 +2,7 @@
 
 #include "controller/reconcile/job_lifetime.h"
 
+#include <algorithm>
 #include <array>
 
 #include "absl/strings/str_cat.h"
@@ -66,12 +67,33 @@ TtlVerdict DecideTtl(const JobFacts& job, Time now) {
   return v;
 }
 
+namespace {
+
+// spec.activeDeadlineSeconds as used: the CRD sets no maximum, and a sum past int64 (or a Time
+// past int64 nanoseconds, year 2262) is undefined and wrapped round, into the past: a job asked
+// to run for 10,000,000,000 s was cancelled at once as past its deadline. A deadline more than
+// 100 years on is as good as none.
+constexpr int64_t kMaxDeadlineSeconds = int64_t{100} * 366 * 24 * 3600;
+
+int64_t DeadlineSeconds(const JobFacts& job) {
+  return std::min(job.spec.active_deadline_seconds(), kMaxDeadlineSeconds);
+}
+
+// A status's time in seconds, within what a Time holds with room for the deadline (the status
+// is the operator's own write, but a restored backup may carry anything).
+int64_t BoundedSeconds(int64_t unix_seconds) {
+  constexpr int64_t kMaxUnixSeconds = int64_t{4'000'000'000};  // year 2096
+  return std::clamp<int64_t>(unix_seconds, 0, kMaxUnixSeconds);
+}
+
+}  // namespace
+
 std::optional<Time> ActiveDeadline(const JobFacts& job) {
   if (!job.spec.has_active_deadline_seconds() || !job.status.has_first_submit_time()) {
     return std::nullopt;
   }
-  return Time(std::chrono::seconds(job.status.first_submit_time().seconds() +
-                                   job.spec.active_deadline_seconds()));
+  return Time(std::chrono::seconds(BoundedSeconds(job.status.first_submit_time().seconds()) +
+                                   DeadlineSeconds(job)));
 }
 
 bool DeadlinePassed(const JobFacts& job, Time now) {
@@ -83,9 +105,9 @@ std::optional<int64_t> SlurmDeadline(const JobFacts& job, Time now) {
   if (!job.spec.has_active_deadline_seconds()) return std::nullopt;
   const int64_t first =
       job.status.has_first_submit_time()
-          ? job.status.first_submit_time().seconds()
+          ? BoundedSeconds(job.status.first_submit_time().seconds())
           : std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-  return first + job.spec.active_deadline_seconds();
+  return first + DeadlineSeconds(job);
 }
 
 bool EndedByDeadline(const JobFacts& job, const slurm::JobInfo& record, Time now) {

@@ -50,7 +50,10 @@ std::string Reason(const slurm::JobInfo& info) {
 }
 
 std::optional<int32_t> ExitCodeOf(const slurm::JobInfo& info) {
-  if (info.signal.has_value() && *info.signal > 0) return 128 + *info.signal;
+  // Signals are 1..127 in a wait status; a remote's larger number overflowed 128 + signal.
+  if (info.signal.has_value() && *info.signal > 0 && *info.signal < 128) {
+    return 128 + *info.signal;
+  }
   return info.exit_code;
 }
 

@@ -5,6 +5,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -470,7 +471,10 @@ absl::Status JobTracker::FetchLocked(std::unique_lock<std::mutex>& lock, const s
   const bool full = !c.last_full || started - *c.last_full >= options_.full_resync ||
                     !c.last_update || !c.fetched_at || !c.last_update_confirmed;
   std::optional<int64_t> update_time;
-  if (!full) update_time = *c.last_update + 1;
+  // (A remote's last_update at int64's top would overflow the + 1: it gets a full list.)
+  if (!full && *c.last_update < std::numeric_limits<int64_t>::max()) {
+    update_time = *c.last_update + 1;
+  }
   lock.unlock();
 
   absl::StatusOr<slurm::PackedJobList> list = ListJobs(endpoint, update_time);

@@ -65,5 +65,14 @@ TEST(ChildFromObjectTest, StatusDeletionAndTheNameSuffixWithoutTheAnnotation) {
   EXPECT_EQ(ChildFromObject(job, "other").scheduled_time, std::nullopt);
 }
 
+// A name's suffix past year 2160 in unix minutes overflowed a Time's nanoseconds (and its
+// wrapped time could become status.lastScheduleTime): it is no scheduled time.
+TEST(ChildFromObjectTest, ANameSuffixPastWhatATimeHoldsIsNoScheduledTime) {
+  nlohmann::json job = R"({"metadata": {"name": "nightly-999999999", "uid": "u1"}})"_json;
+  EXPECT_EQ(ChildFromObject(job, "nightly").scheduled_time, std::nullopt);
+  job["metadata"]["name"] = "nightly-100000000";
+  EXPECT_TRUE(ChildFromObject(job, "nightly").scheduled_time.has_value());
+}
+
 }  // namespace
 }  // namespace slurmop::cron

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,17 @@ TEST(DecideCronTest, LongOutagesStartOnlyTheLatestTimeWhateverTheSchedulesPeriod
   plan = DecideCron(f, T("2029-01-01T00:00:00Z"));
   ASSERT_TRUE(plan.create);
   EXPECT_EQ(plan.create->scheduled_time, T("2028-02-29T00:00:00Z"));
+}
+
+// due + 10,000,000,000 s overflowed a Time's nanoseconds into the past: every time was missed.
+TEST(DecideCronTest, AHugeStartingDeadlineMissesNothing) {
+  CronFacts f = Hourly();
+  for (int64_t d : {int64_t{10'000'000'000}, std::numeric_limits<int64_t>::max()}) {
+    f.spec.set_starting_deadline_seconds(d);
+    CronPlan plan = DecideCron(f, T("2026-12-01T10:05:01Z"));
+    ASSERT_TRUE(plan.create) << d;
+    EXPECT_THAT(Reasons(plan), ::testing::Not(::testing::Contains("MissSchedule"))) << d;
+  }
 }
 
 TEST(DecideCronTest, StartingDeadlineSkipsATimeMissedByMoreThanIt) {

@@ -6,6 +6,7 @@
 #include "controller/reconcile/decide.h"
 
 #include <chrono>
+#include <limits>
 
 #include "controller/common/bounded_text.h"
 #include "controller/reconcile/conditions.h"
@@ -848,6 +849,20 @@ TEST(DecideTrack, CompletingGetsNoWriteOfItsOwnUnlessItLasts) {
   Decision done = Decide(job, Cluster(), {}, Queried(completing), {}, kT0 + seconds(32));
   ASSERT_EQ(done.action, Action::kWriteStatus);
   EXPECT_EQ(done.status.job_state(), "COMPLETED");
+}
+
+// 128 + a remote's signal number of 2147483647 overflowed (undefined); a number that no wait
+// status carries is no signal, and the exit code is Slurm's own.
+TEST(DecideTrack, ASignalNumberPastWhatAWaitStatusHoldsIsNoSignal) {
+  slurm::JobInfo info = Info(42, slurm::BaseState::kFailed);
+  info.exit_code = 1;
+  info.signal = std::numeric_limits<int32_t>::max();
+  v1alpha1::SlurmJobStatus s = StatusFromJobInfo(Submitted().status, info, 1, kT0, nullptr);
+  ASSERT_TRUE(s.has_exit_code());
+  EXPECT_EQ(s.exit_code(), 1);
+  info.signal = 9;
+  s = StatusFromJobInfo(Submitted().status, info, 1, kT0, nullptr);
+  EXPECT_EQ(s.exit_code(), 137);
 }
 
 TEST(DecideTrack, CompletedIsReadyAndFinal) {

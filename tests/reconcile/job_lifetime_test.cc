@@ -111,6 +111,22 @@ TEST(SlurmDeadline, TheFirstSubmitSendsNowPlusTheDeadlineARetryTheSameTime) {
       << "queue time and earlier runs count";
 }
 
+// The CRD sets no maximum: first submit + 10,000,000,000 s overflowed a Time's int64
+// nanoseconds and wrapped into the past, so the job was cancelled at once as past its deadline
+// (INT64_MAX overflowed the sum itself, and its wrapped value went to Slurm).
+TEST(ActiveDeadline, AHugeDeadlineIsFarAwayNotPast) {
+  for (int64_t d : {int64_t{10'000'000'000}, std::numeric_limits<int64_t>::max()}) {
+    const JobFacts job = RunningWithDeadline(d);
+    EXPECT_FALSE(DeadlinePassed(job, kT0 + std::chrono::hours(24 * 365))) << d;
+    ASSERT_TRUE(ActiveDeadline(job).has_value());
+    EXPECT_GT(*ActiveDeadline(job), kT0 + std::chrono::hours(24 * 365 * 99)) << d;
+    const std::optional<int64_t> slurm = SlurmDeadline(job, kT0);
+    ASSERT_TRUE(slurm.has_value());
+    EXPECT_GT(*slurm, Unix(kT0) + int64_t{99} * 365 * 24 * 3600) << d;
+    EXPECT_LT(*slurm, int64_t{10'000'000'000}) << d;
+  }
+}
+
 TEST(EndedByDeadline, OnlyARunThatDidNotSucceedAndEndedAtTheDeadline) {
   const JobFacts job = RunningWithDeadline(600);
   slurm::JobInfo r;

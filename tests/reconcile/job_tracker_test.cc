@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <functional>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -311,6 +312,22 @@ TEST_F(JobTrackerTest, ListsKeepOnlyTheJobKeysTheDialectReadsAndCancelsEverythin
   EXPECT_EQ(slurm_.options[0], keys);
   EXPECT_EQ(slurm_.options[1], keys);
   EXPECT_THAT(slurm_.options[2], IsEmpty());
+}
+
+// A remote's last_update at int64's top made the next incremental list ask for last_update + 1,
+// a signed overflow (undefined; it wrapped to a negative update_time). It gets full lists.
+TEST_F(JobTrackerTest, ALastUpdateAtTheTopOfInt64GetsFullLists) {
+  slurm_.jobs = {{1, {"PENDING", ""}}};
+  slurm_.last_update = std::numeric_limits<int64_t>::max();
+  tracker_.Track(Endpoint(), 1, "team-a/one", seconds(1));
+  for (int i = 0; i < 4; ++i) {
+    clock_.Advance(seconds(2));
+    Tick();
+  }
+  ASSERT_GE(slurm_.paths.size(), 3u);
+  for (const std::string& path : slurm_.paths) {
+    EXPECT_EQ(path, "/slurm/v0.0.42/jobs/") << "no incremental list past int64";
+  }
 }
 
 TEST_F(JobTrackerTest, TicksListAtTheEagerestPaceAndNotifyOnlyChanges) {
