@@ -62,6 +62,13 @@ absl::Status ValidateCluster(const ClusterName& cluster) {
        {std::pair{"project_id", &cluster.project_id}, std::pair{"region", &cluster.region},
         std::pair{"cluster_id", &cluster.cluster_id}}) {
     const bool colon_ok = value == &cluster.project_id;
+    // The CRD's maxLength (128 for a project, 63 otherwise), checked again: the names become
+    // URL segments, messages and metric labels.
+    const size_t max = colon_ok ? 128 : 63;
+    if (value->size() > max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Agent Platform: the cluster's ", name, " is longer than ", max, " bytes"));
+    }
     if (!ValidNamePart(*value, colon_ok)) {
       return absl::InvalidArgumentError(
           absl::StrCat("Agent Platform: the cluster's ", name, " \"", *value,

@@ -86,19 +86,35 @@ Metrics::Family& Metrics::FamilyLocked(const std::string& name, Type type) {
   return it->second;
 }
 
+template <typename Series>
+bool Metrics::RoomLocked(const std::string& name, const Series& series, const Labels& labels) {
+  if (series.size() < kMaxSeriesPerFamily || series.count(labels) > 0) return true;
+  Family& dropped = FamilyLocked(kSeriesDroppedTotal, Type::kCounter);
+  if (dropped.help.empty()) {
+    dropped.help =
+        "Updates dropped because their metric already had its most series (label sets), by "
+        "metric.";
+  }
+  dropped.values[{{"metric", name}}] += 1;
+  return false;
+}
+
 void Metrics::Add(const std::string& name, const Labels& labels, double delta) {
   std::lock_guard<std::mutex> lock(mu_);
-  FamilyLocked(name, Type::kCounter).values[labels] += delta;
+  Family& f = FamilyLocked(name, Type::kCounter);
+  if (RoomLocked(name, f.values, labels)) f.values[labels] += delta;
 }
 
 void Metrics::Set(const std::string& name, const Labels& labels, double value) {
   std::lock_guard<std::mutex> lock(mu_);
-  FamilyLocked(name, Type::kGauge).values[labels] = value;
+  Family& f = FamilyLocked(name, Type::kGauge);
+  if (RoomLocked(name, f.values, labels)) f.values[labels] = value;
 }
 
 void Metrics::Observe(const std::string& name, const Labels& labels, double value) {
   std::lock_guard<std::mutex> lock(mu_);
   Family& f = FamilyLocked(name, Type::kHistogram);
+  if (!RoomLocked(name, f.histograms, labels)) return;
   Histogram& h = f.histograms[labels];
   if (h.counts.size() != f.buckets.size()) h.counts.assign(f.buckets.size(), 0);
   for (size_t i = 0; i < f.buckets.size(); ++i) {

@@ -8,6 +8,13 @@
 // Names follow the conventions of controller-runtime and client-go where a
 // convention exists (controller_runtime_reconcile_total, workqueue_depth),
 // and slurmjob_operator_* otherwise.
+//
+// Cardinality: some label values come from tenants or remotes (a namespace, a
+// job's partition and account, a SlurmCluster's project and region), and a
+// stored series lives as long as the process. A family keeps at most
+// kMaxSeriesPerFamily stored series; an update that would add one more is
+// dropped and counted in slurmjob_operator_metric_series_dropped_total{metric}.
+// (Callback gauges are computed from live state at each scrape: not capped.)
 
 #ifndef SLURMOP_CONTROLLER_SERVER_METRICS_H_
 #define SLURMOP_CONTROLLER_SERVER_METRICS_H_
@@ -28,6 +35,9 @@ using Labels = std::map<std::string, std::string>;
 class Metrics {
  public:
   enum class Type { kCounter, kGauge, kHistogram };
+
+  static constexpr size_t kMaxSeriesPerFamily = 10000;
+  static constexpr char kSeriesDroppedTotal[] = "slurmjob_operator_metric_series_dropped_total";
 
   // Declares a metric family (help text, type, and for histograms the bucket
   // upper bounds). Using an undeclared name declares it as untyped-help.
@@ -61,6 +71,9 @@ class Metrics {
     std::function<std::vector<std::pair<Labels, double>>()> callback;
   };
   Family& FamilyLocked(const std::string& name, Type type);
+  // Whether `series` may take a new label set (counts the drop when not). With mu_ held.
+  template <typename Series>
+  bool RoomLocked(const std::string& name, const Series& series, const Labels& labels);
 
   mutable std::mutex mu_;
   std::map<std::string, Family> families_;

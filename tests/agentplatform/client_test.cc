@@ -465,6 +465,20 @@ TEST_F(ClientTest, InvalidArgumentsSendNothing) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+  // Past the CRD's maxLength (the names become URL segments, messages and metric labels).
+  bad = cluster_;
+  bad.project_id = std::string(129, 'p');
+  absl::StatusOr<SlurmResponse> r =
+      api->Call(bad, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("longer than 128 bytes"));
+  bad.project_id = std::string(128, 'p');
+  bad.region = std::string(64, 'r');
+  EXPECT_EQ(api->Call(bad, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs/", nullptr)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(transport_.request_count(), 0u);
   EXPECT_EQ(api->Call(cluster_, credentials_, HttpMethod::kGet, "slurm/v0.0.42/jobs/", nullptr)
                 .status()
                 .code(),

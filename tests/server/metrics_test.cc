@@ -23,6 +23,27 @@ TEST(Metrics, CountersGaugesAndLabelsInTextFormat) {
   EXPECT_EQ(m.Value("requests_total", {{"code", "200"}, {"path", "/a\"b"}}), 3);
 }
 
+// Label values from tenants or remotes (a job's partition and account, a project) added a
+// stored series each, for the life of the process. A family keeps at most
+// kMaxSeriesPerFamily; past that, new label sets are dropped and counted, old ones still move.
+TEST(Metrics, AFamilyKeepsABoundedNumberOfSeries) {
+  Metrics m;
+  m.Declare("usage_total", Metrics::Type::kCounter, "usage");
+  const size_t max = Metrics::kMaxSeriesPerFamily;
+  for (size_t i = 0; i < max + 500; ++i) m.Add("usage_total", {{"account", std::to_string(i)}});
+  m.Add("usage_total", {{"account", "0"}}, 2);
+  EXPECT_EQ(m.Value("usage_total", {{"account", "0"}}), 3);
+  EXPECT_EQ(m.Value("usage_total", {{"account", std::to_string(max - 1)}}), 1);
+  EXPECT_EQ(m.Value("usage_total", {{"account", std::to_string(max)}}), 0);
+  EXPECT_EQ(m.Value(Metrics::kSeriesDroppedTotal, {{"metric", "usage_total"}}), 500);
+  for (size_t i = 0; i < max + 10; ++i) m.Observe("took", {{"n", std::to_string(i)}}, 1);
+  EXPECT_EQ(m.Value(Metrics::kSeriesDroppedTotal, {{"metric", "took"}}), 10);
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("# TYPE slurmjob_operator_metric_series_dropped_total counter"),
+            std::string::npos);
+  EXPECT_EQ(text.find("account=\"" + std::to_string(max) + "\""), std::string::npos);
+}
+
 TEST(Metrics, HistogramBucketsAreCumulative) {
   Metrics m;
   m.Declare("latency_seconds", Metrics::Type::kHistogram, "Latency.", {0.1, 1});
