@@ -34,6 +34,10 @@ inline constexpr int kMaxRemoteJsonDepth = 100;
 // -O2: a 50,000-level tree is copied, compared and dumped on a std::thread's
 // default 8 MiB stack (100,000 is not); at -O0, 10,000 levels pass.
 inline constexpr int kMaxKubeJsonDepth = 10000;
+// The answers that carry such objects: a watch event ({"object": ...}) adds one level, a list
+// ({"items": [...]}) two. Read with kMaxKubeJsonDepth itself, an object stored at the API
+// server's limit broke every relist (or re-watched for ever) for every tenant.
+inline constexpr int kMaxKubeAnswerJsonDepth = kMaxKubeJsonDepth + 2;
 
 bool NestsDeeperThan(std::string_view text, int max_depth);
 

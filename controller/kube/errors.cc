@@ -169,7 +169,7 @@ absl::Status StatusFromResponse(const http::Response& response) {
       retry_after = RetryAfterSeconds(*seconds);
     }
   }
-  nlohmann::json body = ParseBoundedJson(response.body, kMaxKubeJsonDepth);
+  nlohmann::json body = ParseBoundedJson(response.body, kMaxKubeAnswerJsonDepth);
   if (body.is_object() && StringField(body, "kind") == "Status") {
     // The HTTP code is authoritative; the Status code is usually the same.
     body["code"] = response.status;

@@ -58,11 +58,11 @@ std::string MetadataString(const nlohmann::json& obj, const char* field) {
 absl::StatusOr<nlohmann::json> DecodeBody(const http::Response& response) {
   if (response.status < 200 || response.status >= 300) return StatusFromResponse(response);
   if (response.body.empty()) return nlohmann::json::object();
-  nlohmann::json body = ParseBoundedJson(response.body, kMaxKubeJsonDepth);
+  nlohmann::json body = ParseBoundedJson(response.body, kMaxKubeAnswerJsonDepth);
   if (body.is_discarded()) {
     return absl::InternalError(absl::StrCat("HTTP ", response.status,
                                             ": response is not JSON (or nests deeper than ",
-                                            kMaxKubeJsonDepth, " levels)"));
+                                            kMaxKubeAnswerJsonDepth, " levels)"));
   }
   return body;
 }
@@ -186,6 +186,7 @@ absl::StatusOr<nlohmann::json> RestClient::ListEach(
   if (opts.limit > 0) query.Add("limit", std::to_string(opts.limit));
   if (!opts.continue_token.empty()) query.Add("continue", opts.continue_token);
   http::Request request = NewRequest("GET", rt.CollectionPath(ns), query);
+  request.max_body_bytes = kMaxKubeListBytes;
   request.timeout = TimeoutWithinDeadline(request.timeout);
   if (request.timeout <= std::chrono::milliseconds::zero()) {
     return absl::DeadlineExceededError("kube: GET not sent: the caller's deadline has passed");
@@ -198,7 +199,7 @@ absl::StatusOr<nlohmann::json> RestClient::ListEach(
         return transport_->SendReading(r, [&](http::BodySource& body) {
           BodySourceStream buffer(body);
           std::istream in(&buffer);
-          list = ReadList(in, kMaxKubeJsonDepth, on_item);
+          list = ReadList(in, kMaxKubeAnswerJsonDepth, on_item);
           if (!buffer.transport_status().ok()) list = buffer.transport_status();
           return list.status();
         });

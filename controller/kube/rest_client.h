@@ -24,6 +24,12 @@ namespace slurmop::kube {
 // 64 MiB. Lists are paged (Informer page_size), and etcd stores objects of at
 // most 1.5 MiB by default.
 inline constexpr size_t kMaxKubeResponseBytes = size_t{64} << 20;
+// The largest list answer read by ListEach, which decodes it item by item as it arrives
+// (list_stream.h), so its size costs time, not memory: 4 GiB. A list with resourceVersion=0
+// (an informer's first list) is served from the API server's watch cache as one page, whatever
+// `limit` says: capped at kMaxKubeResponseBytes, 62 SlurmJobs with 1 MiB scripts (or 15,000
+// ordinary ones) made every relist fail, for every tenant, for good.
+inline constexpr size_t kMaxKubeListBytes = size_t{4} << 30;
 // The longest line of a watch stream (one event carrying one object): 16 MiB.
 inline constexpr size_t kMaxWatchEventBytes = size_t{16} << 20;
 

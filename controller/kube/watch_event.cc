@@ -12,7 +12,7 @@
 namespace slurmop::kube {
 
 absl::StatusOr<WatchEvent> ParseWatchLine(std::string_view line) {
-  nlohmann::json document = ParseBoundedJson(line, kMaxKubeJsonDepth);
+  nlohmann::json document = ParseBoundedJson(line, kMaxKubeAnswerJsonDepth);
   if (!document.is_object()) {
     return absl::InternalError("malformed watch event: not a JSON object");
   }

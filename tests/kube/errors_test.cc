@@ -6,6 +6,7 @@
 #include "controller/kube/errors.h"
 
 #include "absl/strings/match.h"
+#include "controller/common/bounded_json.h"
 #include "controller/common/bounded_text.h"
 #include "controller/kube/resource_types.h"
 #include "controller/kube/watch_event.h"
@@ -216,6 +217,18 @@ TEST(WatchEventTest, RefusesALineNestedTooDeep) {
   const std::string deep = R"({"type":"ADDED","object":{"x":)" + std::string(20000, '[') +
                            std::string(20000, ']') + "}}";
   EXPECT_EQ(ParseWatchLine(deep).status().code(), absl::StatusCode::kInternal);
+}
+
+// An object nested as deep as the API server stores (10,000 levels) is one level deeper inside
+// its watch event: it was refused, and the informer re-watched from the same resourceVersion for
+// ever.
+TEST(WatchEventTest, AnObjectAtTheApiServersLimitIsRead) {
+  const int inner = kMaxKubeJsonDepth - 1;  // the object's own braces are the first level
+  const std::string at_limit = R"({"type":"ADDED","object":{"x":)" + std::string(inner, '[') +
+                               std::string(inner, ']') + "}}";
+  absl::StatusOr<WatchEvent> event = ParseWatchLine(at_limit);
+  ASSERT_TRUE(event.ok()) << event.status();
+  EXPECT_EQ(event->type, "ADDED");
 }
 
 TEST(WatchEventTest, ParsesEventsAndRejectsMalformedLines) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "controller/common/bounded_json.h"
 #include "controller/http/cpprest_transport.h"
 #include "controller/http/line_splitter.h"
 #include "gmock/gmock.h"
@@ -177,6 +178,31 @@ TEST_F(RestClientTest, ListEachHandsOverTheItemsAndReturnsTheRest) {
   EXPECT_EQ(transport_.requests[0].url,
             std::string(kBase) + kJobsPath + "?resourceVersion=0&limit=500");
   EXPECT_EQ(transport_.requests[0].headers.at("Authorization"), "Bearer s3cret");
+  // A resourceVersion=0 list is one page of the whole collection, read item by item: the
+  // 64 MiB cap of other answers made every relist of 62 SlurmJobs with 1 MiB scripts fail.
+  EXPECT_EQ(transport_.requests[0].max_body_bytes, kMaxKubeListBytes);
+  EXPECT_GT(kMaxKubeListBytes, kMaxKubeResponseBytes);
+}
+
+// A list carries its items two levels down: an item stored at the API server's limit (10,000
+// levels) failed the whole list, so no relist of the kind ever succeeded, for any tenant.
+TEST_F(RestClientTest, ListEachReadsAnItemAtTheApiServersLimit) {
+  const int inner = kMaxKubeJsonDepth - 1;  // the item's own braces are the first level
+  const std::string body = R"({"kind":"SlurmJobList","metadata":{"resourceVersion":"9"},)"
+                           R"("items":[{"metadata":{"name":"deep"},"x":)" +
+                           std::string(inner, '[') + std::string(inner, ']') + "}]}";
+  transport_.on_send = [&](const http::Request&) {
+    return http::Response{200, {{"content-type", "application/json"}}, body};
+  };
+  auto client = NewTestClient();
+  std::vector<std::string> names;
+  absl::StatusOr<nlohmann::json> list =
+      client->ListEach(kJobs, "ns", ListOptions{}, [&](nlohmann::json item) {
+        names.push_back(item["metadata"]["name"]);
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(list.ok()) << list.status();
+  EXPECT_THAT(names, ElementsAre("deep"));
 }
 
 TEST_F(RestClientTest, ListEachOfAnErrorAnswerIsTheMappedError) {
