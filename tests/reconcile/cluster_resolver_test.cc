@@ -33,25 +33,31 @@ class Clusters : public ObjectCache {
   std::map<std::string, std::shared_ptr<const nlohmann::json>> objects_;
 };
 
-nlohmann::json SlurmCluster(nlohmann::json spec) {
+// SlurmCluster team/a3 with `project_id` as spec.projectId (a string, or a value of another type).
+nlohmann::json SlurmCluster(nlohmann::json project_id) {
   return {{"apiVersion", "hpc.slurmoperator.dev/v1alpha1"},
           {"kind", "SlurmCluster"},
           {"metadata", {{"name", "a3"}, {"namespace", "team"}, {"generation", 4}}},
-          {"spec", std::move(spec)}};
+          {"spec",
+           {{"projectId", std::move(project_id)},
+            {"region", "us-central1"},
+            {"clusterId", "a3"},
+            {"credentialsSecretRef", {{"name", "sa"}, {"key", "key.json"}}}}}};
+}
+
+// The cluster a SlurmJob of namespace team naming a3 gets.
+ClusterFacts Resolve(const Clusters& clusters) {
+  v1alpha1::ClusterReference ref;
+  ref.set_name("a3");
+  return ResolveJobCluster({&clusters}, "team", ref, "", {});
 }
 
 // Read as an empty spec, an unreadable SlurmCluster was refused for its missing
 // credentialsSecretRef (or seen repointed), whatever was actually wrong with it.
 TEST(ResolveJobCluster, AnUnreadableSlurmClusterIsRefusedSayingWhatIsWrong) {
   Clusters clusters;
-  clusters.Put("a3",
-               SlurmCluster({{"projectId", 5},
-                             {"region", "us-central1"},
-                             {"clusterId", "a3"},
-                             {"credentialsSecretRef", {{"name", "sa"}, {"key", "key.json"}}}}));
-  v1alpha1::ClusterReference ref;
-  ref.set_name("a3");
-  const ClusterFacts c = ResolveJobCluster({&clusters}, "team", ref, "", {});
+  clusters.Put("a3", SlurmCluster(5));
+  const ClusterFacts c = Resolve(clusters);
   ASSERT_EQ(c.kind, ClusterFacts::Kind::kRefused);
   EXPECT_EQ(c.access.reason, "InvalidCluster");
   EXPECT_THAT(c.access.message, HasSubstr("SlurmCluster \"a3\" cannot be read"));
@@ -62,14 +68,8 @@ TEST(ResolveJobCluster, AnUnreadableSlurmClusterIsRefusedSayingWhatIsWrong) {
 
 TEST(ResolveJobCluster, AReadableSlurmClusterIsFound) {
   Clusters clusters;
-  clusters.Put("a3",
-               SlurmCluster({{"projectId", "proj"},
-                             {"region", "us-central1"},
-                             {"clusterId", "a3"},
-                             {"credentialsSecretRef", {{"name", "sa"}, {"key", "key.json"}}}}));
-  v1alpha1::ClusterReference ref;
-  ref.set_name("a3");
-  const ClusterFacts c = ResolveJobCluster({&clusters}, "team", ref, "", {});
+  clusters.Put("a3", SlurmCluster("proj"));
+  const ClusterFacts c = Resolve(clusters);
   EXPECT_EQ(c.kind, ClusterFacts::Kind::kFound) << c.access.message;
   EXPECT_EQ(c.spec.project_id(), "proj");
 }
