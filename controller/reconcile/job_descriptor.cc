@@ -103,6 +103,7 @@ absl::Status CheckArray(const v1alpha1::SlurmJobSpec& spec) {
 
 // Every job variable has exactly one source: a literal value or a Secret key.
 absl::Status CheckEnvValueSources(const v1alpha1::SlurmJobSpec& spec) {
+  std::set<std::string> secrets;
   for (int i = 0; i < spec.environment_size(); ++i) {
     const v1alpha1::JobEnvVar& e = spec.environment(i);
     if (e.has_value() == e.has_value_from()) {
@@ -115,6 +116,16 @@ absl::Status CheckEnvValueSources(const v1alpha1::SlurmJobSpec& spec) {
       return absl::InvalidArgumentError(absl::StrCat("spec.environment[", i, "] (", e.name(),
                                                      "): valueFrom.secretKeyRef needs both name "
                                                      "and key"));
+    }
+    // Each Secret is one GET of the whole object (up to etcd's 1.5 MiB), made again every
+    // 30 s while one of them is missing: 1,000 of them (the CRD's maxItems) were 1 GB a pass.
+    if (e.has_value_from() && secrets.insert(ref.name()).second &&
+        secrets.size() > kMaxSecretsPerSlurmJob) {
+      return absl::InvalidArgumentError(absl::StrCat("spec.environment[", i, "] (", e.name(),
+                                                     "): spec.environment names more "
+                                                     "than ",
+                                                     kMaxSecretsPerSlurmJob,
+                                                     " Secrets; gather the values in fewer"));
     }
   }
   return absl::OkStatus();

@@ -80,6 +80,10 @@ bool NeedsSecretEnv(const v1alpha1::SlurmJobSpec& spec);
 // message that names the field and says what to do.
 absl::Status ValidateJobSpec(const v1alpha1::SlurmJobSpec& spec);
 
+// The most distinct Secrets spec.environment[].valueFrom.secretKeyRef may name (each is read
+// whole before a submit): more is InvalidSpec.
+inline constexpr size_t kMaxSecretsPerSlurmJob = 32;
+
 // Checks a SlurmCluster's spec (version supported, names present).
 absl::Status ValidateClusterSpec(const v1alpha1::SlurmClusterSpec& spec);
 

@@ -444,9 +444,14 @@ std::vector<std::string> JobTracker::RecordListLocked(Cluster& c,
       // cluster, so no growing backoff; the list is due when the budget says.
       c.retry_at = started + server_delay.value_or(options_.pace.failure_base);
     } else {
+      // From the failure, not the start: a list that hung until its deadline (minutes, with the
+      // client's retries) was otherwise due again at once, and a few clusters pointed at a
+      // remote that never answers kept every fetch thread, and so every other cluster's lists,
+      // waiting on it.
       c.failures += 1;
-      c.retry_at = started + ListFailureBackoff(list.status().code(), c.failures, server_delay,
-                                                options_.pace);
+      c.retry_at =
+          std::max(started, clock_.Now()) +
+          ListFailureBackoff(list.status().code(), c.failures, server_delay, options_.pace);
     }
     return changed;
   }

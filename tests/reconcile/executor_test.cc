@@ -2324,6 +2324,27 @@ TEST_F(SecretEnvTest, ValuesPastWhatASubmitCarriesAreRefusedBeforeTheyAreCopied)
   EXPECT_EQ(kube_.Count("get"), 1) << "the Secret is read once";
 }
 
+// Each Secret named is one GET of the whole object, made again every 30 s while one is missing:
+// 999 Secrets of 1 MiB and a missing one were 1 GB of reads a pass, for one SlurmJob. More than
+// kMaxSecretsPerSlurmJob distinct Secrets is an invalid spec, and none is read.
+TEST_F(SecretEnvTest, MoreSecretsThanTheMostIsInvalidAndNoneIsRead) {
+  nlohmann::json env = nlohmann::json::array();
+  for (size_t i = 0; i <= kMaxSecretsPerSlurmJob; ++i) {
+    AddSecret(absl::StrCat("s", i), {{"k", "v"}});
+    env.push_back(
+        {{"name", absl::StrCat("V", i)},
+         {"valueFrom", {{"secretKeyRef", {{"name", absl::StrCat("s", i)}, {"key", "k"}}}}}});
+  }
+  AddJob({{"environment", env}});
+
+  Reconcile();
+
+  EXPECT_EQ(Submits(), 0);
+  EXPECT_EQ(Cond(kStalled).reason(), "InvalidSpec");
+  EXPECT_THAT(Cond(kStalled).message(), HasSubstr("names more than 32 Secrets"));
+  EXPECT_EQ(kube_.Count("get"), 0) << "no Secret is read";
+}
+
 TEST_F(SecretEnvTest, SecretsAreReadOncePerSecretInOrderOfMention) {
   AddSecret("a", {{"k", "1"}});
   AddSecret("b", {{"k", "2"}});

@@ -147,6 +147,7 @@ class JobTrackerTest : public ::testing::Test {
               }
               if (e.key == kHole) HoldWhileHoled();
               if (m == agentplatform::HttpMethod::kDelete && hold_cancels_) HoldWhileHoled();
+              clock_.Advance(call_takes_);
               std::lock_guard<std::mutex> lock(slurm_mu_);
               if (path.rfind("/slurmdb/", 0) != 0) slurm_.options.push_back(options.job_fields);
               return slurm_.Call(m, path);
@@ -179,6 +180,9 @@ class JobTrackerTest : public ::testing::Test {
     tracker_.Tick();
     tracker_.WaitIdle();
   }
+
+  // How long each call to the cluster takes (on the fake clock).
+  std::atomic<Duration> call_takes_{Duration::zero()};
 
   // Calls to the cluster kHole black-hole until OpenHole().
   static constexpr char kHole[] = "team-b/hole";
@@ -328,6 +332,25 @@ TEST_F(JobTrackerTest, ALastUpdateAtTheTopOfInt64GetsFullLists) {
   for (const std::string& path : slurm_.paths) {
     EXPECT_EQ(path, "/slurm/v0.0.42/jobs/") << "no incremental list past int64";
   }
+}
+
+// A list that hangs until it fails (a remote that never answers: minutes, with the client's
+// retries) was due again at once, since its backoff counted from its start: a few such clusters
+// kept every fetch thread busy, and every other cluster's lists waited. The backoff counts from
+// the failure now.
+TEST_F(JobTrackerTest, AListThatHungUntilItFailedWaitsItsBackoffFromTheFailure) {
+  slurm_.fail = true;
+  call_takes_ = std::chrono::minutes(3);
+  tracker_.RegisterCluster(Endpoint());
+  Tick();
+  ASSERT_EQ(slurm_.options.size(), 1u);
+  call_takes_ = Duration::zero();
+  clock_.Advance(seconds(1));
+  Tick();
+  EXPECT_EQ(slurm_.options.size(), 1u) << "listed again right after a failure";
+  clock_.Advance(TrackerOptions{}.pace.failure_base);
+  Tick();
+  EXPECT_EQ(slurm_.options.size(), 2u) << "listed again once the backoff passed";
 }
 
 TEST_F(JobTrackerTest, TicksListAtTheEagerestPaceAndNotifyOnlyChanges) {
