@@ -442,5 +442,41 @@ TEST(RateLimiterTest, GlobalBucketLimitsToTenPerSecondAfterBurst) {
   EXPECT_EQ(limiter.When("key-102"), milliseconds(5));
 }
 
+TEST(RateLimiterTest, OneNamespacesFailuresDoNotDelayAnotherNamespacesRetries) {
+  FakeClock clock;
+  RateLimiter limiter(clock, RateLimiterOptions{});
+  // 5,000 SlurmJobs of one tenant fail for now: their retries queue up.
+  Duration last{};
+  for (int i = 0; i < 5000; ++i) last = limiter.When("team-a/job-" + std::to_string(i));
+  EXPECT_GT(last, seconds(400)) << "one tenant's own retries still wait their turn";
+  // Another tenant's first retry is not behind them (it was ~490 s with one
+  // bucket for every key).
+  EXPECT_EQ(limiter.When("team-b/job-0"), milliseconds(5));
+  EXPECT_EQ(limiter.When("scl:team-b/cluster"), milliseconds(5));
+  EXPECT_EQ(limiter.When("cluster-scoped"), milliseconds(5));
+}
+
+TEST(RateLimiterTest, KeysAreGroupedByTheirNamespace) {
+  EXPECT_EQ(NamespaceOfKey("team-a/job"), "team-a");
+  EXPECT_EQ(NamespaceOfKey("scl:team-a/cluster"), "team-a");
+  EXPECT_EQ(NamespaceOfKey("name-only"), "");
+  EXPECT_EQ(NamespaceOfKey(":probe-api-server"), "");
+}
+
+TEST(RateLimiterTest, RefilledBucketsAreForgotten) {
+  FakeClock clock;
+  RateLimiter limiter(clock, RateLimiterOptions{});
+  for (int i = 0; i < 1000; ++i) limiter.When("ns-" + std::to_string(i) + "/job");
+  EXPECT_EQ(limiter.BucketsKept(), 1000u);
+  // "busy" owes 700 tokens: 70 s at 10 a second.
+  for (int i = 0; i < 800; ++i) limiter.When("busy/job-" + std::to_string(i));
+  clock.Advance(seconds(61));  // the one-token namespaces are full again
+  limiter.When("other/job");
+  EXPECT_EQ(limiter.BucketsKept(), 2u) << "busy (still in debt) and other (just used)";
+  clock.Advance(seconds(61));
+  limiter.When("busy/job-0");
+  EXPECT_EQ(limiter.BucketsKept(), 1u);
+}
+
 }  // namespace
 }  // namespace slurmop::kube
