@@ -2,7 +2,9 @@
 
 #include "controller/reconcile/credentials_resolver.h"
 
-#include <functional>
+#include <openssl/evp.h>
+
+#include <string>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -10,6 +12,19 @@
 #include "controller/reconcile/read_grant.h"
 
 namespace slurmop::reconcile {
+namespace {
+
+// The cache tells a changed Secret by this digest of its content: SHA-256,
+// so no other content can pass for it ("" if OpenSSL fails: never cached as
+// a match, see For()).
+std::string Sha256(const std::string& content) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(content.data(), content.size(), md, &len, EVP_sha256(), nullptr) != 1) return "";
+  return std::string(reinterpret_cast<const char*>(md), len);
+}
+
+}  // namespace
 
 SecretCredentialsResolver::SecretCredentialsResolver(kube::Client& kube,
                                                      agentplatform::CredentialsOptions options,
@@ -83,10 +98,10 @@ absl::StatusOr<std::shared_ptr<agentplatform::TokenSource>> SecretCredentialsRes
                                                    id.secret_key,
                                                    "\" holding a credentials JSON file"));
   }
-  const std::string digest = std::to_string(std::hash<std::string>{}(content));
+  const std::string digest = Sha256(content);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto found = by_secret_.find(cache_key);
-      found != by_secret_.end() && found->second.content_digest == digest) {
+      found != by_secret_.end() && !digest.empty() && found->second.content_digest == digest) {
     found->second.read_at = clock.Now();
     return found->second.source;
   }
