@@ -17,6 +17,7 @@
 #include "controller/agentplatform/envelope.h"
 #include "controller/agentplatform/google_error.h"
 #include "controller/agentplatform/quota_budget.h"
+#include "controller/agentplatform/silent_clusters.h"
 #include "controller/agentplatform/token_endpoint.h"
 #include "controller/http/percent_encoding.h"
 #include "glog/logging.h"
@@ -91,7 +92,8 @@ class SlurmApiClient final : public SlurmApi {
         guarded_(options.transport != nullptr ? std::make_unique<PolicyTransport>(
                                                     *options.transport, options.endpoint_policy)
                                               : nullptr),
-        budget_(clock_, options.budget) {
+        budget_(clock_, options.budget),
+        silent_(clock_, options.silent_clusters) {
     if (!opts_.sleep) {
       opts_.sleep = [](std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); };
     }
@@ -149,10 +151,16 @@ class SlurmApiClient final : public SlurmApi {
   // message does not change from one held-back call to the next (the wait is
   // only in the retry delay; the rate quoted is the configured one): see
   // PausedStatus.
-  absl::Status OverBudget(const ClusterName& cluster, CallPriority priority, const Reservation& r) {
+  absl::Status OverBudget(const ClusterName& cluster, const TokenSource& credentials,
+                          CallPriority priority, const Reservation& r) {
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(r.wait);
     const std::string whose =
-        r.limited_by_own_cap
+        r.unproven && !r.limited_by_own_cap
+            ? absl::StrCat("of ", credentials.Describe(), " in project ", cluster.project_id, " (",
+                           std::lround(opts_.budget.unproven_requests_per_minute),
+                           " calls/min until the project accepts one of their calls; check that "
+                           "they may call the cluster)")
+        : r.limited_by_own_cap
             ? absl::StrCat("of SlurmCluster ", cluster.budget.owner, " (",
                            std::lround(cluster.budget.own_requests_per_minute),
                            " calls/min, its spec.callBudget.requestsPerMinute)")
@@ -169,6 +177,37 @@ class SlurmApiClient final : public SlurmApi {
                                             "budget has room"));
     SetRetryDelay(s, ms);
     return MarkHeldBackByBudget(s);
+  }
+
+  // kUnavailable (unsent unless an earlier attempt was: Call marks it) while
+  // the cluster's calls are held back after it did not answer. The message
+  // changes only with the count of silences (the wait is in the retry delay):
+  // see PausedStatus.
+  absl::Status HeldBackWhileSilent(const ClusterName& cluster, const SilentClusters::Refusal& r) {
+    absl::Status s = absl::UnavailableError(absl::StrCat(
+        "Agent Platform: cluster ", cluster.ResourceName(), " did not answer within ",
+        std::chrono::duration_cast<std::chrono::seconds>(opts_.timeout).count(), " s (", r.silences,
+        " times in a row); its calls are held back for ",
+        std::chrono::ceil<std::chrono::seconds>(r.hold).count(),
+        " s so that they do not hold the operator's shared workers, then one call finds out "
+        "whether it answers again"));
+    SetRetryDelay(s, std::chrono::ceil<std::chrono::milliseconds>(r.wait));
+    return s;
+  }
+
+  // What an attempt's end says about whether the cluster answers: an answer
+  // (even an error) is one, unless it is a failure that took half the
+  // timeout or more (a gateway that waits for a silent backend).
+  SilentClusters::Outcome OutcomeOf(const absl::StatusOr<http::Response>& response,
+                                    Duration took) const {
+    const bool slow = took * 2 >= opts_.timeout;
+    if (!response.ok()) {
+      return response.status().code() == absl::StatusCode::kDeadlineExceeded || slow
+                 ? SilentClusters::Outcome::kSilent
+                 : SilentClusters::Outcome::kOther;
+    }
+    const bool failed = response->status == 408 || response->status >= 500;
+    return failed && slow ? SilentClusters::Outcome::kSilent : SilentClusters::Outcome::kAnswered;
   }
 
   absl::StatusOr<SlurmResponse> CallImpl(const ClusterName& cluster, TokenSource& credentials,
@@ -211,6 +250,8 @@ class SlurmApiClient final : public SlurmApi {
     const CallPriority priority = options.priority.value_or(
         method == HttpMethod::kGet ? CallPriority::kTrack : CallPriority::kChange);
     const std::string method_name(HttpMethodName(method));
+    BudgetRequest budget_request = cluster.budget;
+    budget_request.caller = absl::StrCat("credentials#", credentials.Instance());
     Backoff backoff(opts_.initial_backoff, opts_.max_backoff, opts_.jitter);
     bool auth_retried = false;
     // A project and region whose quota ran out (RESOURCE_EXHAUSTED) is left
@@ -219,9 +260,15 @@ class SlurmApiClient final : public SlurmApi {
     if (std::optional<absl::Status> paused = PausedStatus(budget_key, cluster)) return *paused;
     for (int attempt = 1;; ++attempt) {
       const bool attempts_left = attempt < opts_.max_attempts;
+      // A cluster that did not answer is not called from a shared thread
+      // again until its hold has passed (silent_clusters.h).
+      SilentClusters::Ticket ticket;
+      if (std::optional<SilentClusters::Refusal> held = silent_.Admit(url, &ticket)) {
+        return HeldBackWhileSilent(cluster, *held);
+      }
       const Reservation r =
-          budget_.Reserve(budget_key, cluster.budget, priority, opts_.max_rate_limit_wait);
-      if (!r.granted) return OverBudget(cluster, priority, r);
+          budget_.Reserve(budget_key, budget_request, priority, opts_.max_rate_limit_wait);
+      if (!r.granted) return OverBudget(cluster, credentials, priority, r);
       Sleep(r.wait);
 
       absl::StatusOr<std::string> token = credentials.Token();
@@ -255,6 +302,7 @@ class SlurmApiClient final : public SlurmApi {
       // answer of 10,000 jobs is ~25 MB): never held whole.
       std::optional<absl::StatusOr<SlurmResponse>> streamed;
       absl::StatusOr<http::Response> response;
+      const Time sent_at = clock_->Now();
       if (options.job_sink != nullptr) {
         options.job_sink->Restart();
         response = guarded_->SendReading(request, [&](http::BodySource& source) {
@@ -264,6 +312,8 @@ class SlurmApiClient final : public SlurmApi {
       } else {
         response = guarded_->Send(request);
       }
+      const SilentClusters::Outcome outcome = OutcomeOf(response, clock_->Now() - sent_at);
+      ticket.Finish(outcome);
       if (!response.ok()) {
         const absl::Status& t = response.status();
         const bool delivered = http::MayHaveBeenDelivered(t);
@@ -274,7 +324,9 @@ class SlurmApiClient final : public SlurmApi {
         const bool transport_retryable = t.code() == absl::StatusCode::kUnavailable ||
                                          t.code() == absl::StatusCode::kDeadlineExceeded;
         const bool safe = method != HttpMethod::kPost || !delivered;
-        if (transport_retryable && safe && attempts_left) {
+        // A silent cluster is not waited for again in this thread.
+        const bool silent = outcome == SilentClusters::Outcome::kSilent;
+        if (transport_retryable && safe && !silent && attempts_left) {
           VLOG(1) << s.message() << "; retrying (attempt " << attempt << ")";
           Sleep(backoff.Next());
           continue;
@@ -286,6 +338,11 @@ class SlurmApiClient final : public SlurmApi {
       }
 
       if (response->status != 429) budget_.Succeeded(budget_key);
+      // Only an authorized caller gets these (Google checks permissions
+      // before quota): its calls may draw on the project's budget.
+      if ((response->status >= 200 && response->status < 300) || response->status == 429) {
+        budget_.Accepted(budget_key, budget_request.caller);
+      }
       if (response->status >= 200 && response->status < 300) {
         absl::StatusOr<SlurmResponse> decoded =
             streamed ? *std::move(streamed) : DecodeResponse(response->body, options);
@@ -305,6 +362,7 @@ class SlurmApiClient final : public SlurmApi {
       }
       if (s.code() == absl::StatusCode::kUnauthenticated ||
           s.code() == absl::StatusCode::kPermissionDenied) {
+        budget_.Rejected(budget_key, budget_request.caller);
         return WithMessage(s, absl::StrCat(s.message(), "; caller: ", credentials.Describe()));
       }
       if (s.code() == absl::StatusCode::kResourceExhausted) {
@@ -317,7 +375,8 @@ class SlurmApiClient final : public SlurmApi {
       }
       const bool transient =
           s.code() == absl::StatusCode::kUnavailable || IsTransientHttpStatus(response->status);
-      if (transient && method != HttpMethod::kPost && attempts_left) {
+      const bool silent = outcome == SilentClusters::Outcome::kSilent;
+      if (transient && method != HttpMethod::kPost && !silent && attempts_left) {
         const std::optional<std::chrono::milliseconds> hint = RetryDelay(s);
         if (!hint.has_value() || *hint <= opts_.max_backoff) {
           VLOG(1) << s.message() << "; retrying (attempt " << attempt << ")";
@@ -336,6 +395,7 @@ class SlurmApiClient final : public SlurmApi {
   const Clock* const clock_;
   const std::unique_ptr<PolicyTransport> guarded_;  // opts_.transport behind the policy
   QuotaBudget budget_;
+  SilentClusters silent_;  // by CallUrl()
 };
 
 }  // namespace

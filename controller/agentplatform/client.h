@@ -44,6 +44,14 @@
 //    method; the request was rejected before reaching Slurm).
 //    RESOURCE_EXHAUSTED is returned at once, with the delay in the message
 //    and in RetryDelay().
+//  * A cluster that did not answer (no answer within the timeout, or a
+//    failed answer that took half of it) is not retried in the same call,
+//    and its later calls are held back (silent_clusters.h, keyed by
+//    CallUrl()): they fail at once, unsent, with kUnavailable saying so and
+//    RetryDelay() set to the rest of the hold, until one trial call gets an
+//    answer. So a cluster that never answers holds a shared thread for one
+//    timeout per hold (5 s, doubling to 2 min), not every call for 5
+//    attempts of 30 s with waits between them.
 //  * Each attempt first takes a token from the budget of the cluster's
 //    project and region (quota_budget.h: options.budget, shared by every
 //    cluster of that project and region, with submits and cancels ahead of
@@ -55,6 +63,11 @@
 //    whole project and region for the server's retry delay (RetryInfo; 30 s
 //    without one) and halves its budget, which then grows back (#16 item 3);
 //    calls during the pause fail at once, unsent, with kResourceExhausted.
+//    The caller is the credentials object (TokenSource::Instance()): until
+//    the project answers one of its calls with a 2xx or RESOURCE_EXHAUSTED,
+//    and again after a 401 or 403, its calls draw on a small bucket of its
+//    own instead of the project's, so credentials the project refuses never
+//    spend that project's budget.
 //  * Thread-safe; exceptions never escape.
 
 #ifndef SLURMOP_CONTROLLER_AGENTPLATFORM_CLIENT_H_
@@ -74,6 +87,7 @@
 #include "controller/agentplatform/credentials.h"
 #include "controller/agentplatform/endpoint_policy.h"
 #include "controller/agentplatform/quota_budget.h"
+#include "controller/agentplatform/silent_clusters.h"
 #include "controller/common/clock.h"
 #include "controller/http/http_transport.h"
 #include "nlohmann/json.hpp"
@@ -123,7 +137,12 @@ struct ClientOptions {
   QuotaBudgetOptions budget;
   std::chrono::milliseconds max_rate_limit_wait{250};  // longer: fail fast (see above)
   int max_attempts = 5;                                // for retryable calls
-  std::chrono::milliseconds initial_backoff{500}, max_backoff{30000};
+  // Waits between attempts are spent in the caller's thread (a shared
+  // worker), so a server delay longer than max_backoff is returned instead
+  // (RetryDelay()) and the caller requeues: at most ~20 s of waits per call.
+  std::chrono::milliseconds initial_backoff{500}, max_backoff{5000};
+  // Clusters that did not answer (silent_clusters.h): held back, not waited for.
+  SilentClustersOptions silent_clusters;
   // Waits between attempts and for the rate limiter. Default:
   // std::this_thread::sleep_for. Tests advance a FakeClock instead.
   std::function<void(std::chrono::nanoseconds)> sleep;

@@ -6,6 +6,7 @@
 
 #include "controller/agentplatform/credentials.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -274,6 +275,11 @@ absl::StatusOr<std::shared_ptr<TokenSource>> DefaultCredentials(const Credential
   }
 
   return MetadataServerCredentials(*resolved);
+}
+
+uint64_t TokenSource::NextInstance() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace slurmop::agentplatform

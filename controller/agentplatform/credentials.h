@@ -26,6 +26,7 @@
 #define SLURMOP_CONTROLLER_AGENTPLATFORM_CREDENTIALS_H_
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,7 +44,13 @@ inline constexpr char kCloudPlatformScope[] = "https://www.googleapis.com/auth/c
 // An OAuth2 access token provider; thread-safe.
 class TokenSource {
  public:
+  TokenSource() : instance_(NextInstance()) {}
   virtual ~TokenSource() = default;
+  // Unique to this object for the life of the process. The call budget tells
+  // callers apart by it (quota_budget.h): unlike Describe(), which repeats
+  // what a tenant's credentials file says, no tenant can make its
+  // credentials pass for another's.
+  uint64_t Instance() const { return instance_; }
   // Cached; refreshed ahead of expiry; one refresh at a time.
   virtual absl::StatusOr<std::string> Token() = 0;
   // After a 401: the next Token() refreshes.
@@ -54,6 +61,10 @@ class TokenSource {
   // Set for user credentials with a quota_project_id, or through
   // $GOOGLE_CLOUD_QUOTA_PROJECT.
   virtual std::string QuotaProject() const { return ""; }
+
+ private:
+  static uint64_t NextInstance();
+  const uint64_t instance_;
 };
 
 // Who wrote a credentials file (see CredentialsFromJson).

@@ -50,15 +50,18 @@ double QuotaBudget::RateLocked(const Bucket& b, Time now) const {
 void QuotaBudget::Refill(Bucket& b, Time now) const {
   if (now <= b.updated) return;
   const double seconds = std::chrono::duration<double>(now - b.updated).count();
-  const double cap = b.probing ? 1.0 : options_.burst;
+  const double cap = b.probing ? 1.0 : BurstOf(b);
   b.tokens = std::min(cap, b.tokens + seconds * std::max(0.0, RateLocked(b, now)) / 60);
   b.updated = now;
 }
 
 QuotaBudget::Bucket& QuotaBudget::Refilled(std::map<std::string, Bucket>& buckets,
-                                           const std::string& key, double configured, Time now) {
-  auto [it, inserted] = buckets.try_emplace(
-      key, Bucket{options_.burst, now, configured, configured, Time(), std::nullopt});
+                                           const std::string& key, double configured, Time now,
+                                           double burst) {
+  Bucket fresh{
+      burst > 0 ? burst : options_.burst, now, configured, configured, Time(), std::nullopt};
+  fresh.burst = burst;
+  auto [it, inserted] = buckets.try_emplace(key, std::move(fresh));
   Refill(it->second, now);
   return it->second;
 }
@@ -90,27 +93,43 @@ bool QuotaBudget::AtRest(const Bucket& b, Time now) const {
   const double rate = RateLocked(b, now);
   if (rate < b.configured) return false;
   const double seconds = std::chrono::duration<double>(now - b.updated).count();
-  return b.tokens + seconds * std::max(0.0, rate) / 60 >= options_.burst;
+  return b.tokens + seconds * std::max(0.0, rate) / 60 >= BurstOf(b);
 }
 
 void QuotaBudget::PruneLocked(Time now) {
   if (now - last_prune_ < std::chrono::minutes(1)) return;
   last_prune_ = now;
-  for (std::map<std::string, Bucket>* buckets : {&buckets_, &own_}) {
+  for (std::map<std::string, Bucket>* buckets : {&buckets_, &own_, &unproven_}) {
     for (auto it = buckets->begin(); it != buckets->end();) {
       it = AtRest(it->second, now) ? buckets->erase(it) : std::next(it);
     }
   }
+  for (auto key = accepted_.begin(); key != accepted_.end();) {
+    std::map<std::string, Time>& callers = key->second;
+    for (auto it = callers.begin(); it != callers.end();) {
+      it = now - it->second > options_.setting_memory ? callers.erase(it) : std::next(it);
+    }
+    key = callers.empty() ? accepted_.erase(key) : std::next(key);
+  }
 }
 
-double QuotaBudget::ReserveOf(CallPriority priority) const {
+bool QuotaBudget::AcceptedLocked(const std::string& key, const std::string& caller, Time now) {
+  auto k = accepted_.find(key);
+  if (k == accepted_.end()) return false;
+  auto it = k->second.find(caller);
+  if (it == k->second.end()) return false;
+  it->second = now;
+  return true;
+}
+
+double QuotaBudget::ReserveOf(const Bucket& b, CallPriority priority) const {
   switch (priority) {
     case CallPriority::kChange:
       return 0;
     case CallPriority::kTrack:
-      return options_.track_reserve * options_.burst;
+      return options_.track_reserve * BurstOf(b);
     case CallPriority::kProbe:
-      return options_.probe_reserve * options_.burst;
+      return options_.probe_reserve * BurstOf(b);
   }
   return 0;
 }
@@ -119,7 +138,7 @@ std::chrono::nanoseconds QuotaBudget::WaitFor(const Bucket& b, CallPriority prio
                                               Time now) const {
   // The token itself plus the reserve kept for higher classes; never more
   // than a full bucket, or the wait could never end.
-  const double need = std::min(b.probing ? 1.0 : options_.burst, 1.0 + ReserveOf(priority));
+  const double need = std::min(b.probing ? 1.0 : BurstOf(b), 1.0 + ReserveOf(b, priority));
   if (b.tokens >= need) return std::chrono::nanoseconds(0);
   const double per_second = RateLocked(b, now) / 60;
   if (!(per_second > 0)) return std::chrono::nanoseconds::max();
@@ -146,8 +165,16 @@ Reservation QuotaBudget::Reserve(const std::string& key, const BudgetRequest& re
     own_.erase(request.owner);
   }
   Reservation r;
+  // A caller the project has not accepted draws on its own small bucket
+  // instead (see the file comment).
+  Bucket* shared = &project;
+  if (!request.caller.empty() && !AcceptedLocked(key, request.caller, now)) {
+    shared = &Refilled(unproven_, absl::StrCat(key, "\n", request.caller),
+                       options_.unproven_requests_per_minute, now, options_.unproven_burst);
+    r.unproven = true;
+  }
   const bool project_on = project.configured > 0;
-  if (project_on) r.wait = WaitFor(project, priority, now);
+  if (project_on) r.wait = WaitFor(*shared, priority, now);
   if (own != nullptr) {
     const std::chrono::nanoseconds w = WaitFor(*own, priority, now);
     if (w > r.wait) {
@@ -157,7 +184,7 @@ Reservation QuotaBudget::Reserve(const std::string& key, const BudgetRequest& re
   }
   if (r.wait > max_wait) return r;
   r.granted = true;
-  if (project_on) project.tokens -= 1.0;
+  if (project_on) shared->tokens -= 1.0;
   if (own != nullptr) own->tokens -= 1.0;
   return r;
 }
@@ -197,6 +224,20 @@ void QuotaBudget::Succeeded(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = buckets_.find(key);
   if (it != buckets_.end()) it->second.probing = false;
+}
+
+void QuotaBudget::Accepted(const std::string& key, const std::string& caller) {
+  if (caller.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  accepted_[key][caller] = clock_->Now();
+}
+
+void QuotaBudget::Rejected(const std::string& key, const std::string& caller) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto k = accepted_.find(key);
+  if (k == accepted_.end()) return;
+  k->second.erase(caller);
+  if (k->second.empty()) accepted_.erase(k);
 }
 
 std::optional<Time> QuotaBudget::PausedUntil(const std::string& key) {

@@ -34,6 +34,16 @@
 //    SlurmCluster's `callBudget` is a bucket of its own the call must also
 //    take a token from, so a tenant can slow only its own calls. Reserves
 //    apply in both buckets; a call takes a token from both or from neither.
+//  * Only callers the project has accepted draw on its budget. A call
+//    names its caller (BudgetRequest::caller: its credentials, which no
+//    tenant can forge). Until a call of that caller gets an answer that only
+//    an authorized caller gets (a 2xx, or RESOURCE_EXHAUSTED: Google checks
+//    permissions before quota; Accepted()), its calls draw on a small bucket
+//    of its own (`unproven_requests_per_minute`, `unproven_burst`) instead
+//    of the project's. An UNAUTHENTICATED or PERMISSION_DENIED answer puts
+//    it back there (Rejected()). So a tenant whose SlurmCluster names
+//    another team's project, with credentials that project refuses, spends
+//    only its own small bucket, never that team's budget.
 //  * Buckets are forgotten once at rest: untouched for `setting_memory`, not
 //    paused, not probing, rate recovered and tokens full, i.e. the same as a
 //    new one. Keys come from tenants' resources (project, region, the owner
@@ -69,6 +79,11 @@ struct QuotaBudgetOptions {
   double min_requests_per_minute = 30;      // RESOURCE_EXHAUSTED never shrinks below
   double recovery_per_minute = 0.5;         // of the shrunk rate, per minute after a shrink
   std::chrono::minutes setting_memory{10};  // see BudgetRequest in the file comment
+  // A caller's own bucket until the project accepted one of its calls: one
+  // call at a time finds out (these calls are not counted in the project's
+  // bucket, so a new caller adds at most one call beyond the budget).
+  double unproven_requests_per_minute = 6;
+  double unproven_burst = 1;
 };
 
 // What one cluster's resource asks of the budget (slurmcluster.proto CallBudget).
@@ -80,6 +95,9 @@ struct BudgetRequest {
   double project_requests_per_minute = 0;
   // > 0: a SlurmCluster's cap on its own calls.
   double own_requests_per_minute = 0;
+  // Who calls (the credentials' TokenSource::Instance()); "" for a caller
+  // trusted as accepted (tests, tools).
+  std::string caller;
 };
 
 // What TryReserve() found.
@@ -87,6 +105,7 @@ struct Reservation {
   bool granted = false;
   std::chrono::nanoseconds wait{0};  // granted: wait this long first; else what it would have been
   bool limited_by_own_cap = false;   // the owner's own bucket set the wait
+  bool unproven = false;             // the caller's own bucket, not the project's, was drawn on
 };
 
 // One project and region's budget now, for the metrics.
@@ -120,6 +139,11 @@ class QuotaBudget {
   // A call of `key` was answered without RESOURCE_EXHAUSTED: the full burst
   // is allowed again.
   void Succeeded(const std::string& key);
+  // `caller` got an answer of `key` that only an authorized caller gets: its
+  // calls draw on the project's budget from now on (see the file comment).
+  void Accepted(const std::string& key, const std::string& caller);
+  // `caller` was refused by `key` (401/403): back on its own small bucket.
+  void Rejected(const std::string& key, const std::string& caller);
   // When `key` may be called again, if it is paused now.
   std::optional<Time> PausedUntil(const std::string& key);
   // The key's rate now (requests per minute), after shrinks and recovery.
@@ -149,14 +173,17 @@ class QuotaBudget {
     std::optional<Time> paused_until;
     bool probing = false;  // after an exhaustion, until a call succeeds: burst of one
     std::map<std::string, Setting> settings;  // ClusterSlurmClusters' callBudget, by owner
+    double burst = 0;                         // 0: options_.burst
   };
   // mu_ held for all of these.
   Bucket& Refilled(std::map<std::string, Bucket>& buckets, const std::string& key,
-                   double configured, Time now);
+                   double configured, Time now, double burst = 0);
+  double BurstOf(const Bucket& b) const { return b.burst > 0 ? b.burst : options_.burst; }
+  bool AcceptedLocked(const std::string& key, const std::string& caller, Time now);
   void Refill(Bucket& b, Time now) const;
   void Remember(Bucket& b, const BudgetRequest& request, Time now) const;
   double RateLocked(const Bucket& b, Time now) const;  // per minute
-  double ReserveOf(CallPriority priority) const;
+  double ReserveOf(const Bucket& b, CallPriority priority) const;
   // Whether `b` is the same as a new bucket would be (see the file comment).
   bool AtRest(const Bucket& b, Time now) const;
   // Forgets the buckets at rest, at most once a minute.
@@ -167,8 +194,11 @@ class QuotaBudget {
   const Clock* const clock_;
   const QuotaBudgetOptions options_;
   std::mutex mu_;
-  std::map<std::string, Bucket> buckets_;  // per QuotaKey()
-  std::map<std::string, Bucket> own_;      // per BudgetRequest::owner with a cap
+  std::map<std::string, Bucket> buckets_;   // per QuotaKey()
+  std::map<std::string, Bucket> own_;       // per BudgetRequest::owner with a cap
+  std::map<std::string, Bucket> unproven_;  // per QuotaKey() + "\n" + caller
+  // Callers accepted per QuotaKey(), with when they last called.
+  std::map<std::string, std::map<std::string, Time>> accepted_;
   Time last_prune_{};
 };
 

@@ -195,11 +195,127 @@ TEST_F(ClientTest, GetRetriedOn503ThenSucceeds) {
 
 TEST_F(ClientTest, GetRetriedOnTransportErrorsEvenIfDelivered) {
   transport_.Enqueue(Failure(absl::StatusCode::kUnavailable, /*request_sent=*/true));
-  transport_.Enqueue(Failure(absl::StatusCode::kDeadlineExceeded, /*request_sent=*/true));
+  transport_.Enqueue(Failure(absl::StatusCode::kUnavailable, /*request_sent=*/false));
   transport_.Enqueue(Respond(200, Envelope(200, "{}")));
   auto api = Client();
   EXPECT_TRUE(Get(*api).ok());
   EXPECT_EQ(transport_.request_count(), 3u);
+}
+
+// Credentials a project refuses (a tenant naming another team's project)
+// never spend that project's budget; the project's own callers keep it.
+TEST_F(ClientTest, CredentialsTheProjectRefusesDoNotSpendItsBudget) {
+  options_.budget.requests_per_minute = 60;  // one a second, a burst of 10
+  auto api = Client();
+  transport_.SetHandler([](const http::Request& request) -> absl::StatusOr<http::Response> {
+    if (request.headers.at("Authorization") == "Bearer intruder") {
+      return Respond(403, GoogleError(403, "PERMISSION_DENIED", "denied"));
+    }
+    return Respond(200, Envelope(200, "{}"));
+  });
+  struct Intruder : FakeTokenSource {
+    absl::StatusOr<std::string> Token() override { return "intruder"; }
+  } bad;
+  int sent = 0;
+  for (int i = 0; i < 50; ++i) {
+    absl::StatusOr<SlurmResponse> r =
+        api->Call(cluster_, bad, HttpMethod::kPost, "/slurm/v0.0.42/job/submit", &submit_body_);
+    ASSERT_FALSE(r.ok());
+    if (r.status().code() == absl::StatusCode::kPermissionDenied) ++sent;
+    if (i == 49) {
+      EXPECT_TRUE(HeldBackByBudget(r.status()));
+      EXPECT_THAT(r.status().message(),
+                  HasSubstr("of service account op@p.iam.gserviceaccount.com in project my-proj "
+                            "(6 calls/min until the project accepts one of their calls"));
+    }
+  }
+  EXPECT_EQ(sent, 1) << "the unproven burst";
+  // The project's own credentials: one call to be accepted, then the whole burst.
+  for (int i = 0; i < 11; ++i) EXPECT_TRUE(Submit(*api).ok()) << i;
+  EXPECT_TRUE(HeldBackByBudget(Submit(*api).status()));
+}
+
+// A cluster that does not answer holds a shared thread for one timeout, not
+// for every attempt of every call (silent_clusters.h).
+TEST_F(ClientTest, ASilentClusterIsNotWaitedForAgainUntilItsHoldHasPassed) {
+  auto api = Client();
+  for (int i = 0; i < 2; ++i) {
+    transport_.Enqueue(Failure(absl::StatusCode::kDeadlineExceeded, /*request_sent=*/true));
+    absl::StatusOr<SlurmResponse> r = Get(*api);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  }
+  EXPECT_EQ(transport_.request_count(), 2u) << "a timed-out attempt is not retried in-thread";
+  EXPECT_TRUE(sleeps_.empty());
+
+  // Every call to it is now refused unsent for the hold (5 s).
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<SlurmResponse> held = i == 0 ? Submit(*api) : Get(*api);
+    ASSERT_FALSE(held.ok());
+    EXPECT_EQ(held.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_FALSE(http::MayHaveBeenDelivered(held.status()));
+    EXPECT_FALSE(HeldBackByBudget(held.status())) << "the cluster is failing: not a budget's hold";
+    EXPECT_EQ(held.status().message(),
+              "Agent Platform: cluster "
+              "projects/my-proj/locations/us-central1/modelDevelopmentClusters/train-1 did not "
+              "answer within 30 s (2 times in a row); its calls are held back for 5 s so that they "
+              "do not "
+              "hold the operator's shared workers, then one call finds out whether it answers "
+              "again");
+    EXPECT_EQ(RetryDelay(held.status()), ms(5000));
+  }
+  EXPECT_EQ(transport_.request_count(), 2u);
+
+  // Another cluster is called as usual.
+  ClusterName other = cluster_;
+  other.cluster_id = "train-2";
+  transport_.Enqueue(Respond(200, Envelope(200, "{}")));
+  EXPECT_TRUE(
+      api->Call(other, credentials_, HttpMethod::kGet, "/slurm/v0.0.42/jobs", nullptr).ok());
+
+  // After the hold one trial call goes; a second silence doubles the hold.
+  clock_.Advance(ms(5000));
+  transport_.Enqueue(Failure(absl::StatusCode::kDeadlineExceeded, /*request_sent=*/true));
+  EXPECT_EQ(Get(*api).status().code(), absl::StatusCode::kDeadlineExceeded);
+  absl::StatusOr<SlurmResponse> held = Get(*api);
+  EXPECT_EQ(RetryDelay(held.status()), ms(10000));
+  EXPECT_THAT(held.status().message(), HasSubstr("(3 times in a row)"));
+
+  // An answer closes it.
+  clock_.Advance(ms(10000));
+  transport_.Enqueue(Respond(200, Envelope(200, "{}")));
+  EXPECT_TRUE(Get(*api).ok());
+  transport_.Enqueue(Respond(200, Envelope(200, "{}")));
+  EXPECT_TRUE(Get(*api).ok());
+  EXPECT_EQ(transport_.request_count(), 6u);
+}
+
+// A gateway that answers 504 only after waiting most of the timeout holds a
+// thread as long as silence does, and counts as silence; a quick 504 is an
+// answer, retried as before (DeleteRetriedOn504).
+TEST_F(ClientTest, AFailedAnswerThatTookHalfTheTimeoutCountsAsSilence) {
+  transport_.SetHandler([this](const http::Request&) -> absl::StatusOr<http::Response> {
+    clock_.Advance(ms(20000));
+    return Respond(504, GoogleError(504, "DEADLINE_EXCEEDED", "backend did not answer"));
+  });
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Get(*api);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(transport_.request_count(), 1u) << "not retried after 20 s of waiting";
+  EXPECT_FALSE(Get(*api).ok());
+  EXPECT_THAT(Get(*api).status().message(), HasSubstr("did not answer within 30 s"));
+  EXPECT_EQ(transport_.request_count(), 2u);
+}
+
+// Server delays are waited out in the caller's shared thread only up to
+// max_backoff (5 s): a longer one is returned for the caller to requeue.
+TEST_F(ClientTest, ServerDelaysPastFiveSecondsAreNotSleptInTheCallersThread) {
+  transport_.Enqueue(Respond(503, GoogleError(503, "UNAVAILABLE", "busy"), {{"retry-after", "6"}}));
+  auto api = Client();
+  absl::StatusOr<SlurmResponse> r = Get(*api);
+  EXPECT_EQ(RetryDelay(r.status()), ms(6000));
+  EXPECT_EQ(transport_.request_count(), 1u);
+  EXPECT_TRUE(sleeps_.empty());
 }
 
 TEST_F(ClientTest, DeleteRetriedOn504) {
@@ -285,7 +401,7 @@ TEST_F(ClientTest, PostNotRetriedAfterPossiblyDeliveredFailure) {
 
 TEST_F(ClientTest, PostRetriedWhenNeverDelivered) {
   transport_.Enqueue(Failure(absl::StatusCode::kUnavailable, /*request_sent=*/false));
-  transport_.Enqueue(Failure(absl::StatusCode::kDeadlineExceeded, /*request_sent=*/false));
+  transport_.Enqueue(Failure(absl::StatusCode::kUnavailable, /*request_sent=*/false));
   transport_.Enqueue(Respond(200, Envelope(200, R"({"job_id":77})")));
   auto api = Client();
   absl::StatusOr<SlurmResponse> r = Submit(*api);

@@ -309,5 +309,70 @@ TEST(QuotaBudgetSettings, ExhaustionShrinksBelowASetting) {
   EXPECT_TRUE(states[0].paused);
 }
 
+BudgetRequest Caller(const std::string& caller) {
+  BudgetRequest r;
+  r.caller = caller;
+  return r;
+}
+
+// A tenant's SlurmCluster names another team's project with credentials that
+// project refuses: its calls spend only a small bucket of their own.
+TEST(QuotaBudgetCallers, ACallerTheProjectHasNotAcceptedSpendsOnlyItsOwnSmallBucket) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(10, 10));
+  const std::string key = QuotaKey("", "team-b-proj", "us-central1");
+  int granted = 0;
+  for (int i = 0; i < 100; ++i) {
+    Reservation r = budget.Reserve(key, Caller("intruder"), CallPriority::kChange, kNoWait / 2);
+    if (r.wait == nanoseconds(0)) ++granted;
+    EXPECT_TRUE(r.unproven);
+    budget.Rejected(key, "intruder");  // each answered 403
+  }
+  EXPECT_EQ(granted, 1) << "the unproven burst, then 6 a minute";
+  // The project's own callers still find its whole burst.
+  budget.Accepted(key, "team-b");
+  for (int i = 0; i < 10; ++i) {
+    Reservation r = budget.Reserve(key, Caller("team-b"), CallPriority::kChange, kNoWait);
+    EXPECT_EQ(r.wait, nanoseconds(0)) << i;
+    EXPECT_FALSE(r.unproven);
+  }
+}
+
+TEST(QuotaBudgetCallers, AnAcceptedCallerSharesTheProjectsBudgetUntilItIsRefused) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(10, 10));
+  const std::string key = QuotaKey("", "proj", "us-central1");
+  EXPECT_TRUE(budget.Reserve(key, Caller("a"), CallPriority::kProbe, kNoWait).unproven);
+  budget.Accepted(key, "a");
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(budget.Reserve(key, Caller("a"), CallPriority::kChange, kNoWait).wait,
+              nanoseconds(0));
+  }
+  EXPECT_GT(budget.Reserve(key, Caller("a"), CallPriority::kChange, kNoWait).wait, nanoseconds(0))
+      << "the project's burst is spent";
+  budget.Rejected(key, "a");  // its access was revoked
+  EXPECT_TRUE(budget.Reserve(key, Caller("a"), CallPriority::kChange, kNoWait).unproven);
+  // Accepted per project: another project has not accepted it.
+  EXPECT_TRUE(budget
+                  .Reserve(QuotaKey("", "other", "us-central1"), Caller("b"), CallPriority::kChange,
+                           kNoWait)
+                  .unproven);
+}
+
+TEST(QuotaBudgetCallers, CallersNotSeenForLongAreForgotten) {
+  FakeClock clock;
+  QuotaBudget budget(&clock, PerSecond(10, 10));
+  const std::string key = QuotaKey("", "proj", "us-central1");
+  for (int i = 0; i < 1000; ++i) {
+    const std::string caller = absl::StrCat("c", i);
+    budget.Reserve(key, Caller(caller), CallPriority::kChange, kNoWait);
+    budget.Accepted(key, caller);
+  }
+  clock.Advance(std::chrono::minutes(11));
+  budget.Reserve(key, Caller("c0"), CallPriority::kChange, kNoWait);
+  EXPECT_TRUE(budget.Reserve(key, Caller("c1"), CallPriority::kChange, kNoWait).unproven)
+      << "forgotten: one call must be accepted again";
+}
+
 }  // namespace
 }  // namespace slurmop::agentplatform

@@ -1239,7 +1239,9 @@ TEST_F(ExecutorTest, AStatusWriteWithoutAnAnswerIsReadBackBeforeTheSubmit) {
   // The jobId's status write gets no answer either: what the store says then is all a
   // restarted operator would know of where the job went.
   RefuseStatusWritesAfterSubmit(2);
-  clock_.Advance(seconds(1));
+  // 10 s: after the 403, the credentials' calls go one at a time, 6 a minute, until the project
+  // accepts one (quota_budget.h).
+  clock_.Advance(seconds(10));
   Reconcile();
   kube_.on_request = nullptr;
   ASSERT_EQ(Submits(), 2);
