@@ -184,13 +184,18 @@ class SlurmApiClient final : public SlurmApi {
   // changes only with the count of silences (the wait is in the retry delay):
   // see PausedStatus.
   absl::Status HeldBackWhileSilent(const ClusterName& cluster, const SilentClusters::Refusal& r) {
+    const std::string what =
+        r.why == SilentClusters::Refusal::kHeld
+            ? absl::StrCat("its calls are held back for ",
+                           std::chrono::ceil<std::chrono::seconds>(r.hold).count(),
+                           " s so that they do not hold the operator's shared workers, then one "
+                           "call finds out whether it answers again")
+            : std::string(
+                  "until it answers again, one call at a time is sent to it, and this "
+                  "one waits its turn");
     absl::Status s = absl::UnavailableError(absl::StrCat(
-        "Agent Platform: cluster ", cluster.ResourceName(), " did not answer within ",
-        std::chrono::duration_cast<std::chrono::seconds>(opts_.timeout).count(), " s (", r.silences,
-        " times in a row); its calls are held back for ",
-        std::chrono::ceil<std::chrono::seconds>(r.hold).count(),
-        " s so that they do not hold the operator's shared workers, then one call finds out "
-        "whether it answers again"));
+        "Agent Platform: cluster ", cluster.ResourceName(), " did not answer in time (", r.silences,
+        r.silences == 1 ? " time" : " times in a row", "); ", what));
     SetRetryDelay(s, std::chrono::ceil<std::chrono::milliseconds>(r.wait));
     return s;
   }
@@ -254,6 +259,7 @@ class SlurmApiClient final : public SlurmApi {
     budget_request.caller = absl::StrCat("credentials#", credentials.Instance());
     Backoff backoff(opts_.initial_backoff, opts_.max_backoff, opts_.jitter);
     bool auth_retried = false;
+    bool unproven = false;  // an attempt drew on the caller's own bucket
     // A project and region whose quota ran out (RESOURCE_EXHAUSTED) is left
     // alone until the server's retry delay passed: calls fail fast instead
     // of adding load or holding a worker in a sleep.
@@ -266,10 +272,16 @@ class SlurmApiClient final : public SlurmApi {
       if (std::optional<SilentClusters::Refusal> held = silent_.Admit(url, &ticket)) {
         return HeldBackWhileSilent(cluster, *held);
       }
-      const Reservation r =
-          budget_.Reserve(budget_key, budget_request, priority, opts_.max_rate_limit_wait);
-      if (!r.granted) return OverBudget(cluster, credentials, priority, r);
-      Sleep(r.wait);
+      // Credentials the project has not accepted yet spend one token of
+      // their own bucket per call, not per attempt: their retries (after a
+      // 5xx or a reset; a 403 is never retried) are bounded by max_attempts.
+      if (!unproven) {
+        const Reservation r =
+            budget_.Reserve(budget_key, budget_request, priority, opts_.max_rate_limit_wait);
+        if (!r.granted) return OverBudget(cluster, credentials, priority, r);
+        unproven = r.unproven;
+        Sleep(r.wait);
+      }
 
       absl::StatusOr<std::string> token = credentials.Token();
       if (!token.ok()) {
@@ -294,7 +306,7 @@ class SlurmApiClient final : public SlurmApi {
         request.headers["x-goog-user-project"] = quota;
       }
       request.body = *request_body;
-      request.timeout = opts_.timeout;
+      request.timeout = ticket.Timeout(opts_.timeout);  // shorter for a trial
       request.max_body_bytes = opts_.max_response_bytes;
 
       *sent = true;
@@ -338,12 +350,8 @@ class SlurmApiClient final : public SlurmApi {
       }
 
       if (response->status != 429) budget_.Succeeded(budget_key);
-      // Only an authorized caller gets these (Google checks permissions
-      // before quota): its calls may draw on the project's budget.
-      if ((response->status >= 200 && response->status < 300) || response->status == 429) {
-        budget_.Accepted(budget_key, budget_request.caller);
-      }
       if (response->status >= 200 && response->status < 300) {
+        budget_.Accepted(budget_key, budget_request.caller);
         absl::StatusOr<SlurmResponse> decoded =
             streamed ? *std::move(streamed) : DecodeResponse(response->body, options);
         if (!decoded.ok()) return RedactStatus(decoded.status(), secrets);
@@ -352,6 +360,18 @@ class SlurmApiClient final : public SlurmApi {
 
       absl::Status s =
           RedactStatus(GoogleErrorToStatus(*response, clock_->Now(), secrets), secrets);
+      // Google refuses a caller without access to the project with 401 or
+      // 403, before anything else (quota included): any other answer means
+      // these credentials may call it, and its calls may draw on the
+      // project's budget (quota_budget.h).
+      const bool refused = s.code() == absl::StatusCode::kUnauthenticated ||
+                           s.code() == absl::StatusCode::kPermissionDenied ||
+                           response->status == 401 || response->status == 403;
+      if (refused) {
+        budget_.Rejected(budget_key, budget_request.caller);
+      } else {
+        budget_.Accepted(budget_key, budget_request.caller);
+      }
       if (s.code() == absl::StatusCode::kUnauthenticated || response->status == 401) {
         if (!auth_retried) {
           auth_retried = true;
@@ -362,7 +382,6 @@ class SlurmApiClient final : public SlurmApi {
       }
       if (s.code() == absl::StatusCode::kUnauthenticated ||
           s.code() == absl::StatusCode::kPermissionDenied) {
-        budget_.Rejected(budget_key, budget_request.caller);
         return WithMessage(s, absl::StrCat(s.message(), "; caller: ", credentials.Describe()));
       }
       if (s.code() == absl::StatusCode::kResourceExhausted) {

@@ -45,13 +45,15 @@
 //    RESOURCE_EXHAUSTED is returned at once, with the delay in the message
 //    and in RetryDelay().
 //  * A cluster that did not answer (no answer within the timeout, or a
-//    failed answer that took half of it) is not retried in the same call,
-//    and its later calls are held back (silent_clusters.h, keyed by
-//    CallUrl()): they fail at once, unsent, with kUnavailable saying so and
-//    RetryDelay() set to the rest of the hold, until one trial call gets an
-//    answer. So a cluster that never answers holds a shared thread for one
-//    timeout per hold (5 s, doubling to 2 min), not every call for 5
-//    attempts of 30 s with waits between them.
+//    failed answer that took half of it) is not retried in the same call.
+//    Its later calls go one at a time, and after a second silence in a row
+//    they are held back (silent_clusters.h, keyed by CallUrl()): calls that
+//    may not go fail at once, unsent, with kUnavailable saying why and
+//    RetryDelay() set. After each hold (5 s, doubling to 2 min) one trial
+//    call, under a 5 s timeout and one at a time across all clusters, finds
+//    out whether it answers again. So however many clusters are silent, they
+//    hold shared threads for one or two timeouts each, then for a few
+//    seconds per hold, not for every call's 5 attempts of 30 s.
 //  * Each attempt first takes a token from the budget of the cluster's
 //    project and region (quota_budget.h: options.budget, shared by every
 //    cluster of that project and region, with submits and cancels ahead of
@@ -64,9 +66,9 @@
 //    without one) and halves its budget, which then grows back (#16 item 3);
 //    calls during the pause fail at once, unsent, with kResourceExhausted.
 //    The caller is the credentials object (TokenSource::Instance()): until
-//    the project answers one of its calls with a 2xx or RESOURCE_EXHAUSTED,
-//    and again after a 401 or 403, its calls draw on a small bucket of its
-//    own instead of the project's, so credentials the project refuses never
+//    the project answers one of its calls with anything but a 401 or 403,
+//    and again after one, its calls draw on a small bucket of their own
+//    instead of the project's, so credentials the project refuses never
 //    spend that project's budget.
 //  * Thread-safe; exceptions never escape.
 

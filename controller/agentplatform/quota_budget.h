@@ -36,12 +36,12 @@
 //    apply in both buckets; a call takes a token from both or from neither.
 //  * Only callers the project has accepted draw on its budget. A call
 //    names its caller (BudgetRequest::caller: its credentials, which no
-//    tenant can forge). Until a call of that caller gets an answer that only
-//    an authorized caller gets (a 2xx, or RESOURCE_EXHAUSTED: Google checks
-//    permissions before quota; Accepted()), its calls draw on a small bucket
-//    of its own (`unproven_requests_per_minute`, `unproven_burst`) instead
-//    of the project's. An UNAUTHENTICATED or PERMISSION_DENIED answer puts
-//    it back there (Rejected()). So a tenant whose SlurmCluster names
+//    tenant can forge). Until the project answers a call of that caller with
+//    anything but UNAUTHENTICATED or PERMISSION_DENIED (Google refuses a
+//    caller without access that way before anything else, quota included;
+//    Accepted()), its calls draw on a small bucket of its own
+//    (`unproven_requests_per_minute`, `unproven_burst`) instead of the
+//    project's. A 401 or 403 puts it back there (Rejected()). So a tenant whose SlurmCluster names
 //    another team's project, with credentials that project refuses, spends
 //    only its own small bucket, never that team's budget.
 //  * Buckets are forgotten once at rest: untouched for `setting_memory`, not
@@ -79,11 +79,12 @@ struct QuotaBudgetOptions {
   double min_requests_per_minute = 30;      // RESOURCE_EXHAUSTED never shrinks below
   double recovery_per_minute = 0.5;         // of the shrunk rate, per minute after a shrink
   std::chrono::minutes setting_memory{10};  // see BudgetRequest in the file comment
-  // A caller's own bucket until the project accepted one of its calls: one
-  // call at a time finds out (these calls are not counted in the project's
-  // bucket, so a new caller adds at most one call beyond the budget).
+  // A caller's own bucket until the project accepted one of its calls. Its
+  // calls are not counted in the project's bucket, so a new caller adds at
+  // most a burst beyond the budget; 3 lets a first submit whose reply was
+  // lost be followed at once by the two searches that find out its fate.
   double unproven_requests_per_minute = 6;
-  double unproven_burst = 1;
+  double unproven_burst = 3;
 };
 
 // What one cluster's resource asks of the budget (slurmcluster.proto CallBudget).

@@ -9,23 +9,25 @@
 // of them.
 //
 // Contract (a circuit breaker per cluster, keyed by its call URL):
-//  * Admit(key) before each attempt. A cluster with no silence on record is
-//    always admitted.
-//  * Finished(key, ticket, outcome) after it: kAnswered (any HTTP answer but
-//    a slow failure) forgets the cluster's silences; kSilent (no answer
-//    within the timeout, or a failure that took half of it) counts one more
-//    silence in a row. From `silences_before_hold` in a row on (2: one lost
-//    reply is not a pattern, and the search that follows a lost submit's
-//    reply must still go), the cluster's calls are held back for
-//    first_hold * 2^(silences - silences_before_hold), at most max_hold.
-//    kOther (refused, reset, nothing learned) changes nothing.
-//    A call admitted before the cluster was held back that then times out
-//    too does not count again: the calls one burst had in flight are one
-//    silence, not many.
-//  * While held back, Admit() refuses (nothing is sent), saying for how long.
-//    When the hold has passed, one call at a time is admitted (the trial)
-//    and the others are refused until it is finished: its answer closes the
-//    circuit, its silence doubles the hold.
+//  * Admit(key) before each attempt; Ticket::Finish(outcome) after it.
+//    kAnswered (any HTTP answer but a slow failure) forgets the cluster's
+//    silences; kSilent (no answer within the timeout, or a failure that took
+//    half of it) counts one more silence in a row; kOther (refused, reset,
+//    nothing learned) changes nothing. A call admitted before the last
+//    silence was counted that then times out too does not count again: the
+//    calls one burst had in flight are one silence, not many.
+//  * No silence on record: every call is admitted.
+//  * One silence (`silences_before_hold` - 1 of them): one call at a time is
+//    admitted, with the usual timeout; the others are refused (kOneAtATime)
+//    until it ends. One lost reply is not a pattern, and the search that
+//    follows a lost submit's reply must still go.
+//  * From `silences_before_hold` (2) in a row on: every call is refused
+//    (kHeld) for first_hold * 2^(silences - silences_before_hold), at most
+//    max_hold. When the hold has passed, one trial call finds out whether
+//    the cluster answers again, under `trial_timeout` (Ticket::Timeout()):
+//    at most `max_trials` trials are in flight across all clusters, so
+//    however many clusters are silent, finding out holds at most that many
+//    threads, each for a few seconds. Other calls are refused (kOneAtATime).
 //  * A ticket not finished (an exception) counts as kOther when destroyed.
 //  * Clusters silent and not called for forget_after are forgotten (keys
 //    come from tenants' resources).
@@ -48,6 +50,8 @@ struct SilentClustersOptions {
   int silences_before_hold = 2;
   std::chrono::milliseconds first_hold{5000};
   std::chrono::milliseconds max_hold{120000};
+  std::chrono::milliseconds trial_timeout{5000};
+  int max_trials = 1;
   std::chrono::minutes forget_after{60};
 };
 
@@ -57,9 +61,11 @@ class SilentClusters {
 
   // Why a call was not admitted.
   struct Refusal {
+    enum Why { kHeld, kOneAtATime } why = kHeld;
     int silences = 0;               // in a row
-    std::chrono::nanoseconds hold;  // the hold those silences earned
-    std::chrono::nanoseconds wait;  // until a call may be admitted again
+    std::chrono::nanoseconds hold;  // kHeld: the hold those silences earned
+    std::chrono::nanoseconds
+        wait;  // until a call may be admitted again (an estimate for kOneAtATime)
   };
 
   class Ticket {
@@ -68,6 +74,8 @@ class SilentClusters {
     Ticket(Ticket&& other) noexcept { *this = std::move(other); }
     Ticket& operator=(Ticket&& other) noexcept;
     ~Ticket();
+    // The longest the call may wait for its answer: `usual`, or less for a trial.
+    std::chrono::milliseconds Timeout(std::chrono::milliseconds usual) const;
     // Reports the outcome (once; later calls do nothing).
     void Finish(Outcome outcome);
 
@@ -75,13 +83,16 @@ class SilentClusters {
     friend class SilentClusters;
     SilentClusters* owner_ = nullptr;
     std::string key_;
-    bool trial_ = false;
+    bool single_ = false;  // holds the cluster's one-at-a-time slot
+    bool trial_ = false;   // holds one of the max_trials slots, too
+    std::chrono::milliseconds trial_timeout_{0};
     Time admitted_{};
   };
 
   SilentClusters(const Clock* clock, SilentClustersOptions options);
 
-  // A ticket to finish, or why the call must not be sent now.
+  // Fills *ticket (to finish) and returns nullopt, or says why the call must
+  // not be sent now.
   std::optional<Refusal> Admit(const std::string& key, Ticket* ticket);
 
   // Clusters with a silence on record (for tests and metrics).
@@ -92,9 +103,9 @@ class SilentClusters {
     int silences = 0;
     Time held_until{};
     Time last_silence{};
-    bool trial_in_flight = false;
+    bool single_in_flight = false;
   };
-  void Finished(const std::string& key, bool trial, Time admitted, Outcome outcome);
+  void Finished(const Ticket& ticket, Outcome outcome);
   std::chrono::nanoseconds HoldFor(int silences) const;
   void PruneLocked(Time now);
 
@@ -102,6 +113,7 @@ class SilentClusters {
   const SilentClustersOptions options_;
   std::mutex mu_;
   std::map<std::string, State> states_;  // guarded by mu_
+  int trials_in_flight_ = 0;             // guarded by mu_
   Time last_prune_{};                    // guarded by mu_
 };
 

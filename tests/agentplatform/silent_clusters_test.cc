@@ -99,6 +99,45 @@ TEST_F(SilentClustersTest, CallsInFlightWhenItWentSilentCountOnce) {
   EXPECT_EQ(r->hold, seconds(5));
 }
 
+TEST_F(SilentClustersTest, AfterOneSilenceCallsGoOneAtATime) {
+  ASSERT_TRUE(Call("a", Outcome::kSilent));
+  SilentClusters::Ticket first;
+  ASSERT_FALSE(guard_.Admit("a", &first).has_value());
+  EXPECT_EQ(first.Timeout(std::chrono::milliseconds(30000)), std::chrono::milliseconds(30000))
+      << "not a trial: the usual timeout";
+  SilentClusters::Ticket second;
+  std::optional<SilentClusters::Refusal> r = guard_.Admit("a", &second);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->why, SilentClusters::Refusal::kOneAtATime);
+  EXPECT_TRUE(Call("b", Outcome::kAnswered)) << "other clusters are not touched";
+  first.Finish(Outcome::kOther);
+  EXPECT_TRUE(Call("a", Outcome::kAnswered));
+  EXPECT_EQ(guard_.Tracked(), 0u);
+}
+
+// However many clusters are silent, finding out whether they answer again
+// holds one thread at a time, for the trial's short timeout.
+TEST_F(SilentClustersTest, TrialsAcrossClustersGoOneAtATimeUnderAShortTimeout) {
+  for (const char* key : {"a", "b", "c"}) {
+    ASSERT_TRUE(Call(key, Outcome::kSilent));
+    ASSERT_TRUE(Call(key, Outcome::kSilent));
+  }
+  clock_.Advance(seconds(5));
+  SilentClusters::Ticket trial;
+  ASSERT_FALSE(guard_.Admit("a", &trial).has_value());
+  EXPECT_EQ(trial.Timeout(std::chrono::milliseconds(30000)), std::chrono::milliseconds(5000));
+  for (const char* key : {"b", "c"}) {
+    SilentClusters::Ticket t;
+    std::optional<SilentClusters::Refusal> r = guard_.Admit(key, &t);
+    ASSERT_TRUE(r.has_value()) << key;
+    EXPECT_EQ(r->why, SilentClusters::Refusal::kOneAtATime);
+  }
+  clock_.Advance(seconds(5));
+  trial.Finish(Outcome::kSilent);
+  EXPECT_TRUE(Call("b", Outcome::kAnswered)) << "the trial's slot is free again";
+  EXPECT_TRUE(Call("b", Outcome::kAnswered)) << "b answered: closed";
+}
+
 TEST_F(SilentClustersTest, ClustersSilentLongAgoAreForgotten) {
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(Call("c" + std::to_string(i), Outcome::kSilent));
   EXPECT_EQ(guard_.Tracked(), 100u);
