@@ -183,20 +183,17 @@ class SlurmApiClient final : public SlurmApi {
   // the cluster's calls are held back after it did not answer. The message
   // changes only with the count of silences (the wait is in the retry delay):
   // see PausedStatus.
+  // kUnavailable, unsent and marked held back (HeldBackByBudget()): the
+  // caller waits RetryDelay() and counts no failure, as for the budget, since
+  // nothing was sent. The message is the same whatever the state of the hold
+  // (see PausedStatus): the wait is only in the retry delay.
   absl::Status HeldBackWhileSilent(const ClusterName& cluster, const SilentClusters::Refusal& r) {
-    const std::string what =
-        r.why == SilentClusters::Refusal::kHeld
-            ? absl::StrCat("its calls are held back for ",
-                           std::chrono::ceil<std::chrono::seconds>(r.hold).count(),
-                           " s so that they do not hold the operator's shared workers, then one "
-                           "call finds out whether it answers again")
-            : std::string(
-                  "until it answers again, one call at a time is sent to it, and this "
-                  "one waits its turn");
     absl::Status s = absl::UnavailableError(absl::StrCat(
-        "Agent Platform: cluster ", cluster.ResourceName(), " did not answer in time (", r.silences,
-        r.silences == 1 ? " time" : " times in a row", "); ", what));
+        "Agent Platform: cluster ", cluster.ResourceName(),
+        " did not answer in time; so that it does not hold the operator's shared workers, its "
+        "calls are held back and go one at a time until it answers again"));
     SetRetryDelay(s, std::chrono::ceil<std::chrono::milliseconds>(r.wait));
+    s.SetPayload(kHeldBackPayload, absl::Cord("silent"));
     return s;
   }
 
@@ -210,6 +207,11 @@ class SlurmApiClient final : public SlurmApi {
       return response.status().code() == absl::StatusCode::kDeadlineExceeded || slow
                  ? SilentClusters::Outcome::kSilent
                  : SilentClusters::Outcome::kOther;
+    }
+    // Google's front end answers these itself: they say nothing about
+    // whether the cluster answers (and a tenant could send them at will).
+    if (response->status == 401 || response->status == 403 || response->status == 429) {
+      return SilentClusters::Outcome::kOther;
     }
     const bool failed = response->status == 408 || response->status >= 500;
     return failed && slow ? SilentClusters::Outcome::kSilent : SilentClusters::Outcome::kAnswered;
@@ -256,7 +258,11 @@ class SlurmApiClient final : public SlurmApi {
         method == HttpMethod::kGet ? CallPriority::kTrack : CallPriority::kChange);
     const std::string method_name(HttpMethodName(method));
     BudgetRequest budget_request = cluster.budget;
-    budget_request.caller = absl::StrCat("credentials#", credentials.Instance());
+    // Per credentials and per cluster resource: several tenants may share
+    // one identity (the operator's), and one tenant's refused cluster must
+    // not put the others back on the small bucket.
+    budget_request.caller =
+        absl::StrCat("credentials#", credentials.Instance(), "|", cluster.budget.owner);
     Backoff backoff(opts_.initial_backoff, opts_.max_backoff, opts_.jitter);
     bool auth_retried = false;
     bool unproven = false;  // an attempt drew on the caller's own bucket
@@ -306,7 +312,9 @@ class SlurmApiClient final : public SlurmApi {
         request.headers["x-goog-user-project"] = quota;
       }
       request.body = *request_body;
-      request.timeout = ticket.Timeout(opts_.timeout);  // shorter for a trial
+      // Shorter for a trial, but not for a streamed job list, whose
+      // answer may take longer than a trial's timeout on a healthy cluster.
+      request.timeout = options.job_sink != nullptr ? opts_.timeout : ticket.Timeout(opts_.timeout);
       request.max_body_bytes = opts_.max_response_bytes;
 
       *sent = true;
@@ -367,9 +375,13 @@ class SlurmApiClient final : public SlurmApi {
       const bool refused = s.code() == absl::StatusCode::kUnauthenticated ||
                            s.code() == absl::StatusCode::kPermissionDenied ||
                            response->status == 401 || response->status == 403;
+      // A 429 proves nothing: quota may be checked against the caller's own
+      // quota project (x-goog-user-project) before access to the project.
+      const bool exhausted =
+          s.code() == absl::StatusCode::kResourceExhausted || response->status == 429;
       if (refused) {
         budget_.Rejected(budget_key, budget_request.caller);
-      } else {
+      } else if (!exhausted) {
         budget_.Accepted(budget_key, budget_request.caller);
       }
       if (s.code() == absl::StatusCode::kUnauthenticated || response->status == 401) {
@@ -387,7 +399,9 @@ class SlurmApiClient final : public SlurmApi {
       if (s.code() == absl::StatusCode::kResourceExhausted) {
         // Slow the whole project and region down (every cluster in it
         // draws on the same quota) for at least the server's delay.
-        budget_.Exhausted(budget_key, RetryDelay(s));
+        // Only for a caller the project accepted: another's 429 may be its
+        // own quota project's, and must not pause everyone's calls there.
+        if (!unproven) budget_.Exhausted(budget_key, RetryDelay(s));
         if (std::optional<Time> until = budget_.PausedUntil(budget_key)) {
           SetRetryDelay(s, std::chrono::ceil<std::chrono::milliseconds>(*until - clock_->Now()));
         }
@@ -462,6 +476,11 @@ absl::Status MarkHeldBackByBudget(absl::Status status) {
 
 bool HeldBackByBudget(const absl::Status& status) {
   return status.GetPayload(kHeldBackPayload).has_value();
+}
+
+bool HeldBackWhileSilent(const absl::Status& status) {
+  const auto why = status.GetPayload(kHeldBackPayload);
+  return why.has_value() && *why == "silent";
 }
 
 }  // namespace slurmop::agentplatform

@@ -218,6 +218,10 @@ std::optional<std::chrono::milliseconds> RetryDelay(const absl::Status& status);
 // was not asked, so the failure says nothing about it. RetryDelay() says
 // when to try again.
 bool HeldBackByBudget(const absl::Status& status);
+// True for the calls HeldBackByBudget() is true for because their cluster
+// did not answer (silent_clusters.h): not sent either, and no failure of the
+// call, but the message says what is wrong with the cluster.
+bool HeldBackWhileSilent(const absl::Status& status);
 // `status` marked so that HeldBackByBudget() is true (the client's own
 // refusals; fakes in tests).
 absl::Status MarkHeldBackByBudget(absl::Status status);

@@ -167,14 +167,19 @@ Reservation QuotaBudget::Reserve(const std::string& key, const BudgetRequest& re
   Reservation r;
   // A caller the project has not accepted draws on its own small bucket
   // instead (see the file comment).
-  Bucket* shared = &project;
+  // A caller the project has not accepted also draws on a small bucket of
+  // its own (see the file comment).
+  Bucket* unproven = nullptr;
   if (!request.caller.empty() && !AcceptedLocked(key, request.caller, now)) {
-    shared = &Refilled(unproven_, absl::StrCat(key, "\n", request.caller),
-                       options_.unproven_requests_per_minute, now, options_.unproven_burst);
+    unproven = &Refilled(unproven_, absl::StrCat(key, "\n", request.caller),
+                         options_.unproven_requests_per_minute, now, options_.unproven_burst);
     r.unproven = true;
   }
   const bool project_on = project.configured > 0;
-  if (project_on) r.wait = WaitFor(*shared, priority, now);
+  if (project_on) {
+    r.wait = WaitFor(project, priority, now);
+    if (unproven != nullptr) r.wait = std::max(r.wait, WaitFor(*unproven, priority, now));
+  }
   if (own != nullptr) {
     const std::chrono::nanoseconds w = WaitFor(*own, priority, now);
     if (w > r.wait) {
@@ -184,7 +189,8 @@ Reservation QuotaBudget::Reserve(const std::string& key, const BudgetRequest& re
   }
   if (r.wait > max_wait) return r;
   r.granted = true;
-  if (project_on) shared->tokens -= 1.0;
+  if (project_on) project.tokens -= 1.0;
+  if (project_on && unproven != nullptr) unproven->tokens -= 1.0;
   if (own != nullptr) own->tokens -= 1.0;
   return r;
 }

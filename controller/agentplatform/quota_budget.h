@@ -34,16 +34,18 @@
 //    SlurmCluster's `callBudget` is a bucket of its own the call must also
 //    take a token from, so a tenant can slow only its own calls. Reserves
 //    apply in both buckets; a call takes a token from both or from neither.
-//  * Only callers the project has accepted draw on its budget. A call
-//    names its caller (BudgetRequest::caller: its credentials, which no
-//    tenant can forge). Until the project answers a call of that caller with
-//    anything but UNAUTHENTICATED or PERMISSION_DENIED (Google refuses a
-//    caller without access that way before anything else, quota included;
-//    Accepted()), its calls draw on a small bucket of its own
-//    (`unproven_requests_per_minute`, `unproven_burst`) instead of the
-//    project's. A 401 or 403 puts it back there (Rejected()). So a tenant whose SlurmCluster names
-//    another team's project, with credentials that project refuses, spends
-//    only its own small bucket, never that team's budget.
+//  * Callers the project has not accepted draw on it only slowly. A call
+//    names its caller (BudgetRequest::caller: its credentials object, which
+//    no tenant can forge, and the cluster resource). Until the project
+//    answers a call of that caller with anything but a 401, 403 or 429
+//    (Google refuses a caller without access with 401/403 before anything
+//    else; Accepted()), each of its calls takes a token from a small bucket
+//    of its own (`unproven_requests_per_minute`, `unproven_burst`) as well as
+//    from the project's. A 401 or 403 puts it back there (Rejected()). So a
+//    SlurmCluster naming another team's project with credentials that
+//    project refuses spends at most 6 of that team's calls a minute (it
+//    spent all of them before), and the project's quota still holds for
+//    every call.
 //  * Buckets are forgotten once at rest: untouched for `setting_memory`, not
 //    paused, not probing, rate recovered and tokens full, i.e. the same as a
 //    new one. Keys come from tenants' resources (project, region, the owner
@@ -79,10 +81,9 @@ struct QuotaBudgetOptions {
   double min_requests_per_minute = 30;      // RESOURCE_EXHAUSTED never shrinks below
   double recovery_per_minute = 0.5;         // of the shrunk rate, per minute after a shrink
   std::chrono::minutes setting_memory{10};  // see BudgetRequest in the file comment
-  // A caller's own bucket until the project accepted one of its calls. Its
-  // calls are not counted in the project's bucket, so a new caller adds at
-  // most a burst beyond the budget; 3 lets a first submit whose reply was
-  // lost be followed at once by the two searches that find out its fate.
+  // A caller's own bucket until the project accepted one of its calls; a
+  // burst of 3 lets a first submit whose reply was lost be followed at once
+  // by the two searches that find out its fate.
   double unproven_requests_per_minute = 6;
   double unproven_burst = 3;
 };

@@ -16,6 +16,7 @@ SilentClusters::Ticket& SilentClusters::Ticket::operator=(Ticket&& other) noexce
     key_ = std::move(other.key_);
     single_ = other.single_;
     trial_ = other.trial_;
+    epoch_ = other.epoch_;
     trial_timeout_ = other.trial_timeout_;
     admitted_ = other.admitted_;
   }
@@ -63,8 +64,10 @@ std::optional<SilentClusters::Refusal> SilentClusters::Admit(const std::string& 
   PruneLocked(now);
   bool single = false;
   bool trial = false;
+  uint64_t epoch = 0;
   if (auto it = states_.find(key); it != states_.end()) {
     State& s = it->second;
+    epoch = s.epoch;
     const std::chrono::nanoseconds hold = HoldFor(s.silences);
     if (now < s.held_until) return Refusal{Refusal::kHeld, s.silences, hold, s.held_until - now};
     const bool held = s.silences >= options_.silences_before_hold;
@@ -83,6 +86,7 @@ std::optional<SilentClusters::Refusal> SilentClusters::Admit(const std::string& 
   ticket->key_ = key;
   ticket->single_ = single;
   ticket->trial_ = trial;
+  ticket->epoch_ = epoch;
   ticket->trial_timeout_ = options_.trial_timeout;
   ticket->admitted_ = now;
   return std::nullopt;
@@ -93,17 +97,25 @@ void SilentClusters::Finished(const Ticket& ticket, Outcome outcome) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ticket.trial_) --trials_in_flight_;
   auto it = states_.find(ticket.key_);
-  if (it != states_.end() && ticket.single_) it->second.single_in_flight = false;
+  if (it != states_.end() && ticket.single_ && it->second.epoch == ticket.epoch_) {
+    it->second.single_in_flight = false;
+  }
   if (outcome == Outcome::kAnswered) {
     if (it != states_.end()) states_.erase(it);
     return;
   }
   if (outcome == Outcome::kOther) return;
   // kSilent.
-  if (it == states_.end()) it = states_.emplace(ticket.key_, State{}).first;
+  if (it == states_.end()) {
+    State fresh;
+    fresh.epoch = next_epoch_++;
+    it = states_.emplace(ticket.key_, fresh).first;
+  }
   State& s = it->second;
   // A call that left before the last silence was counted is part of it.
-  if (!ticket.single_ && s.silences > 0 && ticket.admitted_ < s.last_silence) return;
+  if ((!ticket.single_ || ticket.epoch_ != s.epoch) && s.silences > 0 &&
+      ticket.admitted_ < s.last_silence)
+    return;
   ++s.silences;
   s.last_silence = now;
   s.held_until = now + HoldFor(s.silences);  // now itself below the threshold

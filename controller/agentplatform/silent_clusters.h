@@ -37,6 +37,7 @@
 #define SLURMOP_CONTROLLER_AGENTPLATFORM_SILENT_CLUSTERS_H_
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -85,6 +86,7 @@ class SilentClusters {
     std::string key_;
     bool single_ = false;  // holds the cluster's one-at-a-time slot
     bool trial_ = false;   // holds one of the max_trials slots, too
+    uint64_t epoch_ = 0;   // of the cluster's record it was admitted under (0: none)
     std::chrono::milliseconds trial_timeout_{0};
     Time admitted_{};
   };
@@ -104,6 +106,10 @@ class SilentClusters {
     Time held_until{};
     Time last_silence{};
     bool single_in_flight = false;
+    // Tells records apart: a ticket admitted under a record since erased
+    // (another call's answer) must not free the one-at-a-time slot of a
+    // newer record of the same cluster.
+    uint64_t epoch = 0;
   };
   void Finished(const Ticket& ticket, Outcome outcome);
   std::chrono::nanoseconds HoldFor(int silences) const;
@@ -114,6 +120,7 @@ class SilentClusters {
   std::mutex mu_;
   std::map<std::string, State> states_;  // guarded by mu_
   int trials_in_flight_ = 0;             // guarded by mu_
+  uint64_t next_epoch_ = 1;              // guarded by mu_
   Time last_prune_{};                    // guarded by mu_
 };
 

@@ -659,6 +659,16 @@ Decision SubmitFailed(const Known& k) {
                           StatusRetrying(k.job.status, "SubmitOutcomeUnknown", msg, gen, k.now),
                           {{kWarning, "SubmitOutcomeUnknown", "Submit", msg}}, StopAndBackoff(msg));
   }
+  if (k.out.submit_held_back.has_value() && !k.out.submit_held_back_why.empty()) {
+    // Not sent: the cluster did not answer lately, and its calls are held
+    // back (silent_clusters.h). The message is stable, as below.
+    std::string msg = absl::StrCat("Waiting to submit: ", k.out.submit_held_back_why, ".");
+    return WriteIfChanged(
+        k.job, StatusRetrying(k.job.status, "ClusterNotAnswering", msg, gen, k.now),
+        {{kWarning, "ClusterNotAnswering", "Submit", msg}},
+        StopAndRequeue(std::max(*k.out.submit_held_back, Duration(std::chrono::milliseconds(10))),
+                       msg));
+  }
   if (k.out.submit_held_back.has_value()) {
     // Nothing was sent: no failure, no growing backoff, one stable message
     // (not one write and Event per retry).

@@ -118,6 +118,9 @@ struct Outcomes {
   // With a failed submit that was never sent because the project's call
   // budget had no room (agentplatform::HeldBackByBudget): when to try again.
   std::optional<Duration> submit_held_back;
+  // With submit_held_back: why, when it was not the budget but the cluster
+  // (it did not answer; agentplatform::HeldBackWhileSilent), else "".
+  std::string submit_held_back_why;
   std::optional<absl::StatusOr<std::optional<int64_t>>> tag_lookup;  // id of a job with our tag
   Time tag_lookup_at{};                                              // when the search started
   // With tag_lookup: where the search looked (Decision::search_at), and

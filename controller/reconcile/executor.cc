@@ -509,6 +509,9 @@ class Executor::Attempt {
       if (agentplatform::HeldBackByBudget(r.status())) {
         out_.submit_held_back =
             agentplatform::RetryDelay(r.status()).value_or(std::chrono::milliseconds(100));
+        if (agentplatform::HeldBackWhileSilent(r.status())) {
+          out_.submit_held_back_why = std::string(r.status().message());
+        }
         VLOG(1) << key_ << ": submit held back: " << r.status();
         return kDecideAgain;
       }

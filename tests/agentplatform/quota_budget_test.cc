@@ -317,21 +317,22 @@ BudgetRequest Caller(const std::string& caller) {
 
 // A tenant's SlurmCluster names another team's project with credentials that
 // project refuses: its calls spend only a small bucket of their own.
-TEST(QuotaBudgetCallers, ACallerTheProjectHasNotAcceptedSpendsOnlyItsOwnSmallBucket) {
+TEST(QuotaBudgetCallers, ACallerTheProjectHasNotAcceptedIsHeldToItsOwnSmallBucket) {
   FakeClock clock;
   QuotaBudget budget(&clock, PerSecond(10, 10));
   const std::string key = QuotaKey("", "team-b-proj", "us-central1");
   int granted = 0;
   for (int i = 0; i < 100; ++i) {
-    Reservation r = budget.Reserve(key, Caller("intruder"), CallPriority::kChange, kNoWait / 2);
-    if (r.wait == nanoseconds(0)) ++granted;
+    Reservation r = budget.Reserve(key, Caller("intruder"), CallPriority::kChange, nanoseconds(0));
+    if (r.granted) ++granted;
     EXPECT_TRUE(r.unproven);
     budget.Rejected(key, "intruder");  // each answered 403
   }
   EXPECT_EQ(granted, 3) << "the unproven burst, then 6 a minute";
-  // The project's own callers still find its whole burst.
+  // The project's own callers still find the rest of its burst (the intruder's 3 calls were
+  // real calls, counted in the project's quota too).
   budget.Accepted(key, "team-b");
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < 7; ++i) {
     Reservation r = budget.Reserve(key, Caller("team-b"), CallPriority::kChange, kNoWait);
     EXPECT_EQ(r.wait, nanoseconds(0)) << i;
     EXPECT_FALSE(r.unproven);
@@ -344,6 +345,7 @@ TEST(QuotaBudgetCallers, AnAcceptedCallerSharesTheProjectsBudgetUntilItIsRefused
   const std::string key = QuotaKey("", "proj", "us-central1");
   EXPECT_TRUE(budget.Reserve(key, Caller("a"), CallPriority::kProbe, kNoWait).unproven);
   budget.Accepted(key, "a");
+  clock.Advance(seconds(1));  // the project's bucket refills
   for (int i = 0; i < 10; ++i) {
     EXPECT_EQ(budget.Reserve(key, Caller("a"), CallPriority::kChange, kNoWait).wait,
               nanoseconds(0));

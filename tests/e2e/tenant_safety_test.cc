@@ -15,6 +15,11 @@
 //      Content-Length, and an endless chunked body) and a deeply nested body:
 //      the operator stays alive (health answers, another cluster keeps
 //      running jobs) and each SlurmCluster's condition names the failure.
+//  (d) Four SlurmClusters of another namespace whose listed endpoint accepts
+//      connections and never answers, each with SlurmJobs: once they are
+//      known to be silent they hold no shared worker for long, so another
+//      tenant's SlurmJob is submitted, followed to its end and deleted
+//      about as fast as with no silent cluster at all.
 //
 // Checking these fail on an older operator: SLURMOP_OPERATOR_BINARY=<path>
 // runs another build, and SLURMOP_OLD_OPERATOR=1 leaves out the flags it
@@ -24,6 +29,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -60,6 +67,9 @@ constexpr char kUrlCanary[] = "QSCANARY-9b2e";
 void AnswerOk(const ReceivedRequest&, Connection& c) {
   c.WriteResponse(200, {{"Content-Type", "application/json"}}, R"({"status":200,"body":"{}"})");
 }
+
+// The silent endpoint: reads the request, never answers.
+void AnswerNever(const ReceivedRequest&, Connection& c) { c.WaitForPeerClose(); }
 
 // The hostile endpoint: the cluster id in the path chooses the attack.
 void AnswerHostile(const ReceivedRequest& r, Connection& c) {
@@ -98,6 +108,7 @@ class TenantSafety : public ::testing::Test {
     token_ = new TestHttpServer(AnswerOk);
     subject_url_ = new TestHttpServer(AnswerOk);
     hostile_ = new TestHttpServer(AnswerHostile);
+    silent_ = new TestHttpServer(AnswerNever);
     ASSERT_TRUE(stand_ins_->WaitUntilServing());
     ap_port_ = stand_ins_->agent_platform_port();
     std::ofstream(*dir_ + "/canary") << kCanary;
@@ -114,7 +125,8 @@ class TenantSafety : public ::testing::Test {
     if (std::getenv("SLURMOP_OLD_OPERATOR") == nullptr) {
       // The stand-ins are listed; the `unlisted_` listener is not.
       argv.push_back(testing::AllowStandInFlag(ap_port_) + "," + Hostport(*token_) + "," +
-                     Hostport(*subject_url_) + "," + Hostport(*hostile_));
+                     Hostport(*subject_url_) + "," + Hostport(*hostile_) + "," +
+                     Hostport(*silent_));
       // Some SlurmClusters here have no credentialsSecretRef: the endpoint policy is tested on
       // its own, with the operator's identity lent (tenant_identity_test covers the default).
       argv.push_back("--allow-operator-identity-for-namespaced-clusters");
@@ -128,6 +140,7 @@ class TenantSafety : public ::testing::Test {
   static void TearDownTestSuite() {
     if (operator_ != nullptr) operator_->Stop(SIGTERM, seconds(10));
     delete operator_;
+    delete silent_;
     delete hostile_;
     delete subject_url_;
     delete token_;
@@ -227,6 +240,7 @@ class TenantSafety : public ::testing::Test {
   static TestHttpServer* token_;
   static TestHttpServer* subject_url_;
   static TestHttpServer* hostile_;
+  static TestHttpServer* silent_;
   static int ap_port_;
   static int health_port_;
 };
@@ -238,6 +252,7 @@ TestHttpServer* TenantSafety::unlisted_ = nullptr;
 TestHttpServer* TenantSafety::token_ = nullptr;
 TestHttpServer* TenantSafety::subject_url_ = nullptr;
 TestHttpServer* TenantSafety::hostile_ = nullptr;
+TestHttpServer* TenantSafety::silent_ = nullptr;
 int TenantSafety::ap_port_ = 0;
 int TenantSafety::health_port_ = 0;
 
@@ -325,6 +340,106 @@ TEST_F(TenantSafety, HostileAnswersAreBoundedAndNamed) {
                      "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}"})
                 .out,
             "True");
+  EXPECT_TRUE(HealthServing());
+  EXPECT_TRUE(operator_->Running()) << "the operator died";
+}
+
+// Seconds until `jsonpath` of `object` in namespace `ns` reads `want` ("" = anything but
+// empty), or -1 after `limit`.
+double SecondsUntil(const std::function<CommandResult(std::vector<std::string>)>& kubectl,
+                    const std::string& ns, const std::string& object, const std::string& jsonpath,
+                    const std::string& want, seconds limit) {
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < limit) {
+    CommandResult r = kubectl({"get", "-n", ns, object, "-o", "jsonpath=" + jsonpath});
+    if (r.exit_code == 0 && (want.empty() ? !r.out.empty() : r.out == want)) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return -1;
+}
+
+// (d) Silent clusters of one tenant do not stall another tenant's SlurmJobs.
+TEST_F(TenantSafety, SilentClustersDoNotStallAnotherTenantsSlurmJobs) {
+  constexpr char kQuiet[] = "quiet";
+  ASSERT_TRUE(stand_ins_->kubectl().CreateNamespace(kQuiet));
+  std::string yaml;
+  for (int i = 1; i <= 4; ++i) {
+    const std::string name = "silent-" + std::to_string(i);
+    yaml +=
+        "---\napiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmCluster\nmetadata: {name: " +
+        name + ", namespace: " + kQuiet +
+        "}\nspec:\n  projectId: demo-project\n  region: us-central1\n  clusterId: " + name +
+        "\n  endpoint: " + silent_->url() + "\n";
+    for (int j = 1; j <= 3; ++j) {
+      yaml += "---\napiVersion: hpc.slurmoperator.dev/v1alpha1\nkind: SlurmJob\nmetadata: {name: " +
+              name + "-job-" + std::to_string(j) + ", namespace: " + kQuiet +
+              "}\nspec:\n  clusterRef: {name: " + name +
+              "}\n  script: |\n    #!/bin/bash\n    echo never\n";
+    }
+  }
+  CommandResult applied = Kubectl({"apply", "-f", "-"}, yaml);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+
+  // Its probe's timeout (30 s) is in its Ready condition; a second silence holds it back (held
+  // probes leave that condition as it is).
+  const auto kubectl = [](std::vector<std::string> args) { return Kubectl(std::move(args)); };
+  const auto start = std::chrono::steady_clock::now();
+  std::string ready_message;
+  while (std::chrono::steady_clock::now() - start < seconds(120) &&
+         ready_message.find("timed out") == std::string::npos) {
+    std::this_thread::sleep_for(seconds(1));
+    ready_message = Kubectl({"get", "-n", kQuiet, "scl", "silent-1", "-o",
+                             "jsonpath={.status.conditions[?(@.type==\"Ready\")].message}"})
+                        .out;
+  }
+  std::cout << "silent-1 after "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+            << " s: " << ready_message << std::endl;
+  EXPECT_THAT(ready_message, HasSubstr("timed out"));
+  // The SlurmJobs there that were not sent wait, saying why.
+  std::string reasons;
+  for (int tries = 0; tries < 90 && reasons.find("ClusterNotAnswering") == std::string::npos;
+       ++tries) {
+    if (tries > 0) std::this_thread::sleep_for(seconds(1));
+    reasons = Kubectl({"get", "-n", kQuiet, "sj", "-o",
+                       "jsonpath={.items[*].status.conditions[?(@.type==\"Reconciling\")].reason}"})
+                  .out;
+  }
+  EXPECT_THAT(reasons, HasSubstr("ClusterNotAnswering"));
+
+  // Another tenant's SlurmJobs, one after another: submitted, followed to the end, deleted.
+  std::vector<double> submit, end, gone;
+  for (int k = 0; k < 3; ++k) {
+    const std::string name = "after-silence-" + std::to_string(k);
+    ApplyJob(name, "local");
+    submit.push_back(SecondsUntil(kubectl, kNs, "sj/" + name, "{.status.jobId}", "", seconds(90)));
+    end.push_back(
+        SecondsUntil(kubectl, kNs, "sj/" + name, "{.status.jobState}", "COMPLETED", seconds(90)));
+    ASSERT_EQ(Kubectl({"delete", "-n", kNs, "sj", name, "--wait=false"}).exit_code, 0);
+    const auto start = std::chrono::steady_clock::now();
+    double gone_after = -1;
+    while (std::chrono::steady_clock::now() - start < seconds(90)) {
+      if (Kubectl({"get", "-n", kNs, "sj", name}).exit_code != 0) {
+        gone_after =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    gone.push_back(gone_after);
+    std::cout << name << ": create -> jobId " << submit.back() << " s, -> COMPLETED " << end.back()
+              << " s; delete -> gone " << gone.back() << " s" << std::endl;
+  }
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_GE(submit[k], 0);
+    EXPECT_LT(submit[k], 10) << "create -> jobId of SlurmJob " << k;
+    EXPECT_GE(end[k], 0);
+    EXPECT_LT(end[k], 20) << "create -> COMPLETED of SlurmJob " << k;
+    EXPECT_GE(gone[k], 0);
+    EXPECT_LT(gone[k], 10) << "delete -> gone of SlurmJob " << k;
+  }
   EXPECT_TRUE(HealthServing());
   EXPECT_TRUE(operator_->Running()) << "the operator died";
 }

@@ -299,6 +299,31 @@ TEST(DecideSubmit, ASubmitHeldBackByTheCallBudgetWaitsForItsRoomWithoutBackoff) 
   EXPECT_EQ(again.requeue_after, Duration(std::chrono::milliseconds(120)));
 }
 
+// A submit not sent because its cluster did not answer lately (silent_clusters.h): the
+// condition names the cluster's trouble, not the budget, and the retry waits the hold, not a
+// growing backoff.
+TEST(DecideSubmit, ASubmitHeldBackWhileItsClusterIsSilentSaysSoAndWaitsTheHold) {
+  JobFacts job = NewJob();
+  job.has_finalizer = true;
+  Outcomes out;
+  const std::string why = "Agent Platform: cluster c1 did not answer in time; ...";
+  out.submit = absl::UnavailableError(why);
+  out.submit_held_back = std::chrono::seconds(5);
+  out.submit_held_back_why = why;
+  Decision d = Decide(job, Cluster(), {}, out, Fresh(), kT0);
+  ASSERT_EQ(d.action, Action::kWriteStatus);
+  EXPECT_EQ(Cond(d.status, kReconciling).reason(), "ClusterNotAnswering");
+  EXPECT_THAT(Cond(d.status, kReconciling).message(), HasSubstr("did not answer in time"));
+  ASSERT_EQ(d.events.size(), 1u);
+  EXPECT_EQ(d.events[0].type, kWarning);
+  EXPECT_FALSE(d.retry_with_backoff);
+  job.status = d.status;
+  out.submit_held_back = std::chrono::seconds(3);
+  Decision again = Decide(job, Cluster(), {}, out, Fresh(), kT0 + seconds(2));
+  EXPECT_EQ(again.action, Action::kNone) << "the same condition: nothing to write";
+  EXPECT_EQ(again.requeue_after, Duration(std::chrono::seconds(3)));
+}
+
 TEST(DecideSubmit, UnknownOutcomeLeadsToATagSearchNotASecondSubmit) {
   JobFacts job = NewJob();
   job.has_finalizer = true;

@@ -2167,17 +2167,22 @@ TEST_F(TenantAccessTest, AProbesLongTextAnswerIsCutWithoutSplittingUtf8) {
 // probe left it, and the probe is retried when the pause ends (#16 item 3).
 TEST_F(TenantAccessTest, AProbeHeldBackByTheProjectsBudgetLeavesTheStatusAlone) {
   AddClusterScoped({{"namespaceSelector", nlohmann::json::object()}});
-  ap_.On(kGet, kPing42, GoogleErrorReply(429, R"({"error": {"code": 429,
+  // A first probe answered: the project has accepted the operator's credentials (only then
+  // does their 429 pause the project, quota_budget.h).
+  ap_.On(kGet, kPing42, StructuredBody(200, R"({"pings": []})"),
+         GoogleErrorReply(429, R"({"error": {"code": 429,
       "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED", "details": [
       {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "20s"}]}})"));
   Probe("/shared", /*allow_operator_identity=*/false);
-  ASSERT_EQ(ap_.Count(kGet, kPing42), 1);
+  clock_.Advance(std::chrono::minutes(10));
+  Probe("/shared", /*allow_operator_identity=*/false);
+  ASSERT_EQ(ap_.Count(kGet, kPing42), 2);
   const nlohmann::json after_first = *kube_.Object("clusterslurmclusters", "", "shared");
   clock_.Advance(std::chrono::seconds(5));
 
   ReconcileResult second = Probe("/shared", /*allow_operator_identity=*/false);
 
-  EXPECT_EQ(ap_.Count(kGet, kPing42), 1) << "nothing is sent during the pause";
+  EXPECT_EQ(ap_.Count(kGet, kPing42), 2) << "nothing is sent during the pause";
   EXPECT_EQ(*kube_.Object("clusterslurmclusters", "", "shared"), after_first);
   ASSERT_TRUE(second.requeue_after.has_value());
   EXPECT_EQ(*second.requeue_after, std::chrono::seconds(15));
