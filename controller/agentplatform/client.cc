@@ -179,10 +179,6 @@ class SlurmApiClient final : public SlurmApi {
     return MarkHeldBackByBudget(s);
   }
 
-  // kUnavailable (unsent unless an earlier attempt was: Call marks it) while
-  // the cluster's calls are held back after it did not answer. The message
-  // changes only with the count of silences (the wait is in the retry delay):
-  // see PausedStatus.
   // kUnavailable, unsent and marked held back (HeldBackByBudget()): the
   // caller waits RetryDelay() and counts no failure, as for the budget, since
   // nothing was sent. The message is the same whatever the state of the hold
